@@ -1,0 +1,101 @@
+package app
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"k8s.io/component-base/featuregate"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/gantry-dev/gantry/pkg/framework/workload"
+)
+
+const testGate featuregate.Feature = "TestGate"
+
+func testRegistry(t *testing.T) *workload.Registry {
+	t.Helper()
+	reg := &workload.Registry{}
+	for _, n := range []string{"raycluster", "trainjob", "slurm"} {
+		in := workload.Integration{Name: n, Setup: func(context.Context, ctrl.Manager, workload.Options) error { return nil }}
+		if n == "raycluster" {
+			in.FeatureGates = map[featuregate.Feature]featuregate.FeatureSpec{testGate: {Default: true, PreRelease: featuregate.Beta}}
+		}
+		reg.MustRegister(in)
+	}
+	return reg
+}
+
+func TestParseFlagsDefaults(t *testing.T) {
+	o, err := ParseFlags(nil, testRegistry(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(o.Controllers, ",") != "all" || o.KubeAPIQPS != 100 || o.KubeAPIBurst != 200 ||
+		o.MetricsBindAddress != ":8080" || o.HealthProbeBindAddress != ":8081" || o.LeaderElect || len(o.Namespaces) != 0 {
+		t.Fatalf("unexpected defaults: %+v", o)
+	}
+	if !o.Features.Enabled(testGate) {
+		t.Fatal("a registered gate's default (on) was not applied")
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	cases := []struct {
+		name    string
+		args    []string
+		check   func(*Options) bool
+		wantErr string
+	}{
+		{name: "controllers and namespaces", args: []string{"--controllers=slurm,raycluster", "--namespaces", "a,b"},
+			check: func(o *Options) bool {
+				return strings.Join(o.Controllers, ",") == "slurm,raycluster" && strings.Join(o.Namespaces, ",") == "a,b"
+			}},
+		{name: "leader election", args: []string{"--leader-elect", "--leader-election-namespace=ops", "--leader-election-id=x"},
+			check: func(o *Options) bool {
+				return o.LeaderElect && o.LeaderElectionNamespace == "ops" && o.LeaderElectionID == "x"
+			}},
+		{name: "qps", args: []string{"--kube-api-qps=20", "--kube-api-burst=40"},
+			check: func(o *Options) bool { return o.KubeAPIQPS == 20 && o.KubeAPIBurst == 40 }},
+		{name: "feature gate off", args: []string{"--feature-gates=TestGate=false"},
+			check: func(o *Options) bool { return !o.Features.Enabled(testGate) }},
+		{name: "zap flags are accepted", args: []string{"--zap-log-level=debug", "--zap-devel"},
+			check: func(o *Options) bool { return o.Zap.Development }},
+		{name: "unknown controller", args: []string{"--controllers=raycluster,pytorchjob"}, wantErr: "unknown controller(s) pytorchjob"},
+		{name: "unknown gate", args: []string{"--feature-gates=NoSuchGate=true"}, wantErr: "unrecognized feature gate"},
+		{name: "bad qps", args: []string{"--kube-api-qps=0"}, wantErr: "must be positive"},
+		{name: "empty namespace", args: []string{"--namespaces=a,,b"}, wantErr: "empty name"},
+		{name: "stray argument", args: []string{"run"}, wantErr: "unexpected arguments"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := ParseFlags(tc.args, testRegistry(t))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want it to contain %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.check(o) {
+				t.Fatalf("options not as expected: %+v", o)
+			}
+		})
+	}
+}
+
+func TestManagedSelector(t *testing.T) {
+	reg := &workload.Registry{}
+	noop := func(context.Context, ctrl.Manager, workload.Options) error { return nil }
+	reg.MustRegister(workload.Integration{Name: "a", Setup: noop, ManagedByValues: []string{"upstream-a", "gantry"}})
+	reg.MustRegister(workload.Integration{Name: "b", Setup: noop, ManagedByValues: []string{"upstream-a", "upstream-b"}})
+	sel, err := ManagedSelector(reg.All())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sel.String(), "app.kubernetes.io/managed-by in (gantry,upstream-a,upstream-b)"; got != want {
+		t.Fatalf("selector = %q, want %q", got, want)
+	}
+}

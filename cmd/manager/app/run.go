@@ -1,0 +1,193 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync/atomic"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/gantry-dev/gantry/pkg/framework/builder"
+	"github.com/gantry-dev/gantry/pkg/framework/workload"
+)
+
+// managedObjects are the high-volume kinds whose informers are label-filtered
+// to what Gantry manages, so memory scales with Gantry's objects rather than
+// the cluster's.
+func managedObjects() []client.Object {
+	return []client.Object{&corev1.Pod{}, &batchv1.Job{}, &corev1.Service{}}
+}
+
+// ManagedSelector selects objects whose app.kubernetes.io/managed-by is
+// "gantry" or one of the selected integrations' upstream-compatible values.
+func ManagedSelector(ins []workload.Integration) (labels.Selector, error) {
+	values := []string{builder.ManagedByGantry}
+	for _, in := range ins {
+		for _, v := range in.ManagedByValues {
+			if !slices.Contains(values, v) {
+				values = append(values, v)
+			}
+		}
+	}
+	req, err := labels.NewRequirement(builder.LabelManagedBy, selection.In, values)
+	if err != nil {
+		return nil, err
+	}
+	return labels.NewSelector().Add(*req), nil
+}
+
+// The manager itself needs leader election and events; each workload's
+// reconcilers declare their own RBAC markers in their packages.
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// NewManager builds a controller-runtime manager for the selected
+// integrations without starting it.
+func NewManager(cfg *rest.Config, o *Options, ins []workload.Integration) (manager.Manager, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS = o.KubeAPIQPS
+	cfg.Burst = o.KubeAPIBurst
+
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	for _, in := range ins {
+		for _, add := range in.AddToScheme {
+			if err := add(scheme); err != nil {
+				return nil, fmt.Errorf("adding %s types to the scheme: %w", in.Name, err)
+			}
+		}
+	}
+
+	sel, err := ManagedSelector(ins)
+	if err != nil {
+		return nil, err
+	}
+	byObject := map[client.Object]cache.ByObject{}
+	for _, obj := range managedObjects() {
+		byObject[obj] = cache.ByObject{Label: sel}
+	}
+	cacheOpts := cache.Options{
+		ByObject: byObject,
+		// Gantry never reads managedFields; dropping them roughly halves the
+		// memory of every cached object.
+		DefaultTransform: cache.TransformStripManagedFields(),
+	}
+	if len(o.Namespaces) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range o.Namespaces {
+			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+
+	return ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Cache:                         cacheOpts,
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		HealthProbeBindAddress:        o.HealthProbeBindAddress,
+		LeaderElection:                o.LeaderElect,
+		LeaderElectionID:              o.LeaderElectionID,
+		LeaderElectionNamespace:       o.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+	})
+}
+
+// Run builds the manager, sets up the selected integrations and blocks until
+// ctx is cancelled (SIGTERM/SIGINT in main), then shuts down gracefully.
+func Run(ctx context.Context, cfg *rest.Config, o *Options, reg *workload.Registry) error {
+	log := ctrl.Log.WithName("setup")
+	ins, err := reg.Select(o.Controllers)
+	if err != nil {
+		return err
+	}
+	mgr, err := NewManager(cfg, o, ins)
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+
+	wopts := workload.Options{
+		Namespaces:              o.Namespaces,
+		Features:                o.Features,
+		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+	}
+	for _, in := range ins {
+		if err := in.Setup(ctx, mgr, wopts); err != nil {
+			return fmt.Errorf("setting up the %s controller: %w", in.Name, err)
+		}
+		log.Info("controller enabled", "controller", in.Name)
+	}
+	if len(ins) == 0 {
+		log.Info("no workload controllers are built into this binary; the manager runs with none")
+	}
+
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	synced := &cacheSyncedCheck{cache: mgr.GetCache()}
+	if err := mgr.Add(synced); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("informers", synced.Check); err != nil {
+		return err
+	}
+
+	log.Info("starting manager", "controllers", names(ins), "namespaces", o.Namespaces)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("running the manager: %w", err)
+	}
+	log.Info("manager stopped")
+	return nil
+}
+
+// cacheSyncedCheck reports ready only once the informers have synced, so a
+// rollout does not route traffic (or hand over leadership) to a replica that
+// would reconcile from an empty cache.
+type cacheSyncedCheck struct {
+	cache  cache.Cache
+	synced atomic.Bool
+}
+
+// Start implements manager.Runnable; it runs on every replica, leader or not.
+func (c *cacheSyncedCheck) Start(ctx context.Context) error {
+	if c.cache.WaitForCacheSync(ctx) {
+		c.synced.Store(true)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// NeedLeaderElection lets the check run on standby replicas too.
+func (c *cacheSyncedCheck) NeedLeaderElection() bool { return false }
+
+// Check is the readyz checker.
+func (c *cacheSyncedCheck) Check(_ *http.Request) error {
+	if !c.synced.Load() {
+		return errors.New("informer caches have not synced yet")
+	}
+	return nil
+}
+
+func names(ins []workload.Integration) []string {
+	out := make([]string, 0, len(ins))
+	for _, in := range ins {
+		out = append(out, in.Name)
+	}
+	return out
+}

@@ -1,0 +1,55 @@
+// Command manager is the single Gantry operator binary: it runs the Ray,
+// Trainer and Slurm workload controllers selected with --controllers.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/pflag"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/gantry-dev/gantry/cmd/manager/app"
+	"github.com/gantry-dev/gantry/pkg/framework/workload"
+)
+
+// workloads lists the integrations built into this binary; adding a workload
+// is one Register line here.
+func workloads() *workload.Registry {
+	reg := &workload.Registry{}
+	return reg
+}
+
+func main() {
+	reg := workloads()
+	opts, err := app.ParseFlags(os.Args[1:], reg)
+	if errors.Is(err, pflag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gantry-manager:", err)
+		os.Exit(2)
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts.Zap)))
+	cfg, err := restConfig(opts.Kubeconfig)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gantry-manager: no Kubernetes configuration:", err)
+		os.Exit(1)
+	}
+	if err := app.Run(ctrl.SetupSignalHandler(), cfg, opts, reg); err != nil {
+		ctrl.Log.Error(err, "manager exited with an error")
+		os.Exit(1)
+	}
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	return ctrl.GetConfig()
+}

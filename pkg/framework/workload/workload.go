@@ -1,0 +1,130 @@
+// Package workload is the registry through which workload families
+// (raycluster, trainjob, slurm, ...) plug into the single Gantry manager.
+//
+// A workload contributes its API types, the label values its managed Pods,
+// Jobs and Services carry (so the manager's label-filtered cache sees them),
+// the feature gates it reads and a Setup function that wires its reconcilers
+// into the manager. cmd/manager only parses flags and starts the integrations
+// named by --controllers; adding a workload is a new package plus one
+// Register call.
+package workload
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/component-base/featuregate"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// Options are the operator-wide settings handed to every integration's Setup.
+// They are read once at start-up; reconcilers must not read the environment.
+type Options struct {
+	// Namespaces restricts the watch to these namespaces; empty means all.
+	Namespaces []string
+	// Features is the process's feature gate, already parsed from --feature-gates.
+	Features featuregate.FeatureGate
+	// MaxConcurrentReconciles is the default worker count per controller.
+	MaxConcurrentReconciles int
+}
+
+// Integration describes one workload family.
+type Integration struct {
+	// Name is what --controllers accepts, e.g. "raycluster".
+	Name string
+	// AddToScheme registers the workload's API types (and those it creates).
+	AddToScheme []func(*runtime.Scheme) error
+	// ManagedByValues are extra values of the app.kubernetes.io/managed-by
+	// label that Pods, Jobs and Services of this workload may carry, beyond
+	// "gantry" (e.g. values written by the upstream operator it replaces).
+	ManagedByValues []string
+	// FeatureGates are the gates this workload reads, registered before
+	// --feature-gates is parsed.
+	FeatureGates map[featuregate.Feature]featuregate.FeatureSpec
+	// Setup wires the workload's reconcilers and watches into the manager.
+	Setup func(ctx context.Context, mgr ctrl.Manager, opts Options) error
+}
+
+// Registry is an ordered set of integrations keyed by name.
+type Registry struct {
+	items []Integration
+}
+
+// Register adds an integration. Names must be unique, lower-case and
+// non-empty, and Setup must be set.
+func (r *Registry) Register(in Integration) error {
+	switch {
+	case in.Name == "" || in.Name != strings.ToLower(in.Name) || strings.ContainsAny(in.Name, ", "):
+		return fmt.Errorf("workload name %q must be a non-empty lower-case word", in.Name)
+	case in.Setup == nil:
+		return fmt.Errorf("workload %q has no Setup function", in.Name)
+	case slices.Contains(r.Names(), in.Name):
+		return fmt.Errorf("workload %q registered twice", in.Name)
+	}
+	r.items = append(r.items, in)
+	return nil
+}
+
+// MustRegister is Register for start-up code, where a duplicate is a programming error.
+func (r *Registry) MustRegister(in Integration) {
+	if err := r.Register(in); err != nil {
+		panic(err)
+	}
+}
+
+// Names lists the registered integrations in registration order.
+func (r *Registry) Names() []string {
+	names := make([]string, 0, len(r.items))
+	for _, in := range r.items {
+		names = append(names, in.Name)
+	}
+	return names
+}
+
+// Select returns the integrations named in names, in registration order.
+// "all" (or an empty list) selects every registered integration. Unknown
+// names are an error that lists what is available.
+func (r *Registry) Select(names []string) ([]Integration, error) {
+	want := map[string]bool{}
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		want[n] = true
+	}
+	if len(want) == 0 || want["all"] {
+		delete(want, "all")
+		for _, in := range r.items {
+			want[in.Name] = true
+		}
+	}
+	var unknown []string
+	for n := range want {
+		if !slices.Contains(r.Names(), n) {
+			unknown = append(unknown, n)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		avail := strings.Join(r.Names(), ", ")
+		if avail == "" {
+			avail = "none are built into this binary"
+		}
+		return nil, fmt.Errorf("unknown controller(s) %s in --controllers (available: %s)", strings.Join(unknown, ", "), avail)
+	}
+	var out []Integration
+	for _, in := range r.items {
+		if want[in.Name] {
+			out = append(out, in)
+		}
+	}
+	return out, nil
+}
+
+// All returns every registered integration in registration order.
+func (r *Registry) All() []Integration { return slices.Clone(r.items) }
