@@ -1,0 +1,347 @@
+package v1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// RayClusterSpec is the desired state of a RayCluster.
+type RayClusterSpec struct {
+	// UpgradeStrategy decides what happens to running Pods when the spec
+	// changes. Without it (or with None) Pods are left as they are.
+	// +optional
+	UpgradeStrategy *RayClusterUpgradeStrategy `json:"upgradeStrategy,omitempty"`
+
+	// AuthOptions turns on Ray's own token authentication (Ray >= 2.52).
+	// +optional
+	AuthOptions *AuthOptions `json:"authOptions,omitempty"`
+
+	// Suspend deletes every Pod of the cluster while keeping the object, so
+	// a queueing system (Kueue) can hold it until it is admitted.
+	// +optional
+	Suspend *bool `json:"suspend,omitempty"`
+
+	// ManagedBy names the controller that reconciles this cluster. Unset or
+	// ray.io/kuberay-operator means Gantry (standing in for KubeRay);
+	// kueue.x-k8s.io/multikueue means MultiKueue dispatches it to a worker
+	// cluster and Gantry must leave it alone here. Changing it once set is
+	// rejected: two controllers fighting over one cluster's Pods is never
+	// what a user wants.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="the managedBy field is immutable"
+	// +kubebuilder:validation:XValidation:rule="self in ['ray.io/kuberay-operator', 'kueue.x-k8s.io/multikueue']",message="the managedBy field value must be either 'ray.io/kuberay-operator' or 'kueue.x-k8s.io/multikueue'"
+	// +optional
+	ManagedBy *string `json:"managedBy,omitempty"`
+
+	// AutoscalerOptions tunes the Ray autoscaler sidecar that runs in the
+	// head Pod when EnableInTreeAutoscaling is true.
+	// +optional
+	AutoscalerOptions *AutoscalerOptions `json:"autoscalerOptions,omitempty"`
+
+	// HeadServiceAnnotations are copied onto the head Service, e.g. for
+	// cloud load-balancer settings.
+	// +optional
+	HeadServiceAnnotations map[string]string `json:"headServiceAnnotations,omitempty"`
+
+	// EnableInTreeAutoscaling adds the Ray autoscaler sidecar to the head Pod
+	// and hands worker-group replica counts to it.
+	// +optional
+	EnableInTreeAutoscaling *bool `json:"enableInTreeAutoscaling,omitempty"`
+
+	// GcsFaultToleranceOptions stores the GCS state in an external Redis so
+	// the cluster survives a head Pod restart.
+	// +optional
+	GcsFaultToleranceOptions *GcsFaultToleranceOptions `json:"gcsFaultToleranceOptions,omitempty"`
+
+	// HeadGroupSpec describes the single head Pod.
+	HeadGroupSpec HeadGroupSpec `json:"headGroupSpec"`
+
+	// RayVersion is the Ray version the images run; some behaviour (auth,
+	// autoscaler v2) depends on it.
+	// +optional
+	RayVersion string `json:"rayVersion,omitempty"`
+
+	// WorkerGroupSpecs describe the worker groups.
+	// +optional
+	WorkerGroupSpecs []WorkerGroupSpec `json:"workerGroupSpecs,omitempty"`
+}
+
+// RayClusterUpgradeType names an upgrade strategy.
+// +kubebuilder:validation:Enum=Recreate;None
+type RayClusterUpgradeType string
+
+const (
+	// RayClusterRecreate deletes all Pods and creates them afresh when the
+	// spec (ignoring replica counts and workersToDelete) changes.
+	RayClusterRecreate RayClusterUpgradeType = "Recreate"
+	// RayClusterUpgradeNone leaves running Pods untouched on spec changes.
+	RayClusterUpgradeNone RayClusterUpgradeType = "None"
+)
+
+// RayClusterUpgradeStrategy selects how spec changes reach running Pods.
+type RayClusterUpgradeStrategy struct {
+	// Type is Recreate or None.
+	// +optional
+	Type *RayClusterUpgradeType `json:"type,omitempty"`
+}
+
+// AuthMode is Ray's authentication mode.
+type AuthMode string
+
+const (
+	// AuthModeDisabled turns Ray authentication off.
+	AuthModeDisabled AuthMode = "disabled"
+	// AuthModeToken requires a shared token on every Ray connection.
+	AuthModeToken AuthMode = "token"
+)
+
+// AuthOptions configures Ray authentication.
+type AuthOptions struct {
+	// EnableK8sTokenAuth makes Ray check callers' Kubernetes ServiceAccount
+	// tokens against the API server instead of a shared secret.
+	// +optional
+	EnableK8sTokenAuth *bool `json:"enableK8sTokenAuth,omitempty"`
+
+	// SecretName points at an existing Secret whose auth_token key holds the
+	// token; when unset the operator generates one Secret per cluster.
+	// +optional
+	SecretName *string `json:"secretName,omitempty"`
+
+	// Mode is disabled or token (the operator treats empty as token).
+	// +kubebuilder:validation:Enum=disabled;token
+	// +optional
+	Mode AuthMode `json:"mode,omitempty"`
+}
+
+// GcsFaultToleranceOptions configures GCS fault tolerance backed by Redis.
+type GcsFaultToleranceOptions struct {
+	// RedisUsername is the Redis ACL user, inline or from a Secret.
+	// +optional
+	RedisUsername *RedisCredential `json:"redisUsername,omitempty"`
+
+	// RedisPassword is the Redis password, inline or from a Secret.
+	// +optional
+	RedisPassword *RedisCredential `json:"redisPassword,omitempty"`
+
+	// ExternalStorageNamespace isolates this cluster's keys in Redis; it
+	// defaults to the cluster's UID so a re-created cluster starts clean.
+	// +optional
+	ExternalStorageNamespace string `json:"externalStorageNamespace,omitempty"`
+
+	// RedisAddress is host:port of the Redis server.
+	RedisAddress string `json:"redisAddress"`
+}
+
+// RedisCredential is either a literal value or a reference to one, with the
+// same shape as a container env var so a Secret reference reads naturally.
+type RedisCredential struct {
+	// +optional
+	ValueFrom *corev1.EnvVarSource `json:"valueFrom,omitempty"`
+	// +optional
+	Value string `json:"value,omitempty"`
+}
+
+// HeadGroupSpec describes the head Pod and its Service.
+type HeadGroupSpec struct {
+	// Template is the head Pod's template; the Ray container must be the
+	// first container.
+	Template corev1.PodTemplateSpec `json:"template"`
+
+	// HeadService overrides fields of the generated head Service.
+	// +optional
+	HeadService *corev1.Service `json:"headService,omitempty"`
+
+	// EnableIngress creates an Ingress for the dashboard.
+	// +optional
+	EnableIngress *bool `json:"enableIngress,omitempty"`
+
+	// Resources are Ray logical resources for the head node; they take
+	// precedence over the same resources in rayStartParams and do not change
+	// the Pod's Kubernetes resources.
+	// +optional
+	Resources map[string]string `json:"resources,omitempty"`
+
+	// Labels are Ray node labels for the head node; they are also put on the
+	// head Pod and take precedence over --labels in rayStartParams.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// RayStartParams become `ray start` flags (key without the leading --).
+	// +optional
+	RayStartParams map[string]string `json:"rayStartParams,omitempty"`
+
+	// ServiceType is the type of the head Service (ClusterIP by default).
+	// +optional
+	ServiceType corev1.ServiceType `json:"serviceType,omitempty"`
+}
+
+// WorkerGroupSpec describes one group of identical worker Pods.
+type WorkerGroupSpec struct {
+	// Suspend deletes this group's Pods. KubeRay reserves it for RayJob's
+	// deletion strategy rather than for users.
+	// +optional
+	Suspend *bool `json:"suspend,omitempty"`
+
+	// GroupName identifies the group; it must be unique in the cluster.
+	GroupName string `json:"groupName"`
+
+	// Replicas is the desired number of replicas, clamped to
+	// [minReplicas, maxReplicas]. The autoscaler writes it when enabled.
+	// +kubebuilder:default:=0
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// MinReplicas is the lower bound on replicas.
+	// +kubebuilder:default:=0
+	// +optional
+	MinReplicas *int32 `json:"minReplicas,omitempty"`
+
+	// MaxReplicas is the upper bound on replicas.
+	// +kubebuilder:default:=2147483647
+	// +optional
+	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
+
+	// IdleTimeoutSeconds overrides, for this group, how long the autoscaler
+	// v2 waits before removing an idle worker.
+	// +optional
+	IdleTimeoutSeconds *int32 `json:"idleTimeoutSeconds,omitempty"`
+
+	// Resources are Ray logical resources for this group's nodes; see
+	// HeadGroupSpec.Resources.
+	// +optional
+	Resources map[string]string `json:"resources,omitempty"`
+
+	// Labels are Ray node labels for this group's nodes; see
+	// HeadGroupSpec.Labels.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+
+	// RayStartParams become `ray start` flags for this group's Pods.
+	// +optional
+	RayStartParams map[string]string `json:"rayStartParams,omitempty"`
+
+	// Template is the worker Pod template; the Ray container must be the
+	// first container.
+	Template corev1.PodTemplateSpec `json:"template"`
+
+	// ScaleStrategy lists specific Pods to remove when scaling down.
+	// +optional
+	ScaleStrategy ScaleStrategy `json:"scaleStrategy,omitempty"`
+
+	// NumOfHosts is the number of Pods per replica. Values above 1 model
+	// multi-host accelerator slices (e.g. TPU pod slices) that are created,
+	// counted and deleted as one unit.
+	// +kubebuilder:default:=1
+	// +optional
+	NumOfHosts int32 `json:"numOfHosts,omitempty"`
+}
+
+// ScaleStrategy names the Pods to delete on the next scale-down.
+type ScaleStrategy struct {
+	// WorkersToDelete are Pod names, written by the autoscaler so it can pick
+	// idle workers rather than arbitrary ones.
+	// +optional
+	WorkersToDelete []string `json:"workersToDelete,omitempty"`
+}
+
+// AutoscalerOptions configures the autoscaler sidecar container.
+type AutoscalerOptions struct {
+	// Resources of the autoscaler container; the operator's default is
+	// 500m CPU and 512Mi memory (requests equal limits).
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Image overrides the autoscaler image (the Ray image by default).
+	// +optional
+	Image *string `json:"image,omitempty"`
+
+	// ImagePullPolicy overrides the autoscaler image pull policy.
+	// +optional
+	ImagePullPolicy *corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+
+	// SecurityContext of the autoscaler container.
+	// +optional
+	SecurityContext *corev1.SecurityContext `json:"securityContext,omitempty"`
+
+	// IdleTimeoutSeconds is read by the autoscaler, not the operator
+	// (autoscaler default: 60).
+	// +optional
+	IdleTimeoutSeconds *int32 `json:"idleTimeoutSeconds,omitempty"`
+
+	// UpscalingMode is read by the autoscaler, not the operator.
+	// +optional
+	UpscalingMode *UpscalingMode `json:"upscalingMode,omitempty"`
+
+	// Version forces autoscaler v1 or v2; unset lets RayVersion decide
+	// (v2 from Ray 2.47.0).
+	// +optional
+	Version *AutoscalerVersion `json:"version,omitempty"`
+
+	// Env is added to the autoscaler container.
+	// +optional
+	Env []corev1.EnvVar `json:"env,omitempty"`
+
+	// EnvFrom is added to the autoscaler container.
+	// +optional
+	EnvFrom []corev1.EnvFromSource `json:"envFrom,omitempty"`
+
+	// VolumeMounts are added to the autoscaler container, e.g. TLS material.
+	// +optional
+	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty"`
+}
+
+// UpscalingMode is how eagerly the autoscaler adds workers. Default and
+// Aggressive are the same; Conservative caps pending workers at the
+// cluster's current size.
+// +kubebuilder:validation:Enum=Default;Aggressive;Conservative
+type UpscalingMode string
+
+const (
+	UpscalingModeDefault      UpscalingMode = "Default"
+	UpscalingModeAggressive   UpscalingMode = "Aggressive"
+	UpscalingModeConservative UpscalingMode = "Conservative"
+)
+
+// AutoscalerVersion selects the autoscaler implementation.
+// +kubebuilder:validation:Enum=v1;v2
+type AutoscalerVersion string
+
+const (
+	AutoscalerVersionV1 AutoscalerVersion = "v1"
+	AutoscalerVersionV2 AutoscalerVersion = "v2"
+)
+
+// RayCluster runs one Ray head Pod and any number of worker groups.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:categories=all
+// +kubebuilder:subresource:status
+// +kubebuilder:storageversion
+// +kubebuilder:printcolumn:name="desired workers",type=integer,JSONPath=".status.desiredWorkerReplicas",priority=0
+// +kubebuilder:printcolumn:name="available workers",type=integer,JSONPath=".status.availableWorkerReplicas",priority=0
+// +kubebuilder:printcolumn:name="cpus",type=string,JSONPath=".status.desiredCPU",priority=0
+// +kubebuilder:printcolumn:name="memory",type=string,JSONPath=".status.desiredMemory",priority=0
+// +kubebuilder:printcolumn:name="gpus",type=string,JSONPath=".status.desiredGPU",priority=0
+// +kubebuilder:printcolumn:name="tpus",type=string,JSONPath=".status.desiredTPU",priority=1
+// +kubebuilder:printcolumn:name="status",type=string,JSONPath=".status.state",priority=0
+// +kubebuilder:printcolumn:name="age",type=date,JSONPath=".metadata.creationTimestamp",priority=0
+// +kubebuilder:printcolumn:name="head pod IP",type=string,JSONPath=".status.head.podIP",priority=1
+// +kubebuilder:printcolumn:name="head service IP",type=string,JSONPath=".status.head.serviceIP",priority=1
+type RayCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec RayClusterSpec `json:"spec,omitempty"`
+	// +optional
+	Status RayClusterStatus `json:"status,omitempty"`
+}
+
+// RayClusterList is a list of RayClusters.
+// +kubebuilder:object:root=true
+type RayClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []RayCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&RayCluster{}, &RayClusterList{})
+}
