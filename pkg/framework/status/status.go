@@ -1,0 +1,171 @@
+// Package status writes an object's status only when it really changed.
+//
+// Contract of Update: the new status is computed by mutate on a deep copy of
+// the object; it is written through the status subresource only when it
+// differs from the old one in a field that matters. By default timestamps
+// that merely record when something was observed (fields named
+// lastTransitionTime, lastUpdateTime, lastProbeTime, lastHeartbeatTime) are
+// ignored, so a reconcile that only refreshes them makes no write; a caller can
+// supply its own equality instead. On a Conflict the object is read again and
+// mutate is re-run on the fresh copy, so mutate must be a pure function of the
+// object it receives. The caller's object is updated to what was written.
+package status
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// IgnoredTimeFields are the JSON field names the default comparison skips.
+var IgnoredTimeFields = []string{"lastTransitionTime", "lastUpdateTime", "lastProbeTime", "lastHeartbeatTime"}
+
+type options struct {
+	equal func(old, updated client.Object) (bool, error)
+}
+
+// Option tunes Update.
+type Option func(*options)
+
+// WithEqual replaces the default comparison. equal receives the object before
+// and after mutate and reports whether they are equal for the purpose of
+// writing.
+func WithEqual[T client.Object](equal func(old, updated T) bool) Option {
+	return func(o *options) {
+		o.equal = func(a, b client.Object) (bool, error) { return equal(a.(T), b.(T)), nil }
+	}
+}
+
+// Update runs mutate on a copy of obj and writes the status when it changed.
+// It reports whether a write happened.
+func Update[T client.Object](ctx context.Context, c client.Client, obj T, mutate func(T) error, opts ...Option) (bool, error) {
+	o := options{equal: StatusEqual}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	current := obj
+	first := true
+	changed := false
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !first {
+			fresh, err := emptyLike(obj)
+			if err != nil {
+				return err
+			}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), fresh); err != nil {
+				return err
+			}
+			current = fresh
+		}
+		first = false
+
+		next := current.DeepCopyObject().(T)
+		if err := mutate(next); err != nil {
+			return err
+		}
+		same, err := o.equal(current, next)
+		if err != nil {
+			return err
+		}
+		if same {
+			// The unwritten copy is dropped: the caller keeps the server's view.
+			changed = false
+			return nil
+		}
+		if err := c.Status().Update(ctx, next); err != nil {
+			return err
+		}
+		changed = true
+		current = next
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("updating status of %s: %w", client.ObjectKeyFromObject(obj), err)
+	}
+	// Copy what was written (or re-read) into the caller's object so it sees
+	// the new resourceVersion; T is always a pointer to a struct.
+	if any(current) != any(obj) {
+		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(current).Elem())
+	}
+	return changed, nil
+}
+
+// StatusEqual compares the status of two objects, ignoring IgnoredTimeFields
+// at any depth.
+func StatusEqual(a, b client.Object) (bool, error) {
+	sa, err := comparableStatus(a)
+	if err != nil {
+		return false, err
+	}
+	sb, err := comparableStatus(b)
+	if err != nil {
+		return false, err
+	}
+	return equality.Semantic.DeepEqual(sa, sb), nil
+}
+
+func comparableStatus(obj client.Object) (any, error) {
+	var content map[string]any
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		content = u.Object
+	} else {
+		var err error
+		content, err = runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return nil, fmt.Errorf("status: converting %T: %w", obj, err)
+		}
+	}
+	return stripTimes(content["status"]), nil
+}
+
+// stripTimes returns a copy of v without the ignored timestamp fields.
+func stripTimes(v any) any {
+	switch tv := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(tv))
+		for k, val := range tv {
+			if isIgnoredTimeField(k) {
+				continue
+			}
+			out[k] = stripTimes(val)
+		}
+		return out
+	case []any:
+		out := make([]any, len(tv))
+		for i := range tv {
+			out[i] = stripTimes(tv[i])
+		}
+		return out
+	default:
+		return v
+	}
+}
+
+func isIgnoredTimeField(name string) bool {
+	for _, f := range IgnoredTimeFields {
+		if f == name {
+			return true
+		}
+	}
+	return false
+}
+
+func emptyLike[T client.Object](obj T) (T, error) {
+	var zero T
+	if u, ok := any(obj).(*unstructured.Unstructured); ok {
+		out := &unstructured.Unstructured{}
+		out.SetGroupVersionKind(u.GroupVersionKind())
+		return any(out).(T), nil
+	}
+	t := reflect.TypeOf(obj)
+	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return zero, fmt.Errorf("status: unsupported object type %T", obj)
+	}
+	return reflect.New(t.Elem()).Interface().(T), nil
+}
