@@ -10,9 +10,9 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
-	"k8s.io/component-base/featuregate"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/gantry-dev/gantry/pkg/framework/features"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 )
 
@@ -32,22 +32,22 @@ type Options struct {
 	Zap                     zap.Options
 
 	// Features holds every registered workload's gates, set from --feature-gates.
-	Features featuregate.MutableFeatureGate
+	Features *features.Gate
 }
 
 // ParseFlags parses the manager's command line. The registry's feature gates
 // are registered first so --feature-gates can name them.
 func ParseFlags(args []string, reg *workload.Registry) (*Options, error) {
 	o := &Options{
-		Features: featuregate.NewFeatureGate(),
+		Features: features.New(),
 		Zap:      zap.Options{Development: false},
 	}
 	for _, in := range reg.All() {
 		if len(in.FeatureGates) == 0 {
 			continue
 		}
-		if err := o.Features.Add(in.FeatureGates); err != nil {
-			return nil, fmt.Errorf("registering feature gates of %s: %w", in.Name, err)
+		if err := o.Features.Register(in.Name, in.FeatureGates); err != nil {
+			return nil, err
 		}
 	}
 

@@ -124,7 +124,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options, reg *workload.Regist
 
 	wopts := workload.Options{
 		Namespaces:              o.Namespaces,
-		Features:                o.Features,
+		Features:                o.Features.Reader(),
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 	}
 	for _, in := range ins {

@@ -1,0 +1,230 @@
+// Package expectations remembers the pod creates and deletes a controller has
+// issued but not yet seen through its informer, so a reconcile that runs on a
+// stale cache does not create or delete the same pods twice.
+//
+// Contract:
+//   - Entries are keyed by owner key (the owner's "namespace/name") and group
+//     (the head, a worker group, a NodeSet, ...).
+//   - Creations are counted: call ExpectCreations before issuing the Create
+//     calls (the UID of a new pod is only known after Create returns, and the
+//     informer may deliver the pod before that). Each distinct UID reported by
+//     CreationObserved consumes one expected creation; a UID seen twice counts
+//     once. Creates that failed or were never attempted are given back with
+//     CancelCreations.
+//   - Deletions are tracked by UID: ExpectDeletions before the Delete calls,
+//     DeletionObserved from the informer, CancelDeletions when a Delete call
+//     failed (a NotFound answer means the pod is gone; report it observed).
+//   - Satisfied is true when nothing is pending or the expectation is older
+//     than the TTL (default 5 minutes): a lost event must not block an owner
+//     forever. Every raise restarts the TTL.
+//   - Delete forgets an owner, e.g. when the owner itself is NotFound.
+//
+// All methods are safe for concurrent use.
+package expectations
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/utils/clock"
+)
+
+// DefaultTTL bounds how long an unfulfilled expectation blocks an owner.
+const DefaultTTL = 5 * time.Minute
+
+// Option configures an Expectations store.
+type Option func(*Expectations)
+
+// WithTTL sets how long an unfulfilled expectation blocks its group.
+func WithTTL(ttl time.Duration) Option {
+	return func(e *Expectations) { e.ttl = ttl }
+}
+
+// WithClock replaces the wall clock, for tests.
+func WithClock(c clock.PassiveClock) Option {
+	return func(e *Expectations) { e.clock = c }
+}
+
+// Expectations is the store of pending creates and deletes for all owners of
+// one controller.
+type Expectations struct {
+	ttl   time.Duration
+	clock clock.PassiveClock
+
+	mu     sync.Mutex
+	owners map[string]map[string]*pending
+}
+
+// pending is what one (owner, group) still waits for.
+type pending struct {
+	creations int
+	// observedCreations dedupes creation events so a pod reported twice
+	// does not consume two expected creations.
+	observedCreations sets.Set[types.UID]
+	deletions         sets.Set[types.UID]
+	raisedAt          time.Time
+}
+
+func (p *pending) fulfilled() bool {
+	return p.creations <= 0 && p.deletions.Len() == 0
+}
+
+// New returns an empty store.
+func New(opts ...Option) *Expectations {
+	e := &Expectations{
+		ttl:    DefaultTTL,
+		clock:  clock.RealClock{},
+		owners: map[string]map[string]*pending{},
+	}
+	for _, opt := range opts {
+		opt(e)
+	}
+	return e
+}
+
+// ExpectCreations records that n pods are about to be created for the group.
+func (e *Expectations) ExpectCreations(key, group string, n int) {
+	if n <= 0 {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p := e.raise(key, group)
+	p.creations += n
+}
+
+// CancelCreations gives back n expected creations whose Create call failed or
+// was skipped (e.g. after SlowStartBatch stopped early).
+func (e *Expectations) CancelCreations(key, group string, n int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if p := e.lookup(key, group); p != nil {
+		p.creations = max(p.creations-n, 0)
+	}
+}
+
+// CreationObserved consumes one expected creation for a pod the informer
+// delivered. Pods nobody waits for (e.g. the initial list) are ignored.
+func (e *Expectations) CreationObserved(key, group string, uid types.UID) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p := e.lookup(key, group)
+	if p == nil || p.creations <= 0 || p.observedCreations.Has(uid) {
+		return
+	}
+	p.observedCreations.Insert(uid)
+	p.creations--
+}
+
+// ExpectDeletions records that the pods with these UIDs are about to be
+// deleted.
+func (e *Expectations) ExpectDeletions(key, group string, uids ...types.UID) {
+	if len(uids) == 0 {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p := e.raise(key, group)
+	p.deletions.Insert(uids...)
+}
+
+// DeletionObserved marks the deletion of a pod as seen. It is also the right
+// call when the Delete request answered NotFound.
+func (e *Expectations) DeletionObserved(key, group string, uid types.UID) {
+	e.CancelDeletions(key, group, uid)
+}
+
+// CancelDeletions forgets expected deletions whose Delete call failed.
+func (e *Expectations) CancelDeletions(key, group string, uids ...types.UID) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if p := e.lookup(key, group); p != nil {
+		p.deletions.Delete(uids...)
+	}
+}
+
+// Satisfied reports whether the group may make scale decisions: nothing is
+// pending, or what is pending has waited longer than the TTL.
+func (e *Expectations) Satisfied(key, group string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.satisfied(key, group)
+}
+
+// SatisfiedAll reports whether every group of the owner is Satisfied.
+func (e *Expectations) SatisfiedAll(key string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	all := true
+	// Visit every group (no early return) so fulfilled and expired entries
+	// are dropped even when another group still blocks.
+	for group := range e.owners[key] {
+		if !e.satisfied(key, group) {
+			all = false
+		}
+	}
+	return all
+}
+
+// Pending returns the outstanding creations and deletions of the group, for
+// logs and status messages. Expired entries still report their counts.
+func (e *Expectations) Pending(key, group string) (creations, deletions int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if p := e.lookup(key, group); p != nil {
+		return p.creations, p.deletions.Len()
+	}
+	return 0, 0
+}
+
+// Delete forgets every group of the owner.
+func (e *Expectations) Delete(key string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.owners, key)
+}
+
+func (e *Expectations) lookup(key, group string) *pending {
+	return e.owners[key][group]
+}
+
+func (e *Expectations) expired(p *pending) bool {
+	return e.clock.Since(p.raisedAt) > e.ttl
+}
+
+// raise returns the entry for new expectations and restarts its TTL. An
+// expired entry is replaced rather than added to: its leftovers are exactly
+// the stale counts the TTL exists to discard.
+func (e *Expectations) raise(key, group string) *pending {
+	groups := e.owners[key]
+	if groups == nil {
+		groups = map[string]*pending{}
+		e.owners[key] = groups
+	}
+	p := groups[group]
+	if p == nil || e.expired(p) {
+		p = &pending{observedCreations: sets.New[types.UID](), deletions: sets.New[types.UID]()}
+		groups[group] = p
+	}
+	p.raisedAt = e.clock.Now()
+	return p
+}
+
+// satisfied drops entries that no longer block so the store does not grow
+// with the number of owners ever reconciled. Callers hold e.mu.
+func (e *Expectations) satisfied(key, group string) bool {
+	p := e.lookup(key, group)
+	if p == nil {
+		return true
+	}
+	if !p.fulfilled() && !e.expired(p) {
+		return false
+	}
+	delete(e.owners[key], group)
+	if len(e.owners[key]) == 0 {
+		delete(e.owners, key)
+	}
+	return true
+}
