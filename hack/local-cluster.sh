@@ -21,7 +21,13 @@ METRICS_ADDR=${GANTRY_METRICS_ADDR:-127.0.0.1:8080}
 PROBE_ADDR=${GANTRY_PROBE_ADDR:-127.0.0.1:8081}
 MANAGER_ARGS=${GANTRY_MANAGER_ARGS:-}
 
-kwokctl() { "$BIN/kwokctl" "$@"; }
+# kwokctl logs JSON lines; keep them in a file and show them only on failure.
+kwokctl() {
+  if ! "$BIN/kwokctl" "$@" >>"$STATE/kwokctl.log" 2>&1; then
+    log "kwokctl $* failed; last log lines:"; tail -n 20 "$STATE/kwokctl.log" >&2
+    return 1
+  fi
+}
 kubectl() { "$BIN/kubectl" --kubeconfig "$KUBECONFIG" "$@"; }
 log() { echo "gantry-run: $*"; }
 
@@ -48,9 +54,9 @@ up() {
     log "using the existing cluster in $KUBECONFIG"
   else
     export KUBECONFIG=$KWOK_WORKDIR/clusters/$CLUSTER/kubeconfig.yaml
-    if kwokctl get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
+    if "$BIN/kwokctl" get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
       log "local control plane '$CLUSTER' exists; starting it if stopped"
-      kwokctl start cluster --name "$CLUSTER" >/dev/null 2>&1 || true
+      kwokctl start cluster --name "$CLUSTER" || true
     else
       log "creating local control plane '$CLUSTER' (kwok, binary runtime)"
       kwokctl create cluster --name "$CLUSTER" --runtime binary \
@@ -62,7 +68,7 @@ up() {
         --kwok-controller-binary "$BIN/kwok" \
         --wait 2m
     fi
-    kwokctl --name "$CLUSTER" scale node --replicas "$NODES" >/dev/null
+    kwokctl --name "$CLUSTER" scale node --replicas "$NODES"
   fi
 
   for _ in $(seq 1 120); do kubectl get --raw /readyz >/dev/null 2>&1 && break; sleep 0.5; done
@@ -113,8 +119,9 @@ MSG
 down() {
   stop_manager
   if [ "${USE_EXISTING_CLUSTER:-false}" != "true" ] && [ -x "$BIN/kwokctl" ]; then
-    if kwokctl get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
-      kwokctl delete cluster --name "$CLUSTER" >/dev/null
+    if "$BIN/kwokctl" get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
+      mkdir -p "$STATE"
+      kwokctl delete cluster --name "$CLUSTER"
       log "local control plane '$CLUSTER' deleted"
     fi
   fi
