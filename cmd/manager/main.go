@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gantry-dev/gantry/cmd/manager/app"
+	"github.com/gantry-dev/gantry/pkg/controller/raycluster"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 )
 
@@ -22,6 +23,7 @@ import (
 // is one Register line here.
 func workloads() *workload.Registry {
 	reg := &workload.Registry{}
+	reg.MustRegister(raycluster.Integration())
 	return reg
 }
 

@@ -1,0 +1,225 @@
+package raycluster
+
+import (
+	"context"
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
+	"github.com/gantry-dev/gantry/pkg/framework/apply"
+	"github.com/gantry-dev/gantry/pkg/framework/expectations"
+	"github.com/gantry-dev/gantry/pkg/framework/requeue"
+	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
+)
+
+// ControllerName names the controller in logs, metrics and events.
+const ControllerName = "raycluster-controller"
+
+// +kubebuilder:rbac:groups=ray.io,resources=rayclusters,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=ray.io,resources=rayclusters/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=ray.io,resources=rayclusters/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;update;patch;delete;deletecollection
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+
+// Reconciler reconciles RayClusters.
+type Reconciler struct {
+	client       client.Client
+	recorder     events.EventRecorder
+	expectations *expectations.Expectations
+	applier      apply.Applier
+	metrics      *ClusterMetrics
+	cfg          Config
+	clock        clock.PassiveClock
+}
+
+// NewReconciler builds a reconciler. metrics may be nil.
+func NewReconciler(c client.Client, recorder events.EventRecorder, metrics *ClusterMetrics, cfg Config) *Reconciler {
+	return &Reconciler{
+		client:       c,
+		recorder:     recorder,
+		expectations: expectations.New(),
+		applier:      apply.Applier{Client: c, FieldOwner: apply.FieldOwnerRayCluster},
+		metrics:      metrics,
+		cfg:          cfg,
+		clock:        clock.RealClock{},
+	}
+}
+
+// SetupWithManager registers the controller and its watches.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+	podOwner := expectations.LabelOwner(rayv1.RayClusterLabelKey, rayv1.RayNodeGroupLabelKey)
+	enqueueOwner := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &rayv1.RayCluster{}, handler.OnlyControllerOwner())
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("raycluster").
+		// Spec, label and annotation changes matter; the controller's own
+		// status writes do not need to trigger another reconcile.
+		For(&rayv1.RayCluster{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Watches(&corev1.Pod{}, r.expectations.Handler(podOwner, enqueueOwner)).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ServiceAccount{}).
+		Owns(&rbacv1.Role{}).
+		Owns(&rbacv1.RoleBinding{}).
+		Owns(&batchv1.Job{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Complete(r)
+}
+
+// Reconcile brings one RayCluster's Pods, Services and RBAC to its spec
+// and writes its status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	cluster := &rayv1.RayCluster{}
+	if err := r.client.Get(ctx, req.NamespacedName, cluster); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.expectations.Delete(req.String())
+			if r.metrics != nil {
+				r.metrics.Forget(req.Name, req.Namespace)
+			}
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	return r.reconcileCluster(ctx, cluster)
+}
+
+func (r *Reconciler) reconcileCluster(ctx context.Context, cluster *rayv1.RayCluster) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	if manager, external := cluster.Spec.ExternalManager(); external {
+		log.V(1).Info("skipping a RayCluster managed by another controller", "managedBy", manager)
+		return ctrl.Result{}, nil
+	}
+	if verr := Validate(cluster, SpecValidationOptions{AllowWorkerGroupSuspend: r.cfg.AllowWorkerGroupSuspend}); verr != nil {
+		warn(r.recorder, cluster, verr.EventReason(), "%s", verr.EventMessage(cluster.Namespace, cluster.Name))
+		if verr.Transient() {
+			return ctrl.Result{RequeueAfter: InvalidStatusRequeueDelay}, verr
+		}
+		// A user error: retrying cannot fix it and the user's next edit
+		// triggers a reconcile.
+		return ctrl.Result{}, nil
+	}
+
+	if res, handled, err := r.reconcileGCSFTFinalizer(ctx, cluster); handled {
+		return res, err
+	}
+	if !cluster.DeletionTimestamp.IsZero() {
+		log.V(1).Info("RayCluster is being deleted")
+		return ctrl.Result{}, nil
+	}
+
+	rq := &requeue.Requeue{}
+	evlog := &eventLog{}
+	st := &reconcileState{requeue: rq, events: evlog}
+	// Owned objects first: the head Pod needs the autoscaler's account and
+	// workers need the head Service. A failing step emits a Warning naming
+	// it and stops the chain, as KubeRay's chain does.
+	steps := []syncsteps.Step[*rayv1.RayCluster]{
+		{Name: "autoscaler-rbac", Sync: st.bind(r.reconcileAutoscalerRBAC), StopOnError: true},
+		{Name: "head-service", Sync: st.bind(r.reconcileHeadService), StopOnError: true, FailureReason: string(rayv1.FailedToCreateService)},
+		{Name: "headless-service", Sync: st.bind(r.reconcileHeadlessService), StopOnError: true, FailureReason: string(rayv1.FailedToCreateService)},
+		{Name: "serve-service", Sync: st.bind(r.reconcileServeService), StopOnError: true, FailureReason: string(rayv1.FailedToCreateService)},
+	}
+	reconcileErr := syncsteps.Run(ctx, r.recorder, cluster, steps)
+	if reconcileErr == nil {
+		// Pod failures emit their own KubeRay-named Warning events.
+		reconcileErr = r.reconcilePods(ctx, cluster, st)
+	}
+	if reconcileErr != nil {
+		log.Error(reconcileErr, "reconciling RayCluster")
+	}
+	evlog.flush(r.recorder, cluster)
+
+	inconsistent, statusErr := r.updateStatus(ctx, cluster, st, reconcileErr)
+	if r.metrics != nil {
+		r.metrics.SetInfo(cluster)
+	}
+
+	// KubeRay's error priority: the reconcile error, then the status error.
+	err := reconcileErr
+	if err == nil {
+		err = statusErr
+	}
+	if err != nil || inconsistent {
+		return ctrl.Result{RequeueAfter: ShortRequeue}, err
+	}
+	rq.After(r.cfg.DefaultRequeue)
+	return rq.Result(), nil
+}
+
+// reconcileState is what the steps of one reconcile share.
+type reconcileState struct {
+	requeue *requeue.Requeue
+	events  *eventLog
+	// headService is the head Service as applied or observed in this
+	// reconcile; the cache may not have it yet.
+	headService *corev1.Service
+	// podsChanged is set when this reconcile created or deleted Pods: the
+	// cache cannot show the result yet, so status waits for the next round.
+	podsChanged bool
+}
+
+func (st *reconcileState) bind(fn func(context.Context, *rayv1.RayCluster, *reconcileState) error) func(context.Context, *rayv1.RayCluster) error {
+	return func(ctx context.Context, c *rayv1.RayCluster) error { return fn(ctx, c, st) }
+}
+
+// updateStatus computes the status from the cached Pods and writes it when
+// InconsistentRayClusterStatus says it changed. It reports whether the
+// status changed, which asks for a quick requeue so multi-step transitions
+// (suspend) progress.
+func (r *Reconciler) updateStatus(ctx context.Context, cluster *rayv1.RayCluster, st *reconcileState, reconcileErr error) (bool, error) {
+	key := client.ObjectKeyFromObject(cluster).String()
+	if st.podsChanged || !r.expectations.SatisfiedAll(key) {
+		// The cache lags our own creates and deletes; a status computed now
+		// would be wrong and cost a write. The pod events requeue us.
+		return false, nil
+	}
+	pods, err := r.listPods(ctx, cluster, nil)
+	if err != nil {
+		return false, err
+	}
+	headSvc := st.headService
+	if headSvc == nil {
+		headSvc = &corev1.Service{}
+		if err := r.client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: HeadServiceName(cluster)}, headSvc); err != nil {
+			if !apierrors.IsNotFound(err) {
+				return false, err
+			}
+			headSvc = nil
+		}
+	}
+	now := r.clock.Now()
+	newStatus, err := CalculateStatus(cluster, pods, headSvc, StatusOptions{ConditionsEnabled: r.cfg.StatusConditions, Now: now, ReconcileErr: reconcileErr})
+	if err != nil {
+		return false, err
+	}
+	if !InconsistentRayClusterStatus(cluster.Status, *newStatus) {
+		return false, nil
+	}
+	oldStatus := *cluster.Status.DeepCopy()
+	updated := cluster.DeepCopy()
+	updated.Status = *newStatus
+	if err := r.client.Status().Update(ctx, updated); err != nil {
+		return true, fmt.Errorf("updating RayCluster status: %w", err)
+	}
+	if r.metrics != nil {
+		r.metrics.ObserveStatusWrite(updated, oldStatus, now)
+	}
+	cluster.Status = updated.Status
+	cluster.ResourceVersion = updated.ResourceVersion
+	return true, nil
+}

@@ -1,0 +1,430 @@
+package raycluster_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
+	"github.com/gantry-dev/gantry/cmd/manager/app"
+	"github.com/gantry-dev/gantry/pkg/controller/raycluster"
+	rctesting "github.com/gantry-dev/gantry/pkg/controller/raycluster/testing"
+	"github.com/gantry-dev/gantry/pkg/framework/workload"
+	"github.com/gantry-dev/gantry/test/testenv"
+)
+
+var k8s client.Client
+
+// TestMain runs one API server and one Gantry manager (the real manager
+// wiring: label-filtered caches, the raycluster integration) for all tests.
+// There is no kubelet: tests move Pods to Running/Ready themselves.
+func TestMain(m *testing.M) {
+	env, err := testenv.StartE(testenv.Options{AddToScheme: raycluster.Integration().AddToScheme})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	reg := &workload.Registry{}
+	reg.MustRegister(raycluster.Integration())
+	opts, err := app.ParseFlags([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0"}, reg)
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- app.Run(ctx, env.Config, opts, reg) }()
+	k8s = env.Client
+	code := m.Run()
+	cancel()
+	if err := <-done; err != nil {
+		fmt.Fprintln(os.Stderr, "manager:", err)
+	}
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+const timeout = 30 * time.Second
+
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "rc-"}}
+	if err := k8s.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+func create(t *testing.T, rc *rayv1.RayCluster) *rayv1.RayCluster {
+	t.Helper()
+	rc.UID = ""
+	if err := k8s.Create(context.Background(), rc); err != nil {
+		t.Fatal(err)
+	}
+	return rc
+}
+
+func pods(g Gomega, rc *rayv1.RayCluster, extra map[string]string) []corev1.Pod {
+	sel := client.MatchingLabels{rayv1.RayClusterLabelKey: rc.Name}
+	for k, v := range extra {
+		sel[k] = v
+	}
+	var list corev1.PodList
+	g.Expect(k8s.List(context.Background(), &list, client.InNamespace(rc.Namespace), sel)).To(Succeed())
+	var live []corev1.Pod
+	for _, p := range list.Items {
+		if p.DeletionTimestamp.IsZero() {
+			live = append(live, p)
+		}
+	}
+	return live
+}
+
+var (
+	headSel   = map[string]string{rayv1.RayNodeTypeLabelKey: "head"}
+	workerSel = map[string]string{rayv1.RayNodeTypeLabelKey: "worker"}
+)
+
+func groupSel(g string) map[string]string {
+	return map[string]string{rayv1.RayNodeTypeLabelKey: "worker", rayv1.RayNodeGroupLabelKey: g}
+}
+
+// markReady plays kubelet: every Pod of the cluster becomes Running and Ready.
+func markReady(g Gomega, rc *rayv1.RayCluster) {
+	for i, p := range pods(g, rc, nil) {
+		if p.Status.Phase == corev1.PodRunning {
+			continue
+		}
+		p.Status.Phase = corev1.PodRunning
+		p.Status.PodIP = fmt.Sprintf("10.0.0.%d", i+2)
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+		for _, c := range p.Spec.Containers {
+			p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{
+				Name: c.Name, Ready: true, Image: c.Image, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}},
+			})
+		}
+		g.Expect(k8s.Status().Update(context.Background(), &p)).To(Succeed())
+	}
+}
+
+func get(g Gomega, rc *rayv1.RayCluster) *rayv1.RayCluster {
+	out := &rayv1.RayCluster{}
+	g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(rc), out)).To(Succeed())
+	return out
+}
+
+func update(t *testing.T, rc *rayv1.RayCluster, mutate func(*rayv1.RayCluster)) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		cur := get(g, rc)
+		mutate(cur)
+		g.Expect(k8s.Update(context.Background(), cur)).To(Succeed())
+	}, timeout).Should(Succeed())
+}
+
+func eventMessages(g Gomega, rc *rayv1.RayCluster, reason string) []string {
+	var list eventsv1.EventList
+	g.Expect(k8s.List(context.Background(), &list, client.InNamespace(rc.Namespace))).To(Succeed())
+	var out []string
+	for _, e := range list.Items {
+		if e.Regarding.Name == rc.Name && (reason == "" || e.Reason == reason) {
+			out = append(out, e.Reason+": "+e.Note)
+		}
+	}
+	return out
+}
+
+func condTrue(rc *rayv1.RayCluster, t rayv1.RayClusterConditionType) bool {
+	return meta.IsStatusConditionTrue(rc.Status.Conditions, string(t))
+}
+
+func TestClusterGetsServicesHeadWorkersAndReadyStatus(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	rc := create(t, rctesting.MakeRayCluster("demo").Namespace(ns).WorkerGroup("cpu", 3).Obj())
+
+	g.Eventually(func(g Gomega) {
+		svc := &corev1.Service{}
+		g.Expect(k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "demo-head-svc"}, svc)).To(Succeed())
+		g.Expect(svc.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "gantry"))
+		g.Expect(pods(g, rc, headSel)).To(HaveLen(1))
+		g.Expect(pods(g, rc, groupSel("cpu"))).To(HaveLen(3))
+	}, timeout).Should(Succeed())
+	head := pods(g, rc, headSel)[0]
+	g.Expect(head.Name).To(HavePrefix("demo-head-"))
+	g.Expect(head.Labels).To(And(HaveKeyWithValue("ray.io/is-ray-node", "yes"), HaveKeyWithValue("ray.io/group", "headgroup")))
+	g.Expect(head.OwnerReferences).To(ContainElement(HaveField("Name", "demo")))
+	for _, w := range pods(g, rc, workerSel) {
+		g.Expect(w.Name).To(HavePrefix("demo-cpu-worker-"))
+	}
+
+	// Before the Pods run, status reports what is desired and nothing ready.
+	g.Eventually(func(g Gomega) {
+		cur := get(g, rc)
+		g.Expect(cur.Status.DesiredWorkerReplicas).To(Equal(int32(3)))
+		g.Expect(condTrue(cur, rayv1.RayClusterProvisioned)).To(BeFalse())
+	}, timeout).Should(Succeed())
+
+	g.Eventually(func(g Gomega) { markReady(g, rc) }, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		cur := get(g, rc)
+		g.Expect(cur.Status.State).To(Equal(rayv1.Ready))
+		g.Expect(cur.Status.ReadyWorkerReplicas).To(Equal(int32(3)))
+		g.Expect(cur.Status.AvailableWorkerReplicas).To(Equal(int32(3)))
+		g.Expect(condTrue(cur, rayv1.HeadPodReady)).To(BeTrue())
+		g.Expect(condTrue(cur, rayv1.RayClusterProvisioned)).To(BeTrue())
+		g.Expect(cur.Status.Head.ServiceName).To(Equal("demo-head-svc"))
+		g.Expect(cur.Status.Head.PodName).To(Equal(head.Name))
+		g.Expect(cur.Status.ObservedGeneration).To(Equal(cur.Generation))
+	}, timeout).Should(Succeed())
+
+	// One aggregated event per reconcile, not one per Pod.
+	g.Eventually(func(g Gomega) []string { return eventMessages(g, rc, "") }, timeout).
+		Should(ContainElement(ContainSubstring("Created 3 worker Pods in group cpu")))
+}
+
+func TestHeadPodIsRecreatedAfterDeletion(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	rc := create(t, rctesting.MakeRayCluster("headless").Namespace(ns).Obj())
+	var first corev1.Pod
+	g.Eventually(func(g Gomega) {
+		heads := pods(g, rc, headSel)
+		g.Expect(heads).To(HaveLen(1))
+		first = heads[0]
+	}, timeout).Should(Succeed())
+	g.Expect(k8s.Delete(context.Background(), &first)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		heads := pods(g, rc, headSel)
+		g.Expect(heads).To(HaveLen(1))
+		g.Expect(heads[0].UID).NotTo(Equal(first.UID))
+	}, timeout).Should(Succeed())
+}
+
+func TestFailedHeadPodIsReplaced(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	rc := create(t, rctesting.MakeRayCluster("failing").Namespace(ns).Obj())
+	var first corev1.Pod
+	g.Eventually(func(g Gomega) {
+		heads := pods(g, rc, headSel)
+		g.Expect(heads).To(HaveLen(1))
+		first = heads[0]
+	}, timeout).Should(Succeed())
+	first.Status.Phase = corev1.PodFailed
+	g.Expect(k8s.Status().Update(context.Background(), &first)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		heads := pods(g, rc, headSel)
+		g.Expect(heads).To(HaveLen(1))
+		g.Expect(heads[0].UID).NotTo(Equal(first.UID))
+	}, timeout).Should(Succeed())
+}
+
+func TestWorkerScaleUpDownAndWorkersToDelete(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	rc := create(t, rctesting.MakeRayCluster("scale").Namespace(ns).WorkerGroup("cpu", 2).Obj())
+	g.Eventually(func(g Gomega) { g.Expect(pods(g, rc, groupSel("cpu"))).To(HaveLen(2)) }, timeout).Should(Succeed())
+
+	update(t, rc, func(c *rayv1.RayCluster) { c.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](5) })
+	g.Eventually(func(g Gomega) { g.Expect(pods(g, rc, groupSel("cpu"))).To(HaveLen(5)) }, timeout).Should(Succeed())
+
+	update(t, rc, func(c *rayv1.RayCluster) { c.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](3) })
+	g.Eventually(func(g Gomega) { g.Expect(pods(g, rc, groupSel("cpu"))).To(HaveLen(3)) }, timeout).Should(Succeed())
+	g.Consistently(func(g Gomega) { g.Expect(pods(g, rc, groupSel("cpu"))).To(HaveLen(3)) }, 2*time.Second).Should(Succeed())
+
+	// The autoscaler's pick is deleted, whatever Pod the operator would choose.
+	victim := pods(g, rc, groupSel("cpu"))[1].Name
+	update(t, rc, func(c *rayv1.RayCluster) {
+		c.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](2)
+		c.Spec.WorkerGroupSpecs[0].ScaleStrategy.WorkersToDelete = []string{victim}
+	})
+	g.Eventually(func(g Gomega) {
+		left := pods(g, rc, groupSel("cpu"))
+		g.Expect(left).To(HaveLen(2))
+		g.Expect(left).NotTo(ContainElement(HaveField("ObjectMeta.Name", victim)))
+	}, timeout).Should(Succeed())
+}
+
+func TestSuspendDeletesPodsThenResumeRecreates(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	rc := create(t, rctesting.MakeRayCluster("sleepy").Namespace(ns).WorkerGroup("cpu", 2).Obj())
+	g.Eventually(func(g Gomega) { g.Expect(pods(g, rc, nil)).To(HaveLen(3)) }, timeout).Should(Succeed())
+
+	update(t, rc, func(c *rayv1.RayCluster) { c.Spec.Suspend = ptr.To(true) })
+	g.Eventually(func(g Gomega) {
+		g.Expect(pods(g, rc, nil)).To(BeEmpty())
+		cur := get(g, rc)
+		g.Expect(condTrue(cur, rayv1.RayClusterSuspended)).To(BeTrue())
+		g.Expect(condTrue(cur, rayv1.RayClusterSuspending)).To(BeFalse())
+		g.Expect(cur.Status.State).To(Equal(rayv1.Suspended))
+	}, timeout).Should(Succeed())
+
+	update(t, rc, func(c *rayv1.RayCluster) { c.Spec.Suspend = ptr.To(false) })
+	g.Eventually(func(g Gomega) {
+		g.Expect(pods(g, rc, nil)).To(HaveLen(3))
+		g.Expect(condTrue(get(g, rc), rayv1.RayClusterSuspended)).To(BeFalse())
+	}, timeout).Should(Succeed())
+}
+
+func TestRecreateUpgradeOnTemplateChangeOnly(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	rc := create(t, rctesting.MakeRayCluster("upgrade").Namespace(ns).WorkerGroup("cpu", 1).
+		UpgradeStrategy(rayv1.RayClusterRecreate).Obj())
+	var head corev1.Pod
+	g.Eventually(func(g Gomega) {
+		g.Expect(pods(g, rc, workerSel)).To(HaveLen(1))
+		heads := pods(g, rc, headSel)
+		g.Expect(heads).To(HaveLen(1))
+		head = heads[0]
+	}, timeout).Should(Succeed())
+
+	update(t, rc, func(c *rayv1.RayCluster) { c.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](2) })
+	g.Eventually(func(g Gomega) { g.Expect(pods(g, rc, workerSel)).To(HaveLen(2)) }, timeout).Should(Succeed())
+	g.Expect(pods(g, rc, headSel)[0].UID).To(Equal(head.UID), "a replica change must not recreate the cluster")
+
+	update(t, rc, func(c *rayv1.RayCluster) {
+		c.Spec.WorkerGroupSpecs[0].Template.Spec.Containers[0].Image = "rayproject/ray:2.47.0"
+	})
+	g.Eventually(func(g Gomega) {
+		heads := pods(g, rc, headSel)
+		g.Expect(heads).To(HaveLen(1))
+		g.Expect(heads[0].UID).NotTo(Equal(head.UID))
+		workers := pods(g, rc, workerSel)
+		g.Expect(workers).To(HaveLen(2))
+		for _, w := range workers {
+			g.Expect(w.Spec.Containers[0].Image).To(Equal("rayproject/ray:2.47.0"))
+		}
+	}, timeout).Should(Succeed())
+}
+
+func TestMultiHostGroupsAreManagedAtomically(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	rc := create(t, rctesting.MakeRayCluster("tpu").Namespace(ns).MultiHostWorkerGroup("slice", 2, 4).Obj())
+	replicas := func(g Gomega) map[string][]corev1.Pod {
+		out := map[string][]corev1.Pod{}
+		for _, p := range pods(g, rc, groupSel("slice")) {
+			out[p.Labels[rayv1.RayWorkerReplicaNameKey]] = append(out[p.Labels[rayv1.RayWorkerReplicaNameKey]], p)
+		}
+		return out
+	}
+	var before map[string][]corev1.Pod
+	g.Eventually(func(g Gomega) {
+		before = replicas(g)
+		g.Expect(before).To(HaveLen(2))
+		for name, ps := range before {
+			g.Expect(name).NotTo(BeEmpty())
+			g.Expect(ps).To(HaveLen(4))
+			hosts := map[string]bool{}
+			for _, p := range ps {
+				hosts[p.Labels[rayv1.RayHostIndexKey]] = true
+			}
+			g.Expect(hosts).To(HaveLen(4))
+		}
+	}, timeout).Should(Succeed())
+
+	// Losing one host fails the whole replica: its other hosts go and a
+	// complete replica replaces it.
+	var broken string
+	for name, ps := range before {
+		broken = name
+		g.Expect(k8s.Delete(context.Background(), &ps[0])).To(Succeed())
+		break
+	}
+	g.Eventually(func(g Gomega) {
+		now := replicas(g)
+		g.Expect(now).To(HaveLen(2))
+		g.Expect(now).NotTo(HaveKey(broken))
+		for _, ps := range now {
+			g.Expect(ps).To(HaveLen(4))
+		}
+	}, timeout).Should(Succeed())
+
+	update(t, rc, func(c *rayv1.RayCluster) { c.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](1) })
+	g.Eventually(func(g Gomega) {
+		now := replicas(g)
+		g.Expect(now).To(HaveLen(1))
+		for _, ps := range now {
+			g.Expect(ps).To(HaveLen(4))
+		}
+	}, timeout).Should(Succeed())
+}
+
+func TestGCSFaultToleranceFinalizerRunsCleanupJob(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	rc := create(t, rctesting.MakeRayCluster("ft").Namespace(ns).WorkerGroup("cpu", 1).GCSFaultTolerance("redis:6379").Obj())
+	g.Eventually(func(g Gomega) {
+		g.Expect(get(g, rc).Finalizers).To(ContainElement(rayv1.GCSFaultToleranceRedisCleanupFinalizer))
+		g.Expect(pods(g, rc, nil)).To(HaveLen(2))
+	}, timeout).Should(Succeed())
+
+	g.Expect(k8s.Delete(context.Background(), get(g, rc))).To(Succeed())
+	job := &batchv1.Job{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(pods(g, rc, nil)).To(BeEmpty())
+		g.Expect(k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "ft-redis-cleanup"}, job)).To(Succeed())
+	}, timeout).Should(Succeed())
+	g.Expect(job.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "gantry"))
+	g.Consistently(func(g Gomega) { g.Expect(get(g, rc).Finalizers).NotTo(BeEmpty()) }, 2*time.Second).Should(Succeed())
+
+	// Play the Job controller: the cleanup finished.
+	now := metav1.Now()
+	job.Status.StartTime = &now
+	job.Status.CompletionTime = &now
+	job.Status.Succeeded = 1
+	job.Status.Conditions = []batchv1.JobCondition{
+		{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
+	}
+	g.Expect(k8s.Status().Update(context.Background(), job)).To(Succeed())
+	g.Eventually(func() bool {
+		err := k8s.Get(context.Background(), client.ObjectKeyFromObject(rc), &rayv1.RayCluster{})
+		return apierrors.IsNotFound(err)
+	}, timeout).Should(BeTrue(), "the finalizer is removed once the cleanup Job finished")
+}
+
+func TestExternallyManagedClusterIsLeftAlone(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	rc := rctesting.MakeRayCluster("kueued").Namespace(ns).WorkerGroup("cpu", 1).Obj()
+	rc.Spec.ManagedBy = ptr.To(rayv1.MultiKueueController)
+	create(t, rc)
+	g.Consistently(func(g Gomega) {
+		g.Expect(pods(g, rc, nil)).To(BeEmpty())
+		err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "kueued-head-svc"}, &corev1.Service{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+		g.Expect(get(g, rc).Status.State).To(BeEmpty())
+	}, 3*time.Second).Should(Succeed())
+}
+
+func TestInvalidSpecGetsWarningAndNoPods(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	rc := rctesting.MakeRayCluster("conflict").Namespace(ns).WorkerGroup("cpu", 1).Obj()
+	// CPUs in both rayStartParams and resources: KubeRay rejects it.
+	rc.Spec.HeadGroupSpec.RayStartParams["num-cpus"] = "2"
+	rc.Spec.HeadGroupSpec.Resources = map[string]string{"CPU": "2"}
+	create(t, rc)
+	g.Eventually(func(g Gomega) []string { return eventMessages(g, rc, string(rayv1.InvalidRayClusterSpec)) }, timeout).
+		ShouldNot(BeEmpty())
+	g.Consistently(func(g Gomega) { g.Expect(pods(g, rc, nil)).To(BeEmpty()) }, 2*time.Second).Should(Succeed())
+	msgs := eventMessages(g, rc, string(rayv1.InvalidRayClusterSpec))
+	g.Expect(strings.Join(msgs, "\n")).To(ContainSubstring("conflict"))
+}

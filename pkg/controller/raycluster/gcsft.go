@@ -1,0 +1,106 @@
+package raycluster
+
+import (
+	"context"
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
+	"github.com/gantry-dev/gantry/pkg/framework/requeue"
+)
+
+// reconcileGCSFTFinalizer runs the Redis cleanup finalizer's lifecycle for
+// GCS fault-tolerant clusters: add it to live clusters; on deletion delete
+// the head Pod (it writes to Redis) and the workers, wait for the head to be
+// gone, run the cleanup Job, and remove the finalizer once the Job finished
+// either way. handled means the reconcile ends with res and err.
+func (r *Reconciler) reconcileGCSFTFinalizer(ctx context.Context, cluster *rayv1.RayCluster) (res ctrl.Result, handled bool, err error) {
+	const fin = rayv1.GCSFaultToleranceRedisCleanupFinalizer
+	has := controllerutil.ContainsFinalizer(cluster, fin)
+	if cluster.DeletionTimestamp.IsZero() {
+		if !r.cfg.EnableGCSFTRedisCleanup || !cluster.GCSFaultToleranceEnabled() || has {
+			return ctrl.Result{}, false, nil
+		}
+		patch := client.MergeFrom(cluster.DeepCopy())
+		controllerutil.AddFinalizer(cluster, fin)
+		if err := r.client.Patch(ctx, cluster, patch); err != nil {
+			return ctrl.Result{RequeueAfter: ShortRequeue}, true, fmt.Errorf("adding the %s finalizer: %w", fin, err)
+		}
+		return ctrl.Result{RequeueAfter: ShortRequeue}, true, nil
+	}
+	// A finalizer added while cleanup was enabled is honoured even if the
+	// cluster's GCS settings changed since: the keys are still in Redis.
+	if !has {
+		return ctrl.Result{}, false, nil
+	}
+
+	st := &reconcileState{requeue: &requeue.Requeue{}, events: &eventLog{}}
+	defer st.events.flush(r.recorder, cluster)
+	headLabels := map[string]string{rayv1.RayNodeTypeLabelKey: string(rayv1.HeadNode)}
+	if err := r.deleteAllPods(ctx, cluster, st, headLabels, "the RayCluster is being deleted"); err != nil {
+		return ctrl.Result{RequeueAfter: ShortRequeue}, true, err
+	}
+	workerLabels := map[string]string{rayv1.RayNodeTypeLabelKey: string(rayv1.WorkerNode)}
+	if err := r.deleteAllPods(ctx, cluster, st, workerLabels, "the RayCluster is being deleted"); err != nil {
+		return ctrl.Result{RequeueAfter: ShortRequeue}, true, err
+	}
+	heads, err := r.listPods(ctx, cluster, headLabels)
+	if err != nil {
+		return ctrl.Result{RequeueAfter: ShortRequeue}, true, err
+	}
+	if len(heads) > 0 {
+		// The head writes to Redis until it is gone; cleaning up earlier
+		// could race with it.
+		return ctrl.Result{RequeueAfter: headTerminationRequeue}, true, nil
+	}
+
+	job := &batchv1.Job{}
+	err = r.client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: RedisCleanupJobName(cluster)}, job)
+	if apierrors.IsNotFound(err) {
+		desired := BuildRedisCleanupJob(cluster, r.cfg.Build)
+		if err := r.client.Create(ctx, &desired); err != nil && !apierrors.IsAlreadyExists(err) {
+			warn(r.recorder, cluster, rayv1.FailedToCreateRedisCleanupJob, "Failed to create the Redis cleanup Job %s: %v", desired.Name, err)
+			return ctrl.Result{RequeueAfter: ShortRequeue}, true, err
+		}
+		st.events.add(rayv1.CreatedRedisCleanupJob, "Created Redis cleanup Job "+desired.Name)
+		return ctrl.Result{RequeueAfter: ShortRequeue}, true, nil
+	}
+	if err != nil {
+		return ctrl.Result{RequeueAfter: ShortRequeue}, true, err
+	}
+	finished, failed := jobFinished(job)
+	if !finished {
+		return ctrl.Result{RequeueAfter: ShortRequeue}, true, nil
+	}
+	if failed {
+		warn(r.recorder, cluster, "RedisCleanupFailed",
+			"The Redis cleanup Job %s failed; delete the storage namespace %q from Redis by hand", job.Name, ExternalStorageNamespace(cluster))
+	}
+	patch := client.MergeFrom(cluster.DeepCopy())
+	controllerutil.RemoveFinalizer(cluster, fin)
+	if err := r.client.Patch(ctx, cluster, patch); err != nil {
+		return ctrl.Result{RequeueAfter: ShortRequeue}, true, fmt.Errorf("removing the %s finalizer: %w", fin, err)
+	}
+	return ctrl.Result{}, true, nil
+}
+
+func jobFinished(job *batchv1.Job) (finished, failed bool) {
+	for _, c := range job.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete, batchv1.JobSuccessCriteriaMet:
+			return true, false
+		case batchv1.JobFailed, batchv1.JobFailureTarget:
+			return true, true
+		}
+	}
+	return false, false
+}

@@ -1,0 +1,130 @@
+package raycluster
+
+import (
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
+)
+
+// Metric names and labels are KubeRay's, so existing dashboards and alerts
+// work unchanged.
+const (
+	metricProvisionedDuration  = "kuberay_cluster_provisioned_duration_seconds"
+	metricClusterInfo          = "kuberay_cluster_info"
+	metricConditionProvisioned = "kuberay_cluster_condition_provisioned"
+
+	// ownerKindNone is owner_kind for a cluster no RayJob or RayService made.
+	ownerKindNone = "None"
+)
+
+// ClusterMetrics holds the RayCluster metrics. KubeRay computes info and
+// condition_provisioned by listing every RayCluster at scrape time; Gantry
+// sets them from the reconciler instead, so a scrape costs no API list and
+// the series of a deleted cluster go away with Forget.
+type ClusterMetrics struct {
+	provisionedDuration  *prometheus.GaugeVec
+	info                 *prometheus.GaugeVec
+	conditionProvisioned *prometheus.GaugeVec
+
+	mu sync.Mutex
+	// published remembers each cluster's current label values, so a changed
+	// uid, owner or condition replaces its old series instead of adding one.
+	published map[clusterKey]publishedLabels
+}
+
+type clusterKey struct{ namespace, name string }
+
+type publishedLabels struct {
+	uid, ownerKind, provisioned string
+}
+
+// NewClusterMetrics creates the collectors and registers them on reg (the
+// manager passes controller-runtime's registry).
+func NewClusterMetrics(reg prometheus.Registerer) (*ClusterMetrics, error) {
+	m := &ClusterMetrics{
+		provisionedDuration: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: metricProvisionedDuration,
+			Help: "The time, in seconds, from a RayCluster's creation until its RayClusterProvisioned condition became true",
+		}, []string{"name", "namespace", "uid"}),
+		info: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: metricClusterInfo,
+			Help: "Metadata information about RayCluster custom resources",
+		}, []string{"name", "namespace", "uid", "owner_kind"}),
+		conditionProvisioned: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: metricConditionProvisioned,
+			Help: "Indicates whether the RayCluster is provisioned",
+		}, []string{"name", "namespace", "uid", "condition"}),
+		published: map[clusterKey]publishedLabels{},
+	}
+	for _, c := range []prometheus.Collector{m.provisionedDuration, m.info, m.conditionProvisioned} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// ObserveProvisioned records how long the cluster took to be provisioned.
+func (m *ClusterMetrics) ObserveProvisioned(cluster *rayv1.RayCluster, seconds float64) {
+	m.provisionedDuration.WithLabelValues(cluster.Name, cluster.Namespace, string(cluster.UID)).Set(seconds)
+}
+
+// ObserveStatusWrite is called after the new status in cluster was written
+// over oldStatus. When RayClusterProvisioned turned true it records the time
+// since creation; after a suspend and resume that is observed again, as in
+// KubeRay.
+func (m *ClusterMetrics) ObserveStatusWrite(cluster *rayv1.RayCluster, oldStatus rayv1.RayClusterStatus, now time.Time) {
+	provisioned := string(rayv1.RayClusterProvisioned)
+	if meta.IsStatusConditionTrue(oldStatus.Conditions, provisioned) ||
+		!meta.IsStatusConditionTrue(cluster.Status.Conditions, provisioned) {
+		return
+	}
+	m.ObserveProvisioned(cluster, now.Sub(cluster.CreationTimestamp.Time).Seconds())
+}
+
+// SetInfo publishes kuberay_cluster_info and
+// kuberay_cluster_condition_provisioned for the cluster as it is now. The
+// reconciler calls it on every reconcile, written or not, so the series
+// exist for clusters whose status never changes.
+func (m *ClusterMetrics) SetInfo(cluster *rayv1.RayCluster) {
+	key := clusterKey{namespace: cluster.Namespace, name: cluster.Name}
+	now := publishedLabels{
+		uid:         string(cluster.UID),
+		ownerKind:   ownerKindNone,
+		provisioned: strconv.FormatBool(meta.IsStatusConditionTrue(cluster.Status.Conditions, string(rayv1.RayClusterProvisioned))),
+	}
+	if kind, ok := cluster.Labels[rayv1.RayOriginatedFromCRDLabelKey]; ok {
+		now.ownerKind = kind
+	}
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if before, ok := m.published[key]; ok && before != now {
+		if before.uid != now.uid || before.ownerKind != now.ownerKind {
+			m.info.DeleteLabelValues(key.name, key.namespace, before.uid, before.ownerKind)
+		}
+		if before.uid != now.uid || before.provisioned != now.provisioned {
+			m.conditionProvisioned.DeleteLabelValues(key.name, key.namespace, before.uid, before.provisioned)
+		}
+	}
+	m.info.WithLabelValues(key.name, key.namespace, now.uid, now.ownerKind).Set(1)
+	m.conditionProvisioned.WithLabelValues(key.name, key.namespace, now.uid, now.provisioned).Set(1)
+	m.published[key] = now
+}
+
+// Forget removes every series of the named cluster, whatever its uid; the
+// reconciler calls it when the cluster is gone.
+func (m *ClusterMetrics) Forget(name, namespace string) {
+	match := prometheus.Labels{"name": name, "namespace": namespace}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.provisionedDuration.DeletePartialMatch(match)
+	m.info.DeletePartialMatch(match)
+	m.conditionProvisioned.DeletePartialMatch(match)
+	delete(m.published, clusterKey{namespace: namespace, name: name})
+}

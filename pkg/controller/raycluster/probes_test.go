@@ -1,0 +1,139 @@
+package raycluster
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
+	rctesting "github.com/gantry-dev/gantry/pkg/controller/raycluster/testing"
+)
+
+func probeCommand(p *corev1.Probe) string {
+	if p == nil || p.Exec == nil {
+		return ""
+	}
+	return strings.Join(p.Exec.Command, " ")
+}
+
+func TestDefaultProbes(t *testing.T) {
+	userProbe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{}}, PeriodSeconds: 42}
+	tests := []struct {
+		name             string
+		build            func(opts Options) *corev1.Container
+		inject           bool
+		wantLiveness     []string // substrings of the exec command; nil = no probe
+		wantReadiness    []string
+		wantLivenessUser bool
+		wantTimeout      int32
+		wantReadyFailure int32
+	}{
+		{
+			name: "head checks raylet and GCS",
+			build: func(opts Options) *corev1.Container {
+				return &BuildHeadPod(rctesting.MakeRayCluster("rc").Obj(), opts).Spec.Containers[0]
+			},
+			inject:           true,
+			wantLiveness:     []string{"http://localhost:52365/api/local_raylet_healthz", "http://localhost:8265/api/gcs_healthz"},
+			wantReadiness:    []string{"http://localhost:52365/api/local_raylet_healthz", "http://localhost:8265/api/gcs_healthz"},
+			wantTimeout:      5,
+			wantReadyFailure: 10,
+		},
+		{
+			name: "worker checks the raylet on a custom agent port",
+			build: func(opts Options) *corev1.Container {
+				w := rctesting.MakeRayCluster("rc").WorkerGroup("cpu", 1).WorkerStartParam("cpu", "dashboard-agent-listen-port", "6000")
+				return &BuildWorkerPod(w.Obj(), w.Group("cpu"), WorkerReplica{}, opts).Spec.Containers[0]
+			},
+			inject:           true,
+			wantLiveness:     []string{"http://localhost:6000/api/local_raylet_healthz"},
+			wantReadiness:    []string{"http://localhost:6000/api/local_raylet_healthz"},
+			wantTimeout:      2,
+			wantReadyFailure: 10,
+		},
+		{
+			name: "RayService worker readiness also checks the Serve proxy",
+			build: func(opts Options) *corev1.Container {
+				w := rctesting.MakeRayCluster("rc").Label(rayv1.RayOriginatedFromCRDLabelKey, "RayService").WorkerGroup("cpu", 1)
+				return &BuildWorkerPod(w.Obj(), w.Group("cpu"), WorkerReplica{}, opts).Spec.Containers[0]
+			},
+			inject:           true,
+			wantLiveness:     []string{"api/local_raylet_healthz"},
+			wantReadiness:    []string{"api/local_raylet_healthz", "http://localhost:8000/-/healthz"},
+			wantTimeout:      2,
+			wantReadyFailure: 1,
+		},
+		{
+			name: "a user liveness probe is kept and readiness still defaulted",
+			build: func(opts Options) *corev1.Container {
+				w := rctesting.MakeRayCluster("rc")
+				w.Spec.HeadGroupSpec.Template.Spec.Containers[0].LivenessProbe = userProbe.DeepCopy()
+				return &BuildHeadPod(w.Obj(), opts).Spec.Containers[0]
+			},
+			inject:           true,
+			wantLivenessUser: true,
+			wantReadiness:    []string{"api/gcs_healthz"},
+			wantReadyFailure: 10,
+		},
+		{
+			name: "injection off",
+			build: func(opts Options) *corev1.Container {
+				return &BuildHeadPod(rctesting.MakeRayCluster("rc").Obj(), opts).Spec.Containers[0]
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := DefaultOptions()
+			opts.InjectProbes = tc.inject
+			c := tc.build(opts)
+
+			switch {
+			case tc.wantLivenessUser:
+				if c.LivenessProbe == nil || c.LivenessProbe.TCPSocket == nil || c.LivenessProbe.PeriodSeconds != 42 {
+					t.Errorf("user liveness probe changed: %+v", c.LivenessProbe)
+				}
+			case tc.wantLiveness == nil:
+				if c.LivenessProbe != nil {
+					t.Errorf("unexpected liveness probe %+v", c.LivenessProbe)
+				}
+			default:
+				cmd := probeCommand(c.LivenessProbe)
+				for _, part := range tc.wantLiveness {
+					if !strings.Contains(cmd, part) {
+						t.Errorf("liveness %q lacks %q", cmd, part)
+					}
+				}
+				if c.LivenessProbe.TimeoutSeconds != tc.wantTimeout || c.LivenessProbe.FailureThreshold != 120 || c.LivenessProbe.InitialDelaySeconds != 30 {
+					t.Errorf("liveness timings = %+v", c.LivenessProbe)
+				}
+			}
+			if tc.wantReadiness == nil {
+				if c.ReadinessProbe != nil {
+					t.Errorf("unexpected readiness probe %+v", c.ReadinessProbe)
+				}
+				return
+			}
+			cmd := probeCommand(c.ReadinessProbe)
+			for _, part := range tc.wantReadiness {
+				if !strings.Contains(cmd, part) {
+					t.Errorf("readiness %q lacks %q", cmd, part)
+				}
+			}
+			if c.ReadinessProbe.FailureThreshold != tc.wantReadyFailure {
+				t.Errorf("readiness failureThreshold = %d, want %d", c.ReadinessProbe.FailureThreshold, tc.wantReadyFailure)
+			}
+		})
+	}
+}
+
+func TestProbeSettingsFromOptions(t *testing.T) {
+	opts := DefaultOptions()
+	opts.Probes.LivenessFailureThreshold = 7
+	opts.Probes.ReadinessPeriodSeconds = 11
+	c := BuildHeadPod(rctesting.MakeRayCluster("rc").Obj(), opts).Spec.Containers[0]
+	if c.LivenessProbe.FailureThreshold != 7 || c.ReadinessProbe.PeriodSeconds != 11 {
+		t.Errorf("probes ignore configured settings: liveness %+v readiness %+v", c.LivenessProbe, c.ReadinessProbe)
+	}
+}

@@ -1,0 +1,137 @@
+package raycluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
+	"github.com/gantry-dev/gantry/pkg/framework/builder"
+)
+
+// applyOwned server-side applies an object the cluster owns wholesale
+// (Services, autoscaler RBAC), sending nothing when the cached object
+// already matches, and reports whether the object was new. Beyond KubeRay,
+// whose objects are create-only, a changed annotation or port reaches the
+// cluster and edits by others to fields Gantry owns are taken back.
+func (r *Reconciler) applyOwned(ctx context.Context, desired client.Object, live client.Object) (created bool, err error) {
+	labels := desired.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[builder.LabelManagedBy] = builder.ManagedByGantry
+	desired.SetLabels(labels)
+
+	err = r.client.Get(ctx, client.ObjectKeyFromObject(desired), live)
+	switch {
+	case apierrors.IsNotFound(err):
+		live = nil
+	case err != nil:
+		return false, err
+	}
+	if live != nil && !isControlledBy(live, desired) {
+		return false, fmt.Errorf("%T %s exists and is not owned by this RayCluster", desired, desired.GetName())
+	}
+	if _, err := r.applier.ApplyIfChanged(ctx, desired, live); err != nil {
+		return false, err
+	}
+	return live == nil, nil
+}
+
+// isControlledBy reports whether live has the same controller owner as
+// desired, or no controller at all (an object Gantry may adopt).
+func isControlledBy(live, desired client.Object) bool {
+	want := controllerUID(desired)
+	got := controllerUID(live)
+	return got == "" || got == want
+}
+
+func controllerUID(obj client.Object) string {
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.Controller != nil && *ref.Controller {
+			return string(ref.UID)
+		}
+	}
+	return ""
+}
+
+func (r *Reconciler) reconcileAutoscalerRBAC(ctx context.Context, cluster *rayv1.RayCluster, st *reconcileState) error {
+	if !cluster.Spec.AutoscalingEnabled() {
+		return nil
+	}
+	rbac := BuildAutoscalerRBAC(cluster)
+	if rbac.ServiceAccount != nil {
+		if created, err := r.applyOwned(ctx, rbac.ServiceAccount, &corev1.ServiceAccount{}); err != nil {
+			return err
+		} else if created {
+			st.events.add("CreatedServiceAccount", "Created ServiceAccount "+rbac.ServiceAccount.Name)
+		}
+	}
+	if created, err := r.applyOwned(ctx, rbac.Role, &rbacv1.Role{}); err != nil {
+		return err
+	} else if created {
+		st.events.add("CreatedRole", "Created Role "+rbac.Role.Name)
+	}
+	if created, err := r.applyOwned(ctx, rbac.RoleBinding, &rbacv1.RoleBinding{}); err != nil {
+		return err
+	} else if created {
+		st.events.add("CreatedRoleBinding", "Created RoleBinding "+rbac.RoleBinding.Name)
+	}
+	return nil
+}
+
+func (r *Reconciler) reconcileHeadService(ctx context.Context, cluster *rayv1.RayCluster, st *reconcileState) error {
+	svc := BuildHeadService(cluster, r.cfg.Build)
+	created, err := r.applyOwned(ctx, svc, &corev1.Service{})
+	if err != nil {
+		return err
+	}
+	if created {
+		st.events.add(rayv1.CreatedService, "Created head Service "+svc.Name)
+	}
+	// The applied object has the allocated clusterIP the cache may not
+	// have seen yet; status reports it.
+	st.headService = svc
+	if svc.ResourceVersion == "" {
+		// Nothing was sent: the cached object is current.
+		st.headService = nil
+	}
+	return nil
+}
+
+func (r *Reconciler) reconcileHeadlessService(ctx context.Context, cluster *rayv1.RayCluster, st *reconcileState) error {
+	if !NeedsHeadlessService(cluster) {
+		return nil
+	}
+	svc := BuildHeadlessService(cluster)
+	created, err := r.applyOwned(ctx, svc, &corev1.Service{})
+	if err == nil && created {
+		st.events.add(rayv1.CreatedService, "Created headless Service "+svc.Name)
+	}
+	return err
+}
+
+func (r *Reconciler) reconcileServeService(ctx context.Context, cluster *rayv1.RayCluster, st *reconcileState) error {
+	if !ServeServiceEnabled(cluster) {
+		return nil
+	}
+	svc, err := BuildServeService(cluster)
+	if errors.Is(err, ErrNoServePort) {
+		// KubeRay only creates the Serve Service when the head exposes a
+		// serve port; without one there is nothing to route to.
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	created, err := r.applyOwned(ctx, svc, &corev1.Service{})
+	if err == nil && created {
+		st.events.add(rayv1.CreatedService, "Created serve Service "+svc.Name)
+	}
+	return err
+}

@@ -1,0 +1,254 @@
+package raycluster
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
+	rctesting "github.com/gantry-dev/gantry/pkg/controller/raycluster/testing"
+)
+
+func svcPort(name string, port int32) corev1.ServicePort {
+	return corev1.ServicePort{Name: name, Port: port, Protocol: corev1.ProtocolTCP, AppProtocol: ptr.To("tcp")}
+}
+
+var defaultHeadPorts = []corev1.ServicePort{
+	svcPort("client", 10001),
+	svcPort("dashboard", 8265),
+	svcPort("gcs-server", 6379),
+	svcPort("metrics", 8080),
+	svcPort("serve", 8000),
+}
+
+func TestBuildHeadService(t *testing.T) {
+	tests := []struct {
+		name          string
+		cluster       *rayv1.RayCluster
+		opts          func(*Options)
+		wantName      string
+		wantType      corev1.ServiceType
+		wantClusterIP string
+		wantPorts     []corev1.ServicePort
+	}{
+		{
+			name:          "default: headless with KubeRay's ports sorted by name",
+			cluster:       rctesting.MakeRayCluster("rc").Obj(),
+			wantName:      "rc-head-svc",
+			wantClusterIP: corev1.ClusterIPNone,
+			wantPorts:     defaultHeadPorts,
+		},
+		{
+			name:      "cluster IP when configured",
+			cluster:   rctesting.MakeRayCluster("rc").Obj(),
+			opts:      func(o *Options) { o.HeadClusterIPService = true },
+			wantName:  "rc-head-svc",
+			wantPorts: defaultHeadPorts,
+		},
+		{
+			name:      "a LoadBalancer is never headless",
+			cluster:   rctesting.MakeRayCluster("rc").ServiceType(corev1.ServiceTypeLoadBalancer).Obj(),
+			wantName:  "rc-head-svc",
+			wantType:  corev1.ServiceTypeLoadBalancer,
+			wantPorts: defaultHeadPorts,
+		},
+		{
+			name: "container ports replace defaults by name, unnamed ones are named, taken numbers are skipped",
+			cluster: rctesting.MakeRayCluster("rc").
+				HeadPort("gcs-server", 6380).
+				HeadPort("my-dashboard", 8265).
+				HeadPort("", 9999).
+				Obj(),
+			wantName:      "rc-head-svc",
+			wantClusterIP: corev1.ClusterIPNone,
+			wantPorts: []corev1.ServicePort{
+				svcPort("9999-port", 9999),
+				svcPort("client", 10001),
+				svcPort("gcs-server", 6380),
+				svcPort("metrics", 8080),
+				svcPort("my-dashboard", 8265),
+				svcPort("serve", 8000),
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := DefaultOptions()
+			if tc.opts != nil {
+				tc.opts(&opts)
+			}
+			svc := BuildHeadService(tc.cluster, opts)
+			if svc.Name != tc.wantName || svc.Namespace != tc.cluster.Namespace {
+				t.Errorf("name = %s/%s, want %s/%s", svc.Namespace, svc.Name, tc.cluster.Namespace, tc.wantName)
+			}
+			if svc.Kind != "Service" || svc.APIVersion != "v1" {
+				t.Errorf("TypeMeta = %+v; server-side apply needs it", svc.TypeMeta)
+			}
+			if svc.Spec.Type != tc.wantType || svc.Spec.ClusterIP != tc.wantClusterIP {
+				t.Errorf("type %q clusterIP %q, want %q %q", svc.Spec.Type, svc.Spec.ClusterIP, tc.wantType, tc.wantClusterIP)
+			}
+			if svc.Spec.PublishNotReadyAddresses != (tc.wantClusterIP == corev1.ClusterIPNone) {
+				t.Errorf("publishNotReadyAddresses = %v", svc.Spec.PublishNotReadyAddresses)
+			}
+			if diff := cmp.Diff(tc.wantPorts, svc.Spec.Ports); diff != "" {
+				t.Errorf("ports (-want +got):\n%s", diff)
+			}
+			wantSelector := map[string]string{
+				"ray.io/cluster": "rc", "ray.io/node-type": "head", "ray.io/identifier": "rc-head",
+				"app.kubernetes.io/name": "kuberay", "app.kubernetes.io/created-by": "kuberay-operator",
+			}
+			if diff := cmp.Diff(wantSelector, svc.Spec.Selector); diff != "" {
+				t.Errorf("selector (-want +got):\n%s", diff)
+			}
+			if svc.Labels["app.kubernetes.io/managed-by"] != "gantry" || svc.Labels["ray.io/node-type"] != "head" {
+				t.Errorf("labels = %v", svc.Labels)
+			}
+			if len(svc.OwnerReferences) != 1 || svc.OwnerReferences[0].Name != "rc" {
+				t.Errorf("owner references = %+v", svc.OwnerReferences)
+			}
+		})
+	}
+}
+
+func TestHeadServiceSelectsTheHeadPod(t *testing.T) {
+	// KubeRay lets a template label override ray.io/identifier on the Pod;
+	// the Service must follow, or it selects nothing.
+	cluster := rctesting.MakeRayCluster("rc").HeadTemplateLabel(rayv1.RayIDLabelKey, "custom").Obj()
+	pod := BuildHeadPod(cluster, DefaultOptions())
+	svc := BuildHeadService(cluster, DefaultOptions())
+	for k, v := range svc.Spec.Selector {
+		if pod.Labels[k] != v {
+			t.Errorf("selector %s=%s does not match the head Pod's %q", k, v, pod.Labels[k])
+		}
+	}
+}
+
+func TestBuildHeadServiceWithUserService(t *testing.T) {
+	user := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            "my-head",
+			Namespace:       "elsewhere",
+			ResourceVersion: "12",
+			Labels:          map[string]string{"team": "ml", "ray.io/cluster": "spoofed"},
+			Annotations:     map[string]string{"keep": "me", "shared": "user"},
+		},
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{"app": "wrong"},
+			Ports: []corev1.ServicePort{
+				{Name: "dashboard", Port: 1},
+				{Name: "extra", Port: 7000},
+				{Port: 7001},
+			},
+		},
+	}
+	cluster := rctesting.MakeRayCluster("rc").Namespace("ns").
+		ServiceType(corev1.ServiceTypeNodePort).
+		HeadService(user).
+		HeadServiceAnnotation("shared", "operator").
+		Obj()
+	svc := BuildHeadService(cluster, DefaultOptions())
+
+	if svc.Name != "my-head" || svc.Namespace != "ns" || svc.ResourceVersion != "" {
+		t.Errorf("metadata = %s/%s rv %q, want ns/my-head without resourceVersion", svc.Namespace, svc.Name, svc.ResourceVersion)
+	}
+	if svc.Spec.Type != corev1.ServiceTypeNodePort {
+		t.Errorf("type = %q, want the headGroupSpec's NodePort", svc.Spec.Type)
+	}
+	if svc.Spec.Selector["app"] != "" || svc.Spec.Selector["ray.io/node-type"] != "head" {
+		t.Errorf("selector = %v, want the operator's", svc.Spec.Selector)
+	}
+	wantAnnotations := map[string]string{"keep": "me", "shared": "operator"}
+	if diff := cmp.Diff(wantAnnotations, svc.Annotations); diff != "" {
+		t.Errorf("annotations (-want +got):\n%s", diff)
+	}
+	if svc.Labels["team"] != "ml" || svc.Labels["ray.io/cluster"] != "rc" || svc.Labels["app.kubernetes.io/managed-by"] != "gantry" {
+		t.Errorf("labels = %v", svc.Labels)
+	}
+	wantPorts := []corev1.ServicePort{
+		svcPort("client", 10001),
+		svcPort("dashboard", 8265),
+		{Name: "extra", Port: 7000},
+		svcPort("gcs-server", 6379),
+		svcPort("metrics", 8080),
+		svcPort("serve", 8000),
+		{Port: 7001},
+	}
+	if diff := cmp.Diff(wantPorts, svc.Spec.Ports); diff != "" {
+		t.Errorf("ports (-want +got):\n%s", diff)
+	}
+	if got := HeadServiceFQDN(cluster, "cluster.local"); got != "my-head.ns.svc.cluster.local" {
+		t.Errorf("FQDN = %q, want the user's Service name", got)
+	}
+}
+
+func TestBuildHeadlessService(t *testing.T) {
+	cluster := rctesting.MakeRayCluster("rc").Namespace("ns").MultiHostWorkerGroup("tpu", 1, 2).Obj()
+	if !NeedsHeadlessService(cluster) || NeedsHeadlessService(rctesting.MakeRayCluster("x").WorkerGroup("cpu", 3).Obj()) {
+		t.Errorf("NeedsHeadlessService must be true exactly when a group has numOfHosts > 1")
+	}
+	svc := BuildHeadlessService(cluster)
+	if svc.Name != "rc-headless" || svc.Namespace != "ns" {
+		t.Errorf("name = %s/%s", svc.Namespace, svc.Name)
+	}
+	if svc.Spec.ClusterIP != corev1.ClusterIPNone || svc.Spec.Type != corev1.ServiceTypeClusterIP || !svc.Spec.PublishNotReadyAddresses {
+		t.Errorf("spec = %+v, want a headless ClusterIP Service publishing not-ready Pods", svc.Spec)
+	}
+	wantSelector := map[string]string{"ray.io/cluster": "rc", "ray.io/node-type": "worker"}
+	if diff := cmp.Diff(wantSelector, svc.Spec.Selector); diff != "" {
+		t.Errorf("selector (-want +got):\n%s", diff)
+	}
+	if svc.Labels[rayv1.RayClusterHeadlessServiceLabelKey] != "rc" || len(svc.OwnerReferences) != 1 {
+		t.Errorf("labels %v owners %v", svc.Labels, svc.OwnerReferences)
+	}
+}
+
+func TestBuildServeService(t *testing.T) {
+	tests := []struct {
+		name     string
+		cluster  *rayv1.RayCluster
+		wantPort int32
+		wantErr  error
+	}{
+		{name: "default serve port", cluster: rctesting.MakeRayCluster("rc").Obj(), wantPort: 8000},
+		{name: "user serve port", cluster: rctesting.MakeRayCluster("rc").HeadPort("serve", 9000).Obj(), wantPort: 9000},
+		{name: "port 8000 used by another name", cluster: rctesting.MakeRayCluster("rc").HeadPort("http", 8000).Obj(), wantErr: ErrNoServePort},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			svc, err := BuildServeService(tc.cluster)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if svc.Name != "rc-serve-svc" {
+				t.Errorf("name = %q", svc.Name)
+			}
+			wantPorts := []corev1.ServicePort{{Name: "serve", Port: tc.wantPort, Protocol: corev1.ProtocolTCP}}
+			if diff := cmp.Diff(wantPorts, svc.Spec.Ports); diff != "" {
+				t.Errorf("ports (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(map[string]string{"ray.io/cluster": "rc"}, svc.Spec.Selector); diff != "" {
+				t.Errorf("selector (-want +got):\n%s", diff)
+			}
+			wantLabels := map[string]string{
+				rayv1.RayOriginatedFromCRNameLabelKey:  "rc",
+				rayv1.RayOriginatedFromCRDLabelKey:     "RayCluster",
+				rayv1.RayClusterServingServiceLabelKey: "rc-serve",
+				"app.kubernetes.io/managed-by":         "gantry",
+			}
+			if diff := cmp.Diff(wantLabels, svc.Labels); diff != "" {
+				t.Errorf("labels (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if ServeServiceEnabled(rctesting.MakeRayCluster("rc").Obj()) ||
+		!ServeServiceEnabled(rctesting.MakeRayCluster("rc").Annotation(rayv1.EnableServeServiceKey, "true").Obj()) {
+		t.Errorf("ServeServiceEnabled must follow the %s annotation", rayv1.EnableServeServiceKey)
+	}
+}
