@@ -51,6 +51,10 @@ run-down: ## Stop everything `make run` started.
 test: test-assets ## Unit and integration tests (real kube-apiserver + etcd).
 	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$(BIN)}" $(GOTESTSUM) -- $(GOTEST_RACE) $(GOTEST_FLAGS) ./...
 
+.PHONY: bench
+bench: test-assets ## Benchmarks against a real API server (GANTRY_BENCH_N objects, default 100).
+	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$(BIN)}" $(GO) test ./test/bench/ -run '^$$' -bench . -benchtime=1x -v $(GOTEST_FLAGS)
+
 .PHONY: test-assets
 test-assets: ## Build kube-apiserver and etcd for envtest unless KUBEBUILDER_ASSETS is set.
 	@if [ -z "$$KUBEBUILDER_ASSETS" ]; then $(MAKE) --no-print-directory $(KUBE_APISERVER) $(ETCD); fi

@@ -1,0 +1,169 @@
+// Package bench measures Gantry's controllers against a real kube-apiserver:
+// time to converge, API writes per object and the manager's memory.
+// Run with `make bench` (GANTRY_BENCH_N sets the object count).
+package bench
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/gantry-dev/gantry/cmd/manager/app"
+	"github.com/gantry-dev/gantry/pkg/framework/workload"
+)
+
+// WriteCounter counts the mutating requests a manager sends, by verb.
+type WriteCounter struct {
+	mu     sync.Mutex
+	byVerb map[string]int
+	total  atomic.Int64
+}
+
+// Wrap installs the counter on cfg's transport.
+func (w *WriteCounter) Wrap(cfg *rest.Config) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	w.byVerb = map[string]int{}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			switch req.Method {
+			case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+				// Leader election and event writes are counted too: they
+				// are part of what the operator costs the API server.
+				key := req.Method + " " + resourceOf(req.URL.Path)
+				w.mu.Lock()
+				w.byVerb[key]++
+				w.mu.Unlock()
+				w.total.Add(1)
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	return cfg
+}
+
+// Total is the number of writes so far.
+func (w *WriteCounter) Total() int64 { return w.total.Load() }
+
+// ByVerb is a copy of the counts by "VERB resource".
+func (w *WriteCounter) ByVerb() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[string]int, len(w.byVerb))
+	for k, v := range w.byVerb {
+		out[k] = v
+	}
+	return out
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// resourceOf turns /api/v1/namespaces/x/pods/y/status into "pods/status".
+func resourceOf(path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	for i := 0; i < len(parts); i++ {
+		if parts[i] == "namespaces" && i+2 < len(parts) {
+			rest := parts[i+2:]
+			if len(rest) >= 3 {
+				return rest[0] + "/" + rest[2]
+			}
+			return rest[0]
+		}
+	}
+	if len(parts) >= 3 {
+		return parts[len(parts)-2]
+	}
+	return path
+}
+
+// StartManager runs the Gantry manager in-process with the given
+// integrations, counting its writes. Stop it by cancelling ctx.
+func StartManager(ctx context.Context, cfg *rest.Config, reg *workload.Registry, counter *WriteCounter) (<-chan error, error) {
+	opts, err := app.ParseFlags([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0"}, reg)
+	if err != nil {
+		return nil, err
+	}
+	ctrl.SetLogger(logr.Discard())
+	done := make(chan error, 1)
+	go func() { done <- app.Run(ctx, counter.Wrap(cfg), opts, reg) }()
+	return done, nil
+}
+
+// N is the benchmark's object count: GANTRY_BENCH_N, default def.
+func N(def int) int {
+	if n, err := strconv.Atoi(os.Getenv("GANTRY_BENCH_N")); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// PeakRSSMiB is the process's peak resident set (VmHWM), in MiB.
+func PeakRSSMiB() float64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer func() { _ = f.Close() }()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if strings.HasPrefix(s.Text(), "VmHWM:") {
+			fields := strings.Fields(s.Text())
+			if kb, err := strconv.Atoi(fields[1]); err == nil {
+				return float64(kb) / 1024
+			}
+		}
+	}
+	return 0
+}
+
+// HeapInuseMiB is the Go heap in use after a GC, in MiB.
+func HeapInuseMiB() float64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return float64(m.HeapInuse) / (1 << 20)
+}
+
+// Poll calls cond every interval until it is true or timeout passes.
+func Poll(interval, timeout time.Duration, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := cond()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return context.DeadlineExceeded
+		}
+		time.Sleep(interval)
+	}
+}
+
+// WaitQuiet returns once the counter has not moved for quiet, or after max.
+func WaitQuiet(w *WriteCounter, quiet, max time.Duration) {
+	deadline := time.Now().Add(max)
+	last := w.Total()
+	for time.Now().Before(deadline) {
+		time.Sleep(quiet)
+		now := w.Total()
+		if now == last {
+			return
+		}
+		last = now
+	}
+}
