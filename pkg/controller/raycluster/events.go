@@ -1,6 +1,7 @@
 package raycluster
 
 import (
+	"strconv"
 	"strings"
 	"sync"
 
@@ -56,4 +57,12 @@ func warn(recorder events.EventRecorder, obj runtime.Object, reason rayv1.EventR
 	if recorder != nil {
 		recorder.Eventf(obj, nil, corev1.EventTypeWarning, string(reason), "Reconcile", format, args...)
 	}
+}
+
+// countOf renders a count for an event message: "1 worker Pod", "3 worker Pods".
+func countOf(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }

@@ -162,7 +162,7 @@ func groupReplicas(pods []corev1.Pod) ([]*hostReplica, []corev1.Pod) {
 func (r *Reconciler) deleteReplicaPods(ctx context.Context, cluster *rayv1.RayCluster, group *rayv1.WorkerGroupSpec, pods []corev1.Pod, why string, st *reconcileState) error {
 	n, err := r.deletePods(ctx, cluster, st, group.GroupName, pods)
 	if n > 0 {
-		st.events.add(rayv1.DeletedWorkerPod, fmt.Sprintf("Deleted %d worker Pods in group %s: %s", n, group.GroupName, why))
+		st.events.add(rayv1.DeletedWorkerPod, fmt.Sprintf("Deleted %s in group %s: %s", countOf(n, "worker Pod"), group.GroupName, why))
 	}
 	if err != nil {
 		warn(r.recorder, cluster, rayv1.FailedToDeleteWorkerPod, "Failed to delete worker Pods in group %s: %v", group.GroupName, err)
@@ -208,7 +208,7 @@ func (r *Reconciler) createReplicas(ctx context.Context, cluster *rayv1.RayClust
 		r.expectations.CancelCreations(key, group.GroupName, n*hosts-created)
 	}
 	if created > 0 {
-		st.events.add(rayv1.CreatedWorkerPod, fmt.Sprintf("Created %d worker Pods (%d hosts per replica) in group %s", created, hosts, group.GroupName))
+		st.events.add(rayv1.CreatedWorkerPod, fmt.Sprintf("Created %s (%d hosts per replica) in group %s", countOf(created, "worker Pod"), hosts, group.GroupName))
 	}
 	if err != nil {
 		warn(r.recorder, cluster, rayv1.FailedToCreateWorkerPod, "Failed to create worker Pods in group %s: %v", group.GroupName, err)

@@ -108,7 +108,7 @@ func (r *Reconciler) deleteAllPods(ctx context.Context, cluster *rayv1.RayCluste
 		warn(r.recorder, cluster, rayv1.FailedToDeletePodCollection, "Failed to delete the Pods of %s/%s: %v", cluster.Namespace, cluster.Name, err)
 		return NewReplicaFailureError(rayv1.FailedDeleteAllPods, fmt.Errorf("deleting Pods: %w", err))
 	}
-	st.events.add(rayv1.DeletedPod, fmt.Sprintf("Deleted %d Pods: %s", active, why))
+	st.events.add(rayv1.DeletedPod, fmt.Sprintf("Deleted %s: %s", countOf(active, "Pod"), why))
 	return nil
 }
 
@@ -277,7 +277,7 @@ func (r *Reconciler) reconcileWorkerGroup(ctx context.Context, cluster *rayv1.Ra
 	if len(unhealthy) > 0 {
 		n, err := r.deletePods(ctx, cluster, st, group.GroupName, unhealthy)
 		if n > 0 {
-			st.events.add(rayv1.DeletedWorkerPod, fmt.Sprintf("Deleted %d unhealthy worker Pods in group %s", n, group.GroupName))
+			st.events.add(rayv1.DeletedWorkerPod, fmt.Sprintf("Deleted %s in group %s", countOf(n, "unhealthy worker Pod"), group.GroupName))
 		}
 		if err != nil {
 			warn(r.recorder, cluster, rayv1.FailedToDeleteWorkerPod, "Failed to delete unhealthy worker Pods in group %s: %v", group.GroupName, err)
@@ -314,7 +314,7 @@ func (r *Reconciler) reconcileWorkerGroup(ctx context.Context, cluster *rayv1.Ra
 		victims := scaleDownVictims(running, -diff)
 		n, err := r.deletePods(ctx, cluster, st, group.GroupName, victims)
 		if n > 0 {
-			st.events.add(rayv1.DeletedWorkerPod, fmt.Sprintf("Deleted %d worker Pods in group %s (scale down)", n, group.GroupName))
+			st.events.add(rayv1.DeletedWorkerPod, fmt.Sprintf("Deleted %s in group %s (scale down)", countOf(n, "worker Pod"), group.GroupName))
 		}
 		if err != nil {
 			warn(r.recorder, cluster, rayv1.FailedToDeleteWorkerPod, "Failed to delete worker Pods in group %s: %v", group.GroupName, err)
@@ -348,7 +348,7 @@ func (r *Reconciler) deleteWorkersToDelete(ctx context.Context, cluster *rayv1.R
 	}
 	n, err := r.deletePods(ctx, cluster, st, group.GroupName, victims)
 	if n > 0 {
-		st.events.add(rayv1.DeletedWorkerPod, fmt.Sprintf("Deleted %d worker Pods in group %s named in workersToDelete", n, group.GroupName))
+		st.events.add(rayv1.DeletedWorkerPod, fmt.Sprintf("Deleted %s in group %s named in workersToDelete", countOf(n, "worker Pod"), group.GroupName))
 	}
 	if err != nil {
 		warn(r.recorder, cluster, rayv1.FailedToDeleteWorkerPod, "Failed to delete workersToDelete Pods in group %s: %v", group.GroupName, err)
@@ -372,7 +372,7 @@ func (r *Reconciler) createWorkers(ctx context.Context, cluster *rayv1.RayCluste
 		r.expectations.CancelCreations(key, group.GroupName, n-created)
 	}
 	if created > 0 {
-		st.events.add(rayv1.CreatedWorkerPod, fmt.Sprintf("Created %d worker Pods in group %s", created, group.GroupName))
+		st.events.add(rayv1.CreatedWorkerPod, fmt.Sprintf("Created %s in group %s", countOf(created, "worker Pod"), group.GroupName))
 	}
 	if err != nil {
 		warn(r.recorder, cluster, rayv1.FailedToCreateWorkerPod, "Failed to create worker Pods in group %s: %v", group.GroupName, err)
