@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 )
@@ -248,13 +247,13 @@ func syncPodDisruptionBudget(e, d *policyv1.PodDisruptionBudget) error {
 
 // syncBinding replaces subjects; roleRef is immutable in the API, so a
 // changed roleRef is reported instead of producing a patch the server rejects.
-// Subjects are compared with DeepDerivative because the server defaults
+// Subjects are compared with Derivative because the server defaults
 // apiGroup for User and Group subjects.
 func syncBinding(eRef *rbacv1.RoleRef, eSubjects *[]rbacv1.Subject, dRef rbacv1.RoleRef, dSubjects []rbacv1.Subject) error {
-	if !equality.Semantic.DeepDerivative(dRef, *eRef) {
+	if !Derivative(dRef, *eRef) {
 		return fmt.Errorf("%w: roleRef %s/%s -> %s/%s", ErrImmutableField, eRef.Kind, eRef.Name, dRef.Kind, dRef.Name)
 	}
-	if len(dSubjects) == len(*eSubjects) && equality.Semantic.DeepDerivative(dSubjects, *eSubjects) {
+	if len(dSubjects) == len(*eSubjects) && Derivative(dSubjects, *eSubjects) {
 		return nil
 	}
 	*eSubjects = append([]rbacv1.Subject(nil), dSubjects...)

@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -139,7 +138,7 @@ func replaceOwned(existing client.Object, desiredOwned, liveOwned any, replace f
 		return err
 	}
 	if existing.GetAnnotations()[AnnotationOwnedFieldsHash] == hash &&
-		equality.Semantic.DeepDerivative(desiredOwned, liveOwned) {
+		Derivative(desiredOwned, liveOwned) {
 		return nil
 	}
 	replace()
