@@ -1,0 +1,157 @@
+package common
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+
+	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/framework/builder"
+	"github.com/gantry-dev/gantry/pkg/framework/syncobject"
+)
+
+func TestNames(t *testing.T) {
+	c := &slinkyv1beta1.Controller{ObjectMeta: metav1.ObjectMeta{Name: "slurm", Namespace: "slinky"}}
+	ext := c.DeepCopy()
+	ext.Spec.External, ext.Spec.ExternalConfig = true, &slinkyv1beta1.ExternalConfig{Host: "ctld", Port: 7000}
+	named := &slinkyv1beta1.NodeSet{ObjectMeta: metav1.ObjectMeta{Name: "gpu-set"}}
+	named.Spec.Template.Spec.Hostname = "gpu-"
+	tests := []struct {
+		name, got, want string
+	}{
+		{"statefulset", ControllerStatefulSetName("slurm"), "slurm-controller"},
+		{"service", ControllerServiceName("slurm"), "slurm-controller"},
+		{"internal service", ControllerInternalServiceName("slurm"), "slurm-controller-internal"},
+		{"configmap", ControllerConfigMapName("slurm"), "slurm-config"},
+		{"pod", ControllerPodName("slurm", 0), "slurm-controller-0"},
+		{"pod fqdn", ControllerPodFQDNShort("slurm", "slinky", 0), "slurm-controller-0.slurm-controller-internal.slinky"},
+		{"service fqdn", ControllerServiceFQDNShort("slurm", "slinky"), "slurm-controller.slinky"},
+		{"restapi", RestApiName("slurm"), "slurm-restapi"},
+		{"nodeset name", SlurmNodeSetName(&slinkyv1beta1.NodeSet{ObjectMeta: metav1.ObjectMeta{Name: "cpu"}}), "cpu"},
+		{"nodeset hostname prefix", SlurmNodeSetName(named), "gpu"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.got != tc.want {
+				t.Errorf("got %q, want %q", tc.got, tc.want)
+			}
+		})
+	}
+	if diff := cmp.Diff([]string{"--conf-server", "slurm-controller-0.slurm-controller-internal.slinky:6817"}, ConfServerArgs(c)); diff != "" {
+		t.Errorf("ConfServerArgs: %s", diff)
+	}
+	if diff := cmp.Diff([]string{"--conf-server", "ctld:7000"}, ConfServerArgs(ext)); diff != "" {
+		t.Errorf("ConfServerArgs external: %s", diff)
+	}
+}
+
+func TestLabels(t *testing.T) {
+	c := &slinkyv1beta1.Controller{ObjectMeta: metav1.ObjectMeta{Name: "slurm"}}
+	n := &slinkyv1beta1.NodeSet{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}, Spec: slinkyv1beta1.NodeSetSpec{ControllerRef: slinkyv1beta1.ObjectReference{Name: "slurm"}}}
+	tests := []struct {
+		name      string
+		got, want map[string]string
+	}{
+		{"controller selector", ControllerSelectorLabels(c), map[string]string{builder.LabelName: "slurmctld", builder.LabelInstance: "slurm"}},
+		{"controller", ControllerLabels(c), map[string]string{builder.LabelName: "slurmctld", builder.LabelInstance: "slurm",
+			builder.LabelComponent: "controller", builder.LabelManagedBy: "gantry"}},
+		{"restapi", RestApiLabels(&slinkyv1beta1.RestApi{ObjectMeta: metav1.ObjectMeta{Name: "r"}}), map[string]string{
+			builder.LabelName: "slurmrestd", builder.LabelInstance: "r", builder.LabelComponent: "restapi", builder.LabelManagedBy: "gantry"}},
+		{"nodeset", NodeSetLabels(n), map[string]string{builder.LabelName: "slurmd", builder.LabelInstance: "gpu",
+			builder.LabelComponent: "worker", builder.LabelManagedBy: "gantry", "slinky.slurm.net/cluster": "slurm"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, tc.got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestHashStrings(t *testing.T) {
+	a := HashStrings(map[string]string{"a": "bc", "x": "1"})
+	tests := []struct {
+		name string
+		in   map[string]string
+		same bool
+	}{
+		{"same content", map[string]string{"x": "1", "a": "bc"}, true},
+		{"key/value boundary moved", map[string]string{"ab": "c", "x": "1"}, false},
+		{"value changed", map[string]string{"a": "bd", "x": "1"}, false},
+		{"key removed", map[string]string{"a": "bc"}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := HashStrings(tc.in) == a; got != tc.same {
+				t.Errorf("equal = %v, want %v", got, tc.same)
+			}
+		})
+	}
+	if HashBytes([]byte("k1")) == HashBytes([]byte("k2")) {
+		t.Error("different keys hash alike")
+	}
+}
+
+func TestService(t *testing.T) {
+	user := slinkyv1beta1.ServiceSpec{Metadata: slinkyv1beta1.Metadata{Labels: map[string]string{"team": "hpc", builder.LabelManagedBy: "me"}}}
+	user.Spec.Type = corev1.ServiceTypeLoadBalancer
+	user.Spec.LoadBalancerSourceRanges = []string{"10.0.0.0/8"}
+	user.Spec.Ports = []corev1.ServicePort{{Name: "metrics", Port: 9000}}
+	user.Spec.Selector = map[string]string{builder.LabelName: "wrong"}
+	user.NodePort = 30000
+	p := ServiceParams{
+		Meta: builder.NewMetadata("svc", "ns").Build(), User: user,
+		Selector: map[string]string{builder.LabelName: "slurmctld"}, PortName: "slurmctld", Port: 6817,
+	}
+	svc := Service(p)
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || len(svc.Spec.LoadBalancerSourceRanges) != 1 {
+		t.Errorf("user settings lost: %+v", svc.Spec)
+	}
+	if svc.Spec.Selector[builder.LabelName] != "slurmctld" || svc.Labels[builder.LabelManagedBy] != builder.ManagedByGantry || svc.Labels["team"] != "hpc" {
+		t.Errorf("operator labels must win: selector=%v labels=%v", svc.Spec.Selector, svc.Labels)
+	}
+	if len(svc.Spec.Ports) != 2 || svc.Spec.Ports[0].NodePort != 30000 || svc.Spec.Ports[1].Name != "metrics" {
+		t.Errorf("ports = %+v", svc.Spec.Ports)
+	}
+	headless := HeadlessService(p)
+	if headless.Spec.ClusterIP != corev1.ClusterIPNone || headless.Spec.Type != corev1.ServiceTypeClusterIP || len(headless.Spec.Ports) != 1 {
+		t.Errorf("headless = %+v", headless.Spec)
+	}
+	if user.Spec.Selector[builder.LabelName] != "wrong" {
+		t.Error("Service modified the user's spec")
+	}
+}
+
+func TestChangeLog(t *testing.T) {
+	var l ChangeLog
+	l.Add(syncobject.Created, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "a"}})
+	l.Add(syncobject.Unchanged, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "b"}})
+	l.Add(syncobject.Created, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}})
+	l.Add(syncobject.Updated, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "d"}})
+	rec := events.NewFakeRecorder(10)
+	l.Record(rec, &slinkyv1beta1.Controller{})
+	close(rec.Events)
+	var got []string
+	for e := range rec.Events {
+		got = append(got, e)
+	}
+	want := []string{"Normal Created Created Service a, ConfigMap c", "Normal Updated Updated ConfigMap d"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+	var empty ChangeLog
+	if !empty.Empty() || l.Empty() {
+		t.Error("Empty is wrong")
+	}
+}
+
+func TestIndexConflictDetection(t *testing.T) {
+	if !isIndexConflict(errors.New(`indexer conflict: map[field:x:{}]`)) || isIndexConflict(errors.New("informer not started")) {
+		t.Error("isIndexConflict misclassifies")
+	}
+}

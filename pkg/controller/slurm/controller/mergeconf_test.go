@@ -1,0 +1,61 @@
+package controller
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseSimpleParameters(t *testing.T) {
+	tests := []struct {
+		name string
+		conf string
+		want map[string]string
+	}{
+		{"empty", "", map[string]string{}},
+		{"keys are case-insensitive, last wins", "slurmctldparameters=a\nSlurmctldParameters=b\n", map[string]string{"slurmctldparameters": "b"}},
+		{"comments and blank lines skipped", "# SlurmctldParameters=x\n\nAuthInfo=y # trailing\n", map[string]string{"authinfo": "y"}},
+		{"continuation lines joined", "SchedulerParameters=a,\\\nb\n", map[string]string{"schedulerparameters": "a,b"}},
+		{"multi-key lines ignored", "NodeName=n1 CPUs=4\nPartitionName=p Nodes=ALL\n", map[string]string{}},
+		{"CRLF tolerated", "AuthInfo=z\r\n", map[string]string{"authinfo": "z"}},
+		{"no trailing newline", "AuthInfo=z", map[string]string{"authinfo": "z"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, parseSimpleParameters(tc.conf)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestMergeWithExtraConf(t *testing.T) {
+	ops := []parameter{
+		{"AuthAltParameters", []string{"jwt_key=/etc/slurm/jwt.key"}},
+		{"SlurmctldParameters", []string{"enable_configless", "reconfig_on_restart"}},
+	}
+	tests := []struct {
+		name  string
+		extra string
+		want  []parameter
+	}{
+		{"nothing set by the user", "MaxJobCount=10\n", nil},
+		{"user options appended, duplicates dropped", "SlurmctldParameters=enable_stepmgr,enable_configless\n",
+			[]parameter{{"SlurmctldParameters", []string{"enable_configless", "reconfig_on_restart", "enable_stepmgr"}}}},
+		{"operator value of the same option key wins", "AuthAltParameters=jwt_key=/tmp/k,disable_token_creation\n",
+			[]parameter{{"AuthAltParameters", []string{"jwt_key=/etc/slurm/jwt.key", "disable_token_creation"}}}},
+		{"key matched case-insensitively", "slurmctldparameters=idle_on_node_suspend\n",
+			[]parameter{{"SlurmctldParameters", []string{"enable_configless", "reconfig_on_restart", "idle_on_node_suspend"}}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := mergeWithExtraConf(ops, tc.extra)
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(parameter{})); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	if len(ops[1].options) != 2 {
+		t.Errorf("merging modified the operator's options: %v", ops[1].options)
+	}
+}

@@ -1,0 +1,255 @@
+package controller
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
+	"github.com/gantry-dev/gantry/pkg/framework/builder"
+)
+
+func TestBuildServices(t *testing.T) {
+	base := func() *testutil.ControllerWrapper {
+		return testutil.MakeController("slurm", "slinky").UID("u1").Keys("keys").Label("team", "hpc")
+	}
+	tests := []struct {
+		name  string
+		build func(*slinkyv1beta1.Controller) *corev1.Service
+		c     *slinkyv1beta1.Controller
+		check func(t *testing.T, svc *corev1.Service)
+	}{
+		{
+			name: "internal service is headless and governs the pods", build: BuildInternalService, c: base().Obj(),
+			check: func(t *testing.T, svc *corev1.Service) {
+				if svc.Name != "slurm-controller-internal" || svc.Spec.ClusterIP != corev1.ClusterIPNone || !svc.Spec.PublishNotReadyAddresses {
+					t.Errorf("name=%q clusterIP=%q publishNotReady=%v", svc.Name, svc.Spec.ClusterIP, svc.Spec.PublishNotReadyAddresses)
+				}
+			},
+		},
+		{
+			name: "client service on 6817", build: BuildService, c: base().Obj(),
+			check: func(t *testing.T, svc *corev1.Service) {
+				want := []corev1.ServicePort{{Name: "slurmctld", Protocol: corev1.ProtocolTCP, Port: 6817, TargetPort: intstr.FromString("slurmctld")}}
+				if diff := cmp.Diff(want, svc.Spec.Ports); diff != "" {
+					t.Errorf("ports (-want +got):\n%s", diff)
+				}
+				if svc.Name != "slurm-controller" || svc.Spec.ClusterIP != "" {
+					t.Errorf("name=%q clusterIP=%q", svc.Name, svc.Spec.ClusterIP)
+				}
+			},
+		},
+		{
+			name: "node port only with a NodePort type", build: BuildService,
+			c: base().ServiceType(corev1.ServiceTypeNodePort, 30817).Obj(),
+			check: func(t *testing.T, svc *corev1.Service) {
+				if svc.Spec.Type != corev1.ServiceTypeNodePort || svc.Spec.Ports[0].NodePort != 30817 {
+					t.Errorf("type=%q nodePort=%d", svc.Spec.Type, svc.Spec.Ports[0].NodePort)
+				}
+			},
+		},
+		{
+			name: "node port ignored on ClusterIP", build: BuildService,
+			c: base().ServiceType("", 30817).Obj(),
+			check: func(t *testing.T, svc *corev1.Service) {
+				if svc.Spec.Ports[0].NodePort != 0 {
+					t.Errorf("nodePort=%d, the API server would reject it", svc.Spec.Ports[0].NodePort)
+				}
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := tc.c.DeepCopy()
+			svc := tc.build(tc.c)
+			tc.check(t, svc)
+			wantSelector := map[string]string{builder.LabelName: "slurmctld", builder.LabelInstance: "slurm"}
+			if diff := cmp.Diff(wantSelector, svc.Spec.Selector); diff != "" {
+				t.Errorf("selector (-want +got):\n%s", diff)
+			}
+			if svc.Labels[builder.LabelManagedBy] != builder.ManagedByGantry || svc.Labels[builder.LabelComponent] != "controller" || svc.Labels["team"] != "hpc" {
+				t.Errorf("labels = %v", svc.Labels)
+			}
+			if len(svc.OwnerReferences) != 1 || svc.OwnerReferences[0].UID != "u1" || svc.OwnerReferences[0].Kind != "Controller" {
+				t.Errorf("owner references = %v", svc.OwnerReferences)
+			}
+			if diff := cmp.Diff(before, tc.c); diff != "" {
+				t.Errorf("builder modified the Controller:\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestBuildConfigMap(t *testing.T) {
+	tests := []struct {
+		name       string
+		c          *slinkyv1beta1.Controller
+		in         ConfigInputs
+		wantKeys   []string
+		wantInConf string
+	}{
+		{"slurm.conf and cgroup.conf", testutil.MakeController("slurm", "ns").Keys("k").Obj(), ConfigInputs{},
+			[]string{"cgroup.conf", "slurm.conf"}, "SlurmctldParameters=enable_configless,reconfig_on_restart"},
+		{"user cgroup.conf wins", testutil.MakeController("slurm", "ns").Keys("k").Obj(), ConfigInputs{UserCgroupConf: true},
+			[]string{"slurm.conf"}, "ClusterName=ns_slurm"},
+		{"external has the minimal conf only", testutil.MakeController("slurm", "ns").External("h", 7000).Obj(), ConfigInputs{},
+			[]string{"slurm.conf"}, "SlurmctldHost=h\nSlurmctldPort=7000"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cm := BuildConfigMap(tc.c, tc.in)
+			var keys []string
+			for k := range cm.Data {
+				keys = append(keys, k)
+			}
+			if diff := cmp.Diff(tc.wantKeys, keys, sortStrings); diff != "" {
+				t.Errorf("keys (-want +got):\n%s", diff)
+			}
+			if cm.Name != "slurm-config" || !contains(cm.Data["slurm.conf"], tc.wantInConf) {
+				t.Errorf("name=%q slurm.conf=\n%s", cm.Name, cm.Data["slurm.conf"])
+			}
+		})
+	}
+}
+
+func TestBuildStatefulSet(t *testing.T) {
+	inputs := PodInputs{ConfigHash: "cfg", SlurmKeyHash: "sk", JwtKeyHash: "jk", Images: common.DefaultImages()}
+	withTemplate := testutil.MakeController("slurm", "slinky").Keys("keys").Image("slurmctld:25.11").PodLabel("team", "hpc").Obj()
+	withTemplate.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "ctl"}
+	withTemplate.Spec.Slurmctld.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+
+	tests := []struct {
+		name  string
+		c     *slinkyv1beta1.Controller
+		check func(t *testing.T, c *slinkyv1beta1.Controller, sts stsView)
+	}{
+		{
+			name: "defaults: one replica governed by the internal service, claim template",
+			c:    testutil.MakeController("slurm", "slinky").Keys("keys").Obj(),
+			check: func(t *testing.T, _ *slinkyv1beta1.Controller, v stsView) {
+				if *v.Spec.Replicas != 1 || v.Spec.ServiceName != "slurm-controller-internal" || v.Name != "slurm-controller" {
+					t.Errorf("replicas=%d serviceName=%q name=%q", *v.Spec.Replicas, v.Spec.ServiceName, v.Name)
+				}
+				if len(v.Spec.VolumeClaimTemplates) != 1 {
+					t.Fatalf("claim templates = %v", v.Spec.VolumeClaimTemplates)
+				}
+				claim := v.Spec.VolumeClaimTemplates[0]
+				if claim.Name != "statesave" || claim.Spec.Resources.Requests.Storage().String() != "4Gi" || claim.Spec.AccessModes[0] != corev1.ReadWriteOnce {
+					t.Errorf("claim = %+v", claim)
+				}
+				if v.volume("statesave") != nil {
+					t.Error("a pod volume shadows the claim template")
+				}
+			},
+		},
+		{
+			name: "existing claim",
+			c:    testutil.MakeController("slurm", "slinky").Keys("keys").ExistingClaim("state").Obj(),
+			check: func(t *testing.T, _ *slinkyv1beta1.Controller, v stsView) {
+				vol := v.volume("statesave")
+				if len(v.Spec.VolumeClaimTemplates) != 0 || vol == nil || vol.PersistentVolumeClaim.ClaimName != "state" {
+					t.Errorf("claims=%v volume=%+v", v.Spec.VolumeClaimTemplates, vol)
+				}
+			},
+		},
+		{
+			name: "persistence disabled uses emptyDir",
+			c:    testutil.MakeController("slurm", "slinky").Keys("keys").Persistence(false).Obj(),
+			check: func(t *testing.T, _ *slinkyv1beta1.Controller, v stsView) {
+				if vol := v.volume("statesave"); len(v.Spec.VolumeClaimTemplates) != 0 || vol == nil || vol.EmptyDir == nil {
+					t.Errorf("claims=%v volume=%+v", v.Spec.VolumeClaimTemplates, vol)
+				}
+			},
+		},
+		{
+			name: "keys and files projected into /etc/slurm",
+			c:    testutil.MakeController("slurm", "slinky").SlurmKey("a", "sk").JwtHs256Key("b", "jk").ConfigFiles("zz", "gres").PrologScripts("gres").Jwks("jw", "doc").Obj(),
+			check: func(t *testing.T, _ *slinkyv1beta1.Controller, v stsView) {
+				var got []string
+				for _, s := range v.volume("slurm-etc").Projected.Sources {
+					switch {
+					case s.Secret != nil:
+						got = append(got, "secret "+s.Secret.Name+":"+s.Secret.Items[0].Key+"->"+s.Secret.Items[0].Path)
+					case s.ConfigMap != nil && len(s.ConfigMap.Items) > 0:
+						got = append(got, "configmap "+s.ConfigMap.Name+":"+s.ConfigMap.Items[0].Key+"->"+s.ConfigMap.Items[0].Path)
+					default:
+						got = append(got, "configmap "+s.ConfigMap.Name)
+					}
+				}
+				want := []string{"configmap slurm-config", "secret a:sk->slurm.key", "secret b:jk->jwt.key",
+					"configmap gres", "configmap zz", "configmap jw:doc->jwks.json"}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("projected sources (-want +got):\n%s", diff)
+				}
+			},
+		},
+		{
+			name: "hash annotations, probes and labels on the pod",
+			c:    testutil.MakeController("slurm", "slinky").Keys("keys").Obj(),
+			check: func(t *testing.T, _ *slinkyv1beta1.Controller, v stsView) {
+				ann := v.Spec.Template.Annotations
+				if ann[common.AnnotationSlurmConfigHash] != "cfg" || ann[common.AnnotationSlurmKeyHash] != "sk" || ann[common.AnnotationJwtKeyHash] != "jk" {
+					t.Errorf("annotations = %v", ann)
+				}
+				if v.Spec.Template.Labels[builder.LabelManagedBy] != builder.ManagedByGantry {
+					t.Error("pods without managed-by are invisible to the manager's cache")
+				}
+				ctr := v.Spec.Template.Spec.Containers[0]
+				if ctr.Name != "slurmctld" || ctr.ReadinessProbe.HTTPGet.Path != "/readyz" || ctr.LivenessProbe.HTTPGet.Path != "/livez" ||
+					ctr.StartupProbe.FailureThreshold != 6 || ctr.Ports[0].ContainerPort != 6817 {
+					t.Errorf("container = %+v", ctr)
+				}
+				if m := mountAt(ctr, "/var/spool/slurmctld/slinky_slurm"); m == nil || m.Name != "statesave" {
+					t.Errorf("state mount = %+v", m)
+				}
+				if ctr.Image != common.DefaultImages().Slurmctld {
+					t.Errorf("image = %q, want the default", ctr.Image)
+				}
+				side := v.Spec.Template.Spec.InitContainers[0]
+				if side.Image != common.DefaultImages().Logfile {
+					t.Errorf("sidecar image = %q, want the default", side.Image)
+				}
+				if side.Name != "logfile" || side.RestartPolicy == nil || *side.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+					t.Errorf("logfile sidecar = %+v", side)
+				}
+			},
+		},
+		{
+			name: "user template and container merged under operator values",
+			c:    withTemplate,
+			check: func(t *testing.T, _ *slinkyv1beta1.Controller, v stsView) {
+				pod := v.Spec.Template
+				ctr := pod.Spec.Containers[0]
+				if ctr.Image != "slurmctld:25.11" || ctr.Resources.Requests.Cpu().String() != "2" || ctr.ReadinessProbe == nil {
+					t.Errorf("container = %+v", ctr)
+				}
+				if pod.Labels["team"] != "hpc" || pod.Labels[builder.LabelName] != "slurmctld" || pod.Spec.NodeSelector["pool"] != "ctl" {
+					t.Errorf("labels=%v nodeSelector=%v", pod.Labels, pod.Spec.NodeSelector)
+				}
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := tc.c.DeepCopy()
+			sts := BuildStatefulSet(tc.c, inputs)
+			tc.check(t, tc.c, stsView{sts})
+			if diff := cmp.Diff(sts.Spec.Selector.MatchLabels, common.ControllerSelectorLabels(tc.c)); diff != "" {
+				t.Errorf("selector: %s", diff)
+			}
+			for k, val := range sts.Spec.Selector.MatchLabels {
+				if sts.Spec.Template.Labels[k] != val {
+					t.Errorf("pod template does not match the selector on %s", k)
+				}
+			}
+			if diff := cmp.Diff(before, tc.c); diff != "" {
+				t.Errorf("builder modified the Controller:\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,203 @@
+package controller
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+)
+
+// MaxNodeCount must be non-zero for slurmd pods to register as dynamic nodes.
+const MaxNodeCount = 1024
+
+// ConfigInputs is everything slurm.conf depends on besides the Controller.
+type ConfigInputs struct {
+	// NodeSets of this Controller; rendered sorted by name.
+	NodeSets []slinkyv1beta1.NodeSet
+	// Script file names, from the keys of the referenced ConfigMaps.
+	PrologScripts          []string
+	EpilogScripts          []string
+	PrologSlurmctldScripts []string
+	EpilogSlurmctldScripts []string
+	// UserCgroupConf is set when a configFileRefs ConfigMap supplies
+	// cgroup.conf; two files of one name cannot share the projected volume.
+	UserCgroupConf bool
+}
+
+// confWriter accumulates slurm.conf lines.
+type confWriter struct{ lines []string }
+
+func (w *confWriter) section(title string) { w.lines = append(w.lines, "#", "### "+title+" ###") }
+func (w *confWriter) set(key string, value any) {
+	w.lines = append(w.lines, fmt.Sprintf("%s=%v", key, value))
+}
+func (w *confWriter) raw(s string) {
+	if s = strings.TrimRight(s, "\n"); s != "" {
+		w.lines = append(w.lines, s)
+	}
+}
+func (w *confWriter) String() string { return strings.Join(w.lines, "\n") + "\n" }
+
+// RenderSlurmConf renders slurm.conf for a slurmctld run by the operator.
+// See https://slurm.schedmd.com/slurm.conf.html. Parameters whose options
+// the user may extend in extraConf are declared by the operator and, when
+// extraConf sets them too, declared again after it with both sets of
+// options, since slurm.conf keeps the last declaration.
+func RenderSlurmConf(c *slinkyv1beta1.Controller, in ConfigInputs) string {
+	clusterName := c.ClusterName()
+	merged := mergeableParameters(c)
+
+	var w confWriter
+	w.section("GENERAL")
+	w.set("ClusterName", clusterName)
+	w.set("SlurmUser", common.SlurmUser)
+	for i := range int(common.ControllerReplicas(c)) {
+		w.set("SlurmctldHost", fmt.Sprintf("%s(%s)", common.ControllerPodName(c.Name, i), common.ControllerPodFQDNShort(c.Name, c.Namespace, i)))
+	}
+	w.set("SlurmctldPort", common.SlurmctldPort)
+	w.set("SlurmctldAddr", common.ControllerServiceFQDNShort(c.Name, c.Namespace))
+	w.set("StateSaveLocation", stateSaveLocation(clusterName))
+	w.set("SlurmdUser", common.SlurmdUser)
+	w.set("SlurmdPort", common.SlurmdPort)
+	w.set("SlurmdSpoolDir", common.SlurmdSpoolDir)
+	w.set("MaxNodeCount", MaxNodeCount)
+
+	w.section("LOGGING")
+	w.set("SlurmctldLogFile", common.SlurmctldLogFilePath)
+	w.set("SlurmSchedLogFile", common.SlurmctldLogFilePath)
+	w.set("SlurmdLogFile", common.SlurmdLogFilePath)
+
+	w.section("PLUGINS & PARAMETERS")
+	w.set("AuthType", common.AuthType)
+	w.set("CredType", common.CredType)
+	w.set("AuthAltTypes", common.AuthAltTypes)
+	for _, p := range merged {
+		w.set(p.key, strings.Join(p.options, ","))
+	}
+	if c.Spec.Metrics.Enabled {
+		w.set("MetricsType", "metrics/openmetrics")
+	}
+
+	w.section("ACCOUNTING")
+	writeAccounting(&w, c)
+
+	if len(in.PrologSlurmctldScripts) > 0 || len(in.EpilogSlurmctldScripts) > 0 {
+		w.section("SLURMCTLD PROLOG & EPILOG")
+		for _, f := range sorted(in.PrologSlurmctldScripts) {
+			w.set("PrologSlurmctld", path.Join(common.SlurmEtcDir, f))
+		}
+		for _, f := range sorted(in.EpilogSlurmctldScripts) {
+			w.set("EpilogSlurmctld", path.Join(common.SlurmEtcDir, f))
+		}
+	}
+
+	// Prolog and Epilog run on slurmd, which receives them through
+	// configless mode, so they are named relative to its config directory.
+	if len(in.PrologScripts) > 0 || len(in.EpilogScripts) > 0 {
+		w.section("PROLOG & EPILOG")
+		for _, f := range sorted(in.PrologScripts) {
+			w.set("Prolog", f)
+		}
+		for _, f := range sorted(in.EpilogScripts) {
+			w.set("Epilog", f)
+		}
+	}
+
+	if len(in.NodeSets) > 0 {
+		w.section("NODESET & PARTITION")
+		for _, line := range nodeSetLines(in.NodeSets) {
+			w.raw(line)
+		}
+	}
+
+	if c.Spec.ExtraConf != "" {
+		w.section("EXTRA CONFIG")
+		w.raw(c.Spec.ExtraConf)
+		if overrides := mergeWithExtraConf(merged, c.Spec.ExtraConf); len(overrides) > 0 {
+			w.section("MERGED CONFIG")
+			for _, p := range overrides {
+				w.set(p.key, strings.Join(p.options, ","))
+			}
+		}
+	}
+	return w.String()
+}
+
+// RenderExternalSlurmConf renders the minimal slurm.conf slurmrestd needs to
+// reach a slurmctld that runs outside Kubernetes (no configless there).
+func RenderExternalSlurmConf(c *slinkyv1beta1.Controller) string {
+	var w confWriter
+	w.section("GENERAL")
+	w.set("ClusterName", c.ClusterName())
+	w.set("SlurmUser", common.SlurmUser)
+	if ext := c.Spec.ExternalConfig; ext != nil {
+		w.set("SlurmctldHost", ext.Host)
+		w.set("SlurmctldPort", ext.Port)
+	}
+	w.section("PLUGINS & PARAMETERS")
+	w.set("AuthType", common.AuthType)
+	w.set("CredType", common.CredType)
+	w.set("AuthAltTypes", common.AuthAltTypes)
+	w.section("ACCOUNTING")
+	writeAccounting(&w, c)
+	return w.String()
+}
+
+// RenderCgroupConf renders cgroup.conf; see
+// https://slurm.schedmd.com/cgroup.conf.html. Systemd is ignored because
+// the daemons run in containers without it.
+func RenderCgroupConf() string {
+	var w confWriter
+	w.set("CgroupPlugin", "cgroup/v2")
+	w.set("IgnoreSystemd", "yes")
+	return w.String()
+}
+
+func stateSaveLocation(clusterName string) string {
+	return path.Join(common.SlurmctldSpoolDir, clusterName)
+}
+
+// writeAccounting points slurmctld at slurmdbd's Service, named after the
+// Accounting the Controller references, as Slinky names it.
+func writeAccounting(w *confWriter, c *slinkyv1beta1.Controller) {
+	if c.Spec.AccountingRef == nil || c.Spec.AccountingRef.Name == "" {
+		w.set("AccountingStorageType", "accounting_storage/none")
+		return
+	}
+	w.set("AccountingStorageType", "accounting_storage/slurmdbd")
+	w.set("AccountingStorageHost", c.Spec.AccountingRef.Name+"-accounting")
+	w.set("AccountingStoragePort", common.SlurmdbdPort)
+}
+
+// nodeSetLines declares each NodeSet as a Slurm nodeset selected by a
+// feature the slurmd pods register with, plus its partition when enabled.
+func nodeSetLines(nodeSets []slinkyv1beta1.NodeSet) []string {
+	names := make([]string, 0, len(nodeSets))
+	byName := make(map[string]*slinkyv1beta1.NodeSet, len(nodeSets))
+	for i := range nodeSets {
+		name := common.SlurmNodeSetName(&nodeSets[i])
+		if _, dup := byName[name]; dup {
+			continue
+		}
+		byName[name] = &nodeSets[i]
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var lines []string
+	for _, name := range names {
+		lines = append(lines, fmt.Sprintf("NodeSet=%s Feature=%s", name, name))
+		if p := byName[name].Spec.Partition; p.Enabled {
+			lines = append(lines, strings.TrimSpace(fmt.Sprintf("PartitionName=%s Nodes=%s %s", name, name, p.Config)))
+		}
+	}
+	return lines
+}
+
+func sorted(in []string) []string {
+	out := slices.Clone(in)
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,184 @@
+package controller
+
+import (
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+	"github.com/gantry-dev/gantry/pkg/framework/builder"
+)
+
+// DefaultStateSaveStorage sizes the state claim when the user's persistence
+// spec names no size, so a Controller with only the defaults is valid.
+var DefaultStateSaveStorage = resource.MustParse("4Gi")
+
+// PodInputs are what the slurmctld pod depends on besides the Controller.
+// The hashes cover contents the pod mounts but does not embed; each is an
+// annotation on the pod template, so a change of slurm.conf or of a key
+// rolls the pod (slurmctld reads both only at start-up).
+type PodInputs struct {
+	ConfigHash   string
+	SlurmKeyHash string
+	JwtKeyHash   string
+	// Images are the defaults for containers whose image the CR leaves empty.
+	Images common.Images
+}
+
+// BuildStatefulSet builds the slurmctld StatefulSet.
+func BuildStatefulSet(c *slinkyv1beta1.Controller, in PodInputs) *appsv1.StatefulSet {
+	sts := &appsv1.StatefulSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
+		ObjectMeta: objectMeta(c, common.ControllerStatefulSetName(c.Name)),
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:             ptr.To(common.ControllerReplicas(c)),
+			RevisionHistoryLimit: ptr.To[int32](0),
+			Selector:             &metav1.LabelSelector{MatchLabels: common.ControllerSelectorLabels(c)},
+			ServiceName:          common.ControllerInternalServiceName(c.Name),
+			Template:             podTemplate(c, in),
+		},
+	}
+
+	persistence := c.Spec.Persistence
+	switch {
+	case persistence.IsEnabled() && persistence.ExistingClaim != "":
+		sts.Spec.Template.Spec.Volumes = append(sts.Spec.Template.Spec.Volumes, corev1.Volume{
+			Name: common.SlurmctldStateSaveVolume,
+			VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
+				ClaimName: persistence.ExistingClaim,
+			}},
+		})
+	case persistence.IsEnabled():
+		sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{stateSaveClaim(c)}
+	default:
+		sts.Spec.Template.Spec.Volumes = append(sts.Spec.Template.Spec.Volumes, corev1.Volume{
+			Name:         common.SlurmctldStateSaveVolume,
+			VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}},
+		})
+	}
+	return sts
+}
+
+// stateSaveClaim is the claim template for slurmctld's state. The API server
+// requires access modes and a size, so both get defaults.
+func stateSaveClaim(c *slinkyv1beta1.Controller) corev1.PersistentVolumeClaim {
+	spec := *c.Spec.Persistence.PersistentVolumeClaimSpec.DeepCopy()
+	if len(spec.AccessModes) == 0 {
+		spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
+	}
+	if _, ok := spec.Resources.Requests[corev1.ResourceStorage]; !ok {
+		if spec.Resources.Requests == nil {
+			spec.Resources.Requests = corev1.ResourceList{}
+		}
+		spec.Resources.Requests[corev1.ResourceStorage] = DefaultStateSaveStorage.DeepCopy()
+	}
+	return corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: common.SlurmctldStateSaveVolume},
+		Spec:       spec,
+	}
+}
+
+func podTemplate(c *slinkyv1beta1.Controller, in PodInputs) corev1.PodTemplateSpec {
+	annotations := map[string]string{
+		common.AnnotationDefaultContainer: common.AppSlurmctld,
+		common.AnnotationSlurmConfigHash:  in.ConfigHash,
+		common.AnnotationSlurmKeyHash:     in.SlurmKeyHash,
+		common.AnnotationJwtKeyHash:       in.JwtKeyHash,
+	}
+	base := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{
+			Labels:      builder.MergeLabels(c.Labels, common.ControllerLabels(c)),
+			Annotations: annotations,
+		},
+		Spec: corev1.PodSpec{
+			AutomountServiceAccountToken: ptr.To(false),
+			Containers:                   []corev1.Container{slurmctldContainer(c, in.Images.Slurmctld)},
+			InitContainers:               []corev1.Container{common.LogfileSidecar(c.Spec.LogFile.Container, in.Images.Logfile, common.SlurmctldLogFilePath)},
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot: ptr.To(true),
+				RunAsUser:    ptr.To(common.SlurmUserUID),
+				RunAsGroup:   ptr.To(common.SlurmUserGID),
+				FSGroup:      ptr.To(common.SlurmUserGID),
+			},
+			Volumes: podVolumes(c),
+		},
+	}
+	user := common.UserPodTemplate(c.Spec.Template.Metadata.Labels, c.Spec.Template.Metadata.Annotations, c.Spec.Template.Spec.PodSpec)
+	return builder.MergePodTemplate(base, user)
+}
+
+func slurmctldContainer(c *slinkyv1beta1.Controller, image string) corev1.Container {
+	probe := func(path string) corev1.ProbeHandler {
+		return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString(common.AppSlurmctld)}}
+	}
+	base := corev1.Container{
+		Name:           common.AppSlurmctld,
+		Image:          image,
+		Ports:          []corev1.ContainerPort{{Name: common.AppSlurmctld, ContainerPort: common.SlurmctldPort, Protocol: corev1.ProtocolTCP}},
+		StartupProbe:   common.Probe(probe(common.SlurmctldLivez), 6, 10),
+		ReadinessProbe: common.Probe(probe(common.SlurmctldReadyz), 3, 10),
+		LivenessProbe:  common.Probe(probe(common.SlurmctldLivez), 6, 10),
+		SecurityContext: &corev1.SecurityContext{
+			RunAsNonRoot: ptr.To(true),
+			RunAsUser:    ptr.To(common.SlurmUserUID),
+			RunAsGroup:   ptr.To(common.SlurmUserGID),
+		},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: common.SlurmEtcVolume, MountPath: common.SlurmEtcDir, ReadOnly: true},
+			{Name: common.SlurmPidFileVolume, MountPath: common.SlurmPidFileDir},
+			{Name: common.SlurmctldStateSaveVolume, MountPath: stateSaveLocation(c.ClusterName())},
+			{Name: common.SlurmAuthSocketVolume, MountPath: common.SlurmctldAuthSocketDir},
+			{Name: common.SlurmLogFileVolume, MountPath: common.SlurmLogFileDir},
+		},
+	}
+	return builder.MergeContainer(base, c.Spec.Slurmctld.Container)
+}
+
+// podVolumes puts slurm.conf, the keys and the user's files into one
+// projected /etc/slurm. The mode lets the slurm group read the keys, which
+// slurmctld requires to be private to SlurmUser.
+func podVolumes(c *slinkyv1beta1.Controller) []corev1.Volume {
+	sources := []corev1.VolumeProjection{{ConfigMap: &corev1.ConfigMapProjection{
+		LocalObjectReference: corev1.LocalObjectReference{Name: common.ControllerConfigMapName(c.Name)},
+	}}}
+	if ref := c.Spec.SlurmKeyRef; ref != nil {
+		sources = append(sources, common.SecretKeyProjection(ref, common.SlurmKeyFile))
+	}
+	if ref := c.Spec.EffectiveJwtKeyRef(); ref != nil {
+		sources = append(sources, common.SecretKeyProjection(ref, common.JwtKeyFile))
+	}
+	// Sorted so that reordering the refs in the CR does not roll the pod.
+	var extra []string
+	for _, refs := range [][]corev1.LocalObjectReference{
+		c.Spec.ConfigFileRefs, c.Spec.PrologScriptRefs, c.Spec.EpilogScriptRefs,
+		c.Spec.PrologSlurmctldScriptRefs, c.Spec.EpilogSlurmctldScriptRefs,
+	} {
+		for _, r := range refs {
+			extra = append(extra, r.Name)
+		}
+	}
+	slices.Sort(extra)
+	for _, name := range slices.Compact(extra) {
+		sources = append(sources, corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{
+			LocalObjectReference: corev1.LocalObjectReference{Name: name},
+		}})
+	}
+	if ref := c.Spec.JwksKeyRef; ref != nil {
+		sources = append(sources, common.ConfigMapKeyProjection(ref, common.JwksKeyFile))
+	}
+	return []corev1.Volume{
+		{Name: common.SlurmEtcVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			DefaultMode: ptr.To[int32](0o610),
+			Sources:     sources,
+		}}},
+		common.LogFileVolume(),
+		common.PidFileVolume(),
+		{Name: common.SlurmAuthSocketVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+}

@@ -1,0 +1,92 @@
+package restapi
+
+import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+)
+
+// Options tune SetupWithManager.
+type Options struct {
+	// MaxConcurrentReconciles is the number of workers; 0 means one.
+	MaxConcurrentReconciles int
+	// Images override the default images field by field.
+	Images common.Images
+}
+
+// SetupWithManager registers a RestApi reconciler built from the manager's
+// client, API reader and event recorder.
+func SetupWithManager(mgr ctrl.Manager, opts ...Options) error {
+	r := NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(Name))
+	return r.SetupWithManager(mgr, opts...)
+}
+
+// SetupWithManager registers r, its watches and the field indexes they use.
+//
+// Watches: the RestApi; the Service and Deployment it owns; its Controller
+// (the pod mounts the Controller's ConfigMap and key); Secrets holding a
+// Controller's slurm key, as metadata only.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts ...Options) error {
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	r.Images = o.Images.Or(r.Images)
+	if err := common.RegisterIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	cache := mgr.GetClient()
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		For(&slinkyv1beta1.RestApi{}).
+		Owns(&corev1.Service{}).
+		Owns(&appsv1.Deployment{}).
+		Watches(&slinkyv1beta1.Controller{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+			return restApisOf(ctx, cache, obj.GetNamespace(), obj.GetName())
+		})).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretToRestApis(cache)), builder.OnlyMetadata).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(o.MaxConcurrentReconciles, 1)}).
+		Complete(r)
+}
+
+func restApisOf(ctx context.Context, reader client.Reader, namespace, controller string) []reconcile.Request {
+	list := &slinkyv1beta1.RestApiList{}
+	if err := reader.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{common.IndexRestApiController: controller}); err != nil {
+		log.FromContext(ctx).Error(err, "listing RestApis of a Controller", "controller", controller, "namespace", namespace)
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
+// secretToRestApis maps a Secret to the RestApis of every Controller in its
+// namespace that takes a key from it.
+func secretToRestApis(reader client.Reader) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		controllers := &slinkyv1beta1.ControllerList{}
+		if err := reader.List(ctx, controllers, client.InNamespace(obj.GetNamespace()),
+			client.MatchingFields{common.IndexControllerSecrets: obj.GetName()}); err != nil {
+			log.FromContext(ctx).Error(err, "listing Controllers using a Secret", "secret", client.ObjectKeyFromObject(obj))
+			return nil
+		}
+		var reqs []reconcile.Request
+		for _, c := range controllers.Items {
+			reqs = append(reqs, restApisOf(ctx, reader, c.Namespace, c.Name)...)
+		}
+		return reqs
+	}
+}
