@@ -6,6 +6,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
@@ -36,10 +37,12 @@ const ControllerName = "raycluster-controller"
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;update;patch;delete
 
 // Reconciler reconciles RayClusters.
 type Reconciler struct {
 	client       client.Client
+	apiReader    client.Reader
 	recorder     events.EventRecorder
 	expectations *expectations.Expectations
 	applier      apply.Applier
@@ -48,10 +51,12 @@ type Reconciler struct {
 	clock        clock.PassiveClock
 }
 
-// NewReconciler builds a reconciler. metrics may be nil.
-func NewReconciler(c client.Client, recorder events.EventRecorder, metrics *ClusterMetrics, cfg Config) *Reconciler {
+// NewReconciler builds a reconciler. apiReader reads uncached objects
+// (Secrets); metrics may be nil.
+func NewReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder, metrics *ClusterMetrics, cfg Config) *Reconciler {
 	return &Reconciler{
 		client:       c,
+		apiReader:    apiReader,
 		recorder:     recorder,
 		expectations: expectations.New(),
 		applier:      apply.Applier{Client: c, FieldOwner: apply.FieldOwnerRayCluster},
@@ -77,6 +82,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 		Owns(&rbacv1.Role{}).
 		Owns(&rbacv1.RoleBinding{}).
 		Owns(&batchv1.Job{}).
+		Owns(&networkingv1.Ingress{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
 		Complete(r)
 }
@@ -130,6 +136,8 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, cluster *rayv1.RayClu
 	// it and stops the chain, as KubeRay's chain does.
 	steps := []syncsteps.Step[*rayv1.RayCluster]{
 		{Name: "autoscaler-rbac", Sync: st.bind(r.reconcileAutoscalerRBAC), StopOnError: true},
+		{Name: "ingress", Sync: st.bind(r.reconcileIngress), StopOnError: true, FailureReason: string(rayv1.FailedToCreateIngress)},
+		{Name: "auth-secret", Sync: st.bind(r.reconcileAuthSecret), StopOnError: true},
 		{Name: "head-service", Sync: st.bind(r.reconcileHeadService), StopOnError: true, FailureReason: string(rayv1.FailedToCreateService)},
 		{Name: "headless-service", Sync: st.bind(r.reconcileHeadlessService), StopOnError: true, FailureReason: string(rayv1.FailedToCreateService)},
 		{Name: "serve-service", Sync: st.bind(r.reconcileServeService), StopOnError: true, FailureReason: string(rayv1.FailedToCreateService)},

@@ -13,6 +13,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -431,4 +432,40 @@ func TestInvalidSpecGetsWarningAndNoPods(t *testing.T) {
 	g.Consistently(func(g Gomega) { g.Expect(pods(g, rc, nil)).To(BeEmpty()) }, 2*time.Second).Should(Succeed())
 	msgs := eventMessages(g, rc, string(rayv1.InvalidRayClusterSpec))
 	g.Expect(strings.Join(msgs, "\n")).To(ContainSubstring("conflict"))
+}
+
+func TestIngressAndAuthSecret(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	rc := rctesting.MakeRayCluster("secure").Namespace(ns).RayVersion("2.52.0").Annotation(raycluster.IngressClassAnnotationKey, "nginx").Obj()
+	rc.Spec.HeadGroupSpec.EnableIngress = ptr.To(true)
+	rc.Spec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken}
+	create(t, rc)
+
+	ing := &networkingv1.Ingress{}
+	secret := &corev1.Secret{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "secure-head-ingress"}, ing)).To(Succeed())
+		g.Expect(k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "secure"}, secret)).To(Succeed())
+		g.Expect(pods(g, rc, headSel)).To(HaveLen(1))
+	}, timeout).Should(Succeed())
+	g.Expect(ing.Spec.IngressClassName).To(HaveValue(Equal("nginx")))
+	g.Expect(ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name).To(Equal("secure-head-svc"))
+	token := string(secret.Data["auth_token"])
+	g.Expect(token).To(HaveLen(64))
+	g.Expect(secret.OwnerReferences).To(ContainElement(HaveField("Name", "secure")))
+
+	// The head Pod reads the token from the Secret.
+	head := pods(g, rc, headSel)[0]
+	g.Expect(head.Spec.Containers[0].Env).To(ContainElement(And(
+		HaveField("Name", "RAY_AUTH_TOKEN"),
+		HaveField("ValueFrom.SecretKeyRef.Name", "secure"))))
+
+	// Later reconciles never rotate the token.
+	update(t, rc, func(c *rayv1.RayCluster) { c.Labels = map[string]string{"touch": "1"} })
+	g.Consistently(func(g Gomega) {
+		cur := &corev1.Secret{}
+		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(secret), cur)).To(Succeed())
+		g.Expect(string(cur.Data["auth_token"])).To(Equal(token))
+	}, 2*time.Second).Should(Succeed())
 }

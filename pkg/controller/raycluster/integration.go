@@ -42,6 +42,6 @@ func setup(_ context.Context, mgr ctrl.Manager, opts workload.Options) error {
 	if err != nil {
 		return err
 	}
-	r := NewReconciler(mgr.GetClient(), mgr.GetEventRecorder(ControllerName), metrics, cfg)
+	r := NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(ControllerName), metrics, cfg)
 	return r.SetupWithManager(mgr, opts.MaxConcurrentReconciles)
 }
