@@ -16,6 +16,7 @@ import (
 
 	"github.com/gantry-dev/gantry/cmd/manager/app"
 	"github.com/gantry-dev/gantry/pkg/controller/raycluster"
+	"github.com/gantry-dev/gantry/pkg/controller/trainjob"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 )
 
@@ -24,6 +25,7 @@ import (
 func workloads() *workload.Registry {
 	reg := &workload.Registry{}
 	reg.MustRegister(raycluster.Integration())
+	reg.MustRegister(trainjob.Integration())
 	return reg
 }
 

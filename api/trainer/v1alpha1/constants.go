@@ -52,7 +52,9 @@ const (
 	TrainJobJobsBuildFailedReason       = "JobsBuildFailed"
 	TrainJobJobsCreationFailedReason    = "JobsCreationFailed"
 	// TrainJobRuntimeNotFoundReason (Gantry) marks a runtimeRef naming a
-	// runtime that does not exist (yet); the job recovers when it appears.
+	// runtime that does not exist. The Failed condition it sets is
+	// terminal: a runtime created later does not revive the job (its spec
+	// may have been written for another runtime); submit a new TrainJob.
 	TrainJobRuntimeNotFoundReason = "TrainingRuntimeNotFound"
 
 	// Running condition (Gantry).

@@ -1,0 +1,289 @@
+// Package trainjob is the TrainJob controller: it renders a TrainJob and the
+// runtime it references onto a JobSet (plus the MPI Secret and hostfile, and
+// a PodGroup for gang scheduling) with pkg/runtime, applies them server-side
+// as field manager "trainer", and mirrors the JobSet's state back onto the
+// TrainJob's conditions, the way Kubeflow Trainer v2 does.
+//
+// Beyond upstream: failures before a JobSet exists are conditions, not only
+// events; Created and Running conditions; activeDeadlineSeconds enforced
+// from creation or the last resume; and a reconcile that changes nothing
+// sends no API write at all.
+package trainjob
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	"github.com/gantry-dev/gantry/pkg/framework/apply"
+	"github.com/gantry-dev/gantry/pkg/framework/requeue"
+	"github.com/gantry-dev/gantry/pkg/runtime"
+)
+
+// ControllerName names the controller in logs and events.
+const ControllerName = "trainjob-controller"
+
+// Event reasons besides the condition reasons, which double as event reasons.
+const (
+	// ReasonRuntimeWarning carries a warning the runtime build left (e.g. a
+	// coscheduling policy without the PodGroup CRD).
+	ReasonRuntimeWarning = "RuntimeWarning"
+	// actionReconcile is the events API's mandatory action.
+	actionReconcile = "Reconcile"
+)
+
+// +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs/finalizers,verbs=get;update;patch
+// +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainingruntimes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=clustertrainingruntimes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=jobset.x-k8s.io,resources=jobsets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=scheduling.x-k8s.io,resources=podgroups,verbs=get;list;watch;create;update;patch
+
+// Reconciler reconciles TrainJobs.
+type Reconciler struct {
+	// client reads from the manager's cache and writes to the API server.
+	client client.Client
+	// apiReader reads past the cache; used only to confirm that a runtime
+	// is really missing before failing a job for good.
+	apiReader client.Reader
+	runtime   *runtime.Runtime
+	applier   apply.Applier
+	recorder  events.EventRecorder
+	metrics   *Metrics
+	clock     clock.PassiveClock
+}
+
+// NewReconciler builds a reconciler. rt must read existing objects through
+// the same (cached) client c. apiReader (the manager's GetAPIReader) reads
+// uncached; nil trusts the cache. recorder and metrics may be nil.
+func NewReconciler(c client.Client, apiReader client.Reader, rt *runtime.Runtime, recorder events.EventRecorder, metrics *Metrics) *Reconciler {
+	return &Reconciler{
+		client:    c,
+		apiReader: apiReader,
+		runtime:   rt,
+		applier:   apply.Applier{Client: c, FieldOwner: apply.FieldOwnerTrainer},
+		recorder:  recorder,
+		metrics:   metrics,
+		clock:     clock.RealClock{},
+	}
+}
+
+// SetupWithManager registers the controller and its watches; concurrency
+// is the number of TrainJobs reconciled in parallel (0 means one).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+	return r.setupWithManager(mgr, concurrency, r)
+}
+
+// setupWithManager lets tests observe reconciles by wrapping r.
+func (r *Reconciler) setupWithManager(mgr ctrl.Manager, concurrency int, rec reconcile.Reconciler) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("trainjob").
+		// The controller's own status writes do not bump the generation and
+		// need no reconcile; spec, label and annotation edits do.
+		For(&trainer.TrainJob{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Owns(&jobsetv1alpha2.JobSet{}).
+		Owns(&corev1.ConfigMap{}).
+		// Metadata only: owning Secrets must not put every Secret's data in
+		// the cache.
+		Owns(&corev1.Secret{}, builder.OnlyMetadata).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(concurrency, 1)}).
+		Complete(rec)
+}
+
+// Reconcile brings one TrainJob's JobSet and companions to its spec and
+// writes its status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	trainJob := &trainer.TrainJob{}
+	if err := r.client.Get(ctx, req.NamespacedName, trainJob); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.metrics.Forget(req.Namespace, req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	log := ctrl.LoggerFrom(ctx)
+	if managedBy := ptr.Deref(trainJob.Spec.ManagedBy, trainer.TrainJobControllerManagedBy); managedBy != trainer.TrainJobControllerManagedBy {
+		log.V(2).Info("skipping a TrainJob managed by another controller", "managedBy", managedBy)
+		return ctrl.Result{}, nil
+	}
+	if !trainJob.DeletionTimestamp.IsZero() {
+		// Owner references let the garbage collector remove the JobSet.
+		return ctrl.Result{}, nil
+	}
+	jobSet, err := r.currentJobSet(ctx, trainJob)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if isFinished(trainJob.Status.Conditions) {
+		return ctrl.Result{}, r.reconcileFinished(ctx, trainJob, jobSet)
+	}
+	var rq requeue.Requeue
+	switch dl := activeDeadline(trainJob, r.clock.Now()); {
+	case dl.exceeded:
+		return ctrl.Result{}, r.failDeadlineExceeded(ctx, trainJob, jobSet, dl)
+	case dl.remaining > 0:
+		rq.After(dl.remaining)
+	}
+
+	// A failure reported on the TrainJob ends the reconcile; only transient
+	// ones are returned, and controller-runtime ignores a result that comes
+	// with an error, so the deadline requeue is kept only without one.
+	failed := func(buildErr error) (ctrl.Result, error) {
+		if err := r.handleBuildFailure(ctx, trainJob, jobSet, buildErr); err != nil {
+			return ctrl.Result{}, err
+		}
+		return rq.Result(), nil
+	}
+	spec, err := r.resolveRuntime(ctx, trainJob)
+	if err != nil {
+		return failed(err)
+	}
+	res, err := r.runtime.NewObjects(ctx, trainJob, spec)
+	if err != nil {
+		return failed(err)
+	}
+	created, appliedJobSet, err := r.applyComponents(ctx, res.Components)
+	if err != nil {
+		return failed(err)
+	}
+	if appliedJobSet != nil {
+		jobSet = appliedJobSet
+	}
+	if len(created) > 0 {
+		r.event(trainJob, corev1.EventTypeNormal, trainer.TrainJobJobsCreationSucceededReason,
+			"Created %s", strings.Join(created, ", "))
+		// Warnings describe the build, which only matters when it first lands.
+		for _, w := range res.Warnings {
+			r.event(trainJob, corev1.EventTypeWarning, ReasonRuntimeWarning, "%s", w)
+		}
+	}
+	succeeded := runtime.CreatedCondition(nil)
+	if _, err := r.writeStatus(ctx, trainJob, jobSet, outcome{created: &succeeded}); err != nil {
+		return ctrl.Result{}, err
+	}
+	return rq.Result(), nil
+}
+
+// reconcileFinished keeps mirroring the JobSet (its counters still move
+// after the terminal condition) but never builds again: a finished job
+// whose JobSet was removed by JobSet's TTL must not start over.
+func (r *Reconciler) reconcileFinished(ctx context.Context, trainJob *trainer.TrainJob, jobSet *jobsetv1alpha2.JobSet) error {
+	if jobSet != nil && deadlineExceeded(trainJob.Status.Conditions) {
+		// The status write of an earlier expiry landed but its delete may not have.
+		return r.deleteJobSet(ctx, jobSet)
+	}
+	_, err := r.writeStatus(ctx, trainJob, jobSet, outcome{})
+	return err
+}
+
+// handleBuildFailure sorts an error from resolving, building or applying
+// into the three cases a user sees differently:
+//   - the runtime is missing or of a kind Gantry cannot run: terminal
+//     Failed, no retry (a new TrainJob is the fix);
+//   - the TrainJob or runtime is invalid: Created=False, no retry until the
+//     TrainJob changes;
+//   - anything else is transient: Created=False until it succeeds, and the
+//     error goes back to the work queue for a retry with backoff.
+func (r *Reconciler) handleBuildFailure(ctx context.Context, trainJob *trainer.TrainJob, jobSet *jobsetv1alpha2.JobSet, buildErr error) error {
+	created := runtime.CreatedCondition(buildErr)
+	failed, terminal := terminalFailure(buildErr)
+	permanent := terminal || runtime.IsBuildError(buildErr)
+	o := outcome{}
+	// An existing JobSet was created and may be running: a runtime deleted
+	// or edited since only matters for the next build, so it is reported
+	// as an event and neither undoes Created nor fails a healthy run.
+	if jobSet == nil {
+		o.created = &created
+		if terminal {
+			o.failed = &failed
+		}
+	}
+	changed, err := r.writeStatus(ctx, trainJob, jobSet, o)
+	if changed || jobSet != nil {
+		reason := created.Reason
+		if o.failed != nil {
+			reason = o.failed.Reason
+		}
+		r.event(trainJob, corev1.EventTypeWarning, reason, "%s", created.Message)
+	}
+	switch {
+	case err != nil:
+		return errors.Join(buildErr, err)
+	case permanent:
+		ctrl.LoggerFrom(ctx).V(1).Info("TrainJob cannot be built", "reason", created.Reason, "error", buildErr.Error())
+		return nil
+	default:
+		return buildErr
+	}
+}
+
+// terminalFailure is the Failed condition for errors no edit of this
+// TrainJob can fix. A missing runtime counts: upstream fails such jobs and
+// users resubmit, so a job never silently starts long after it was created.
+func terminalFailure(err error) (metav1.Condition, bool) {
+	if runtime.IsRuntimeNotFound(err) {
+		return metav1.Condition{
+			Type:    trainer.TrainJobFailed,
+			Status:  metav1.ConditionTrue,
+			Reason:  trainer.TrainJobRuntimeNotFoundReason,
+			Message: err.Error(),
+		}, true
+	}
+	return runtime.FailedCondition(err)
+}
+
+// resolveRuntime reads the referenced runtime from the cache. A miss is
+// checked against the API server: a runtime created just before its
+// TrainJob (one `kubectl apply` of both) may not be cached yet, and failing
+// the job for good on a stale cache would be wrong.
+func (r *Reconciler) resolveRuntime(ctx context.Context, trainJob *trainer.TrainJob) (*trainer.TrainingRuntimeSpec, error) {
+	spec, err := runtime.ResolveSpec(ctx, r.client, trainJob)
+	if runtime.IsRuntimeNotFound(err) && r.apiReader != nil {
+		return runtime.ResolveSpec(ctx, r.apiReader, trainJob)
+	}
+	return spec, err
+}
+
+func (r *Reconciler) currentJobSet(ctx context.Context, trainJob *trainer.TrainJob) (*jobsetv1alpha2.JobSet, error) {
+	js := &jobsetv1alpha2.JobSet{}
+	if err := r.client.Get(ctx, client.ObjectKeyFromObject(trainJob), js); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading JobSet %s: %w", client.ObjectKeyFromObject(trainJob), err)
+	}
+	if !metav1.IsControlledBy(js, trainJob) {
+		// Someone else's JobSet with our name: mirroring its state would lie.
+		return nil, nil
+	}
+	return js, nil
+}
+
+func (r *Reconciler) event(trainJob *trainer.TrainJob, eventType, reason, note string, args ...any) {
+	if r.recorder == nil {
+		return
+	}
+	r.recorder.Eventf(trainJob, nil, eventType, reason, actionReconcile, note, args...)
+}

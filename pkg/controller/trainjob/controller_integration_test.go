@@ -1,0 +1,462 @@
+package trainjob
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	"github.com/gantry-dev/gantry/pkg/framework/apply"
+	rtesting "github.com/gantry-dev/gantry/pkg/runtime/testing"
+)
+
+// clusterRuntime creates a ClusterTrainingRuntime named after the test's
+// namespace (runtimes are cluster-scoped and tests share the API server).
+func (h *harness) clusterRuntime(t *testing.T, ns, suffix string, spec *trainer.TrainingRuntimeSpec) string {
+	t.Helper()
+	name := ns + "-" + suffix
+	h.create(t, rtesting.MakeClusterTrainingRuntime(name).Spec(spec).Obj())
+	t.Cleanup(func() {
+		_ = h.c.Delete(context.Background(), &trainer.ClusterTrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	})
+	return name
+}
+
+// newTrainJob is a TrainJob in ns referencing the cluster runtime.
+func newTrainJob(ns, name, runtimeName string) *rtesting.TrainJobWrapper {
+	w := rtesting.MakeTrainJob(name).Namespace(ns).RuntimeRef(trainer.ClusterTrainingRuntimeKind, runtimeName)
+	w.UID = ""
+	return w
+}
+
+func torchRuntimeSpec() *trainer.TrainingRuntimeSpec {
+	return rtesting.MakeRuntimeSpec().Torch(nil).ReplicatedJob(rtesting.TrainerJob("torch:runtime")).Obj()
+}
+
+func container(js *jobsetv1alpha2.JobSet, job, name string) *corev1.Container {
+	for i := range js.Spec.ReplicatedJobs {
+		rj := &js.Spec.ReplicatedJobs[i]
+		if rj.Name != job {
+			continue
+		}
+		for j := range rj.Template.Spec.Template.Spec.Containers {
+			if c := &rj.Template.Spec.Template.Spec.Containers[j]; c.Name == name {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+func replicatedJob(js *jobsetv1alpha2.JobSet, name string) *jobsetv1alpha2.ReplicatedJob {
+	for i := range js.Spec.ReplicatedJobs {
+		if js.Spec.ReplicatedJobs[i].Name == name {
+			return &js.Spec.ReplicatedJobs[i]
+		}
+	}
+	return nil
+}
+
+func envValue(c *corev1.Container, name string) (string, bool) {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e.Value, true
+		}
+	}
+	return "", false
+}
+
+func expectControlledBy(g gomega.Gomega, obj client.Object, tj *trainer.TrainJob) {
+	ref := metav1.GetControllerOf(obj)
+	g.Expect(ref).NotTo(gomega.BeNil(), "%T %s has no controller reference", obj, obj.GetName())
+	g.Expect(ref.UID).To(gomega.Equal(tj.UID))
+	g.Expect(ref.Kind).To(gomega.Equal(trainer.TrainJobKind))
+	g.Expect(ptr.Deref(ref.BlockOwnerDeletion, false)).To(gomega.BeTrue())
+}
+
+func appliedByTrainer(obj client.Object) bool {
+	return slices.ContainsFunc(obj.GetManagedFields(), func(m metav1.ManagedFieldsEntry) bool {
+		return m.Manager == apply.FieldOwnerTrainer && m.Operation == metav1.ManagedFieldsOperationApply
+	})
+}
+
+func TestTorchTrainJobBecomesJobSet(t *testing.T) {
+	h := startHarness(t)
+	g := gomega.NewWithT(t)
+	ns := h.newNamespace(t)
+	rtName := h.clusterRuntime(t, ns, "torch", torchRuntimeSpec())
+	h.create(t, newTrainJob(ns, "train", rtName).NumNodes(3).Image("torch:user").Command("torchrun", "train.py").Obj())
+
+	js := h.eventuallyJobSet(t, ns, "train")
+	tj := h.eventuallyCondition(t, ns, "train", trainer.TrainJobCreated, metav1.ConditionTrue, trainer.TrainJobJobsCreationSucceededReason)
+
+	expectControlledBy(g, js, tj)
+	g.Expect(appliedByTrainer(js)).To(gomega.BeTrue(), "JobSet must be server-side applied by field manager %q", apply.FieldOwnerTrainer)
+	g.Expect(ptr.Deref(js.Spec.Suspend, true)).To(gomega.BeFalse())
+	node := replicatedJob(js, trainer.TrainerNodeName)
+	g.Expect(node).NotTo(gomega.BeNil())
+	g.Expect(node.Template.Spec.Parallelism).To(gomega.Equal(ptr.To[int32](3)))
+	g.Expect(node.Template.Spec.Completions).To(gomega.Equal(ptr.To[int32](3)))
+	c := container(js, trainer.TrainerNodeName, trainer.TrainerNodeName)
+	g.Expect(c.Image).To(gomega.Equal("torch:user"))
+	g.Expect(c.Command).To(gomega.Equal([]string{"torchrun", "train.py"}))
+	for name, want := range map[string]string{
+		trainer.TorchEnvNumNodes:   "3",
+		trainer.TorchEnvMasterAddr: "train-node-0-0.train",
+		trainer.TorchEnvMasterPort: "29500",
+	} {
+		got, ok := envValue(c, name)
+		g.Expect(ok).To(gomega.BeTrue(), "env %s missing", name)
+		g.Expect(got).To(gomega.Equal(want), "env %s", name)
+	}
+	g.Eventually(func(g gomega.Gomega) []string { return h.eventReasons(g, ns, "train") }).
+		WithTimeout(10 * time.Second).Should(gomega.ContainElement(trainer.TrainJobJobsCreationSucceededReason))
+	g.Expect(meta.FindStatusCondition(tj.Status.Conditions, trainer.TrainJobFailed)).To(gomega.BeNil())
+}
+
+func TestMPITrainJobCreatesSecretHostfileAndJobSet(t *testing.T) {
+	h := startHarness(t)
+	g := gomega.NewWithT(t)
+	ns := h.newNamespace(t)
+	spec := rtesting.MakeRuntimeSpec().MPI(2, false).ReplicatedJob(rtesting.MPIJobs("mpi:runtime")...).Obj()
+	rtName := h.clusterRuntime(t, ns, "mpi", spec)
+	h.create(t, newTrainJob(ns, "pi", rtName).NumNodes(2).Obj())
+
+	js := h.eventuallyJobSet(t, ns, "pi")
+	tj := h.eventuallyCondition(t, ns, "pi", trainer.TrainJobCreated, metav1.ConditionTrue, trainer.TrainJobJobsCreationSucceededReason)
+
+	secret := &corev1.Secret{}
+	g.Expect(h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "pi" + trainer.MPISSHAuthSecretSuffix}, secret)).To(gomega.Succeed())
+	g.Expect(secret.Type).To(gomega.Equal(corev1.SecretTypeSSHAuth))
+	g.Expect(ptr.Deref(secret.Immutable, false)).To(gomega.BeTrue())
+	g.Expect(secret.Data).To(gomega.HaveKey(corev1.SSHAuthPrivateKey))
+
+	hostfile := &corev1.ConfigMap{}
+	g.Expect(h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "pi" + trainer.MPIHostfileConfigMapSuffix}, hostfile)).To(gomega.Succeed())
+	g.Expect(hostfile.Data[trainer.MPIHostfileName]).To(gomega.Equal(
+		"pi-node-0-0.pi slots=2\npi-node-0-1.pi slots=2\n"))
+	g.Expect(appliedByTrainer(hostfile)).To(gomega.BeTrue())
+
+	for _, obj := range []client.Object{js, secret, hostfile} {
+		expectControlledBy(g, obj, tj)
+	}
+	g.Expect(replicatedJob(js, trainer.TrainerNodeName).Template.Spec.Parallelism).To(gomega.Equal(ptr.To[int32](2)))
+	launcher := replicatedJob(js, trainer.LauncherName)
+	g.Expect(launcher.Template.Spec.Parallelism).To(gomega.Equal(ptr.To[int32](1)))
+	volumes := launcher.Template.Spec.Template.Spec.Volumes
+	g.Expect(volumes).To(gomega.ContainElement(gomega.HaveField("Name", trainer.MPIHostfileVolumeName)))
+	g.Expect(volumes).To(gomega.ContainElement(gomega.HaveField("Name", trainer.MPISSHAuthVolumeName)))
+
+	// The key pair is generated once: another reconcile must not replace it.
+	key := string(secret.Data[corev1.SSHAuthPrivateKey])
+	h.forceReconcile(t, tj)
+	g.Expect(h.c.Get(context.Background(), client.ObjectKeyFromObject(secret), secret)).To(gomega.Succeed())
+	g.Expect(string(secret.Data[corev1.SSHAuthPrivateKey])).To(gomega.Equal(key))
+}
+
+func TestJAXAndXGBoostTrainJobsGetTheirEnvironment(t *testing.T) {
+	h := startHarness(t)
+	ns := h.newNamespace(t)
+	cases := []struct {
+		name    string
+		spec    *trainer.TrainingRuntimeSpec
+		wantEnv map[string]string
+	}{
+		{
+			name: "jax",
+			spec: rtesting.MakeRuntimeSpec().JAX().ReplicatedJob(rtesting.TrainerJob("jax:runtime")).Obj(),
+			wantEnv: map[string]string{
+				"JAX_NUM_PROCESSES":       "2",
+				"JAX_COORDINATOR_ADDRESS": "jax-node-0-0.jax:29500",
+			},
+		},
+		{
+			name: "xgboost",
+			spec: rtesting.MakeRuntimeSpec().XGBoost().ReplicatedJob(rtesting.TrainerJob("xgboost:runtime")).Obj(),
+			wantEnv: map[string]string{
+				"DMLC_NUM_WORKER":   "2",
+				"DMLC_TRACKER_URI":  "xgboost-node-0-0.xgboost",
+				"DMLC_TRACKER_PORT": "29500",
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := gomega.NewWithT(t)
+			rtName := h.clusterRuntime(t, ns, tc.name, tc.spec)
+			h.create(t, newTrainJob(ns, tc.name, rtName).NumNodes(2).Obj())
+			js := h.eventuallyJobSet(t, ns, tc.name)
+			h.eventuallyCondition(t, ns, tc.name, trainer.TrainJobCreated, metav1.ConditionTrue, trainer.TrainJobJobsCreationSucceededReason)
+			g.Expect(replicatedJob(js, trainer.TrainerNodeName).Template.Spec.Parallelism).To(gomega.Equal(ptr.To[int32](2)))
+			c := container(js, trainer.TrainerNodeName, trainer.TrainerNodeName)
+			for name, want := range tc.wantEnv {
+				got, ok := envValue(c, name)
+				g.Expect(ok).To(gomega.BeTrue(), "env %s missing from %v", name, c.Env)
+				g.Expect(got).To(gomega.Equal(want), "env %s", name)
+			}
+		})
+	}
+}
+
+func TestReconcileThatChangesNothingSendsNoWrite(t *testing.T) {
+	h := startHarness(t)
+	g := gomega.NewWithT(t)
+	ns := h.newNamespace(t)
+	spec := rtesting.MakeRuntimeSpec().MPI(1, false).ReplicatedJob(rtesting.MPIJobs("mpi:runtime")...).Obj()
+	rtName := h.clusterRuntime(t, ns, "mpi", spec)
+	h.create(t, newTrainJob(ns, "quiet", rtName).NumNodes(2).Obj())
+	h.eventuallyJobSet(t, ns, "quiet")
+	tj := h.eventuallyCondition(t, ns, "quiet", trainer.TrainJobCreated, metav1.ConditionTrue, trainer.TrainJobJobsCreationSucceededReason)
+
+	// Let the reconciles triggered by the creation run out first.
+	h.forceReconcile(t, tj)
+	before := h.writes.count(ns)
+	t.Logf("writes to create an MPI TrainJob: %d", before)
+	jsBefore := h.eventuallyJobSet(t, ns, "quiet")
+	tjBefore := h.trainJob(g, ns, "quiet")
+
+	h.forceReconcile(t, tj)
+	h.forceReconcile(t, tj)
+
+	g.Expect(h.writes.count(ns)).To(gomega.Equal(before), "writes: %v", h.writes.log)
+	jsAfter := h.eventuallyJobSet(t, ns, "quiet")
+	g.Expect(jsAfter.ResourceVersion).To(gomega.Equal(jsBefore.ResourceVersion))
+	tjAfter := h.trainJob(g, ns, "quiet")
+	g.Expect(tjAfter.Status).To(gomega.Equal(tjBefore.Status))
+}
+
+func TestHandEditedJobSetIsRestoredOnlyWhileSuspended(t *testing.T) {
+	h := startHarness(t)
+	g := gomega.NewWithT(t)
+	ns := h.newNamespace(t)
+	rtName := h.clusterRuntime(t, ns, "torch", torchRuntimeSpec())
+	h.create(t, newTrainJob(ns, "drift", rtName).Image("torch:user").Suspend(true).Obj())
+	h.eventuallyJobSet(t, ns, "drift")
+
+	editImage := func(image string) {
+		g.Eventually(func() error {
+			js := h.eventuallyJobSet(t, ns, "drift")
+			container(js, trainer.TrainerNodeName, trainer.TrainerNodeName).Image = image
+			return h.c.Update(context.Background(), js)
+		}).WithTimeout(10 * time.Second).Should(gomega.Succeed())
+	}
+	image := func() string {
+		return container(h.eventuallyJobSet(t, ns, "drift"), trainer.TrainerNodeName, trainer.TrainerNodeName).Image
+	}
+
+	editImage("edited:by-hand")
+	g.Eventually(image).WithTimeout(20 * time.Second).Should(gomega.Equal("torch:user"))
+
+	// Resumed, the JobSet's template is immutable and left alone.
+	tj := h.trainJob(g, ns, "drift")
+	tj.Spec.Suspend = ptr.To(false)
+	g.Expect(h.c.Update(context.Background(), tj)).To(gomega.Succeed())
+	g.Eventually(func() bool { return ptr.Deref(h.eventuallyJobSet(t, ns, "drift").Spec.Suspend, true) }).
+		WithTimeout(20 * time.Second).Should(gomega.BeFalse())
+	editImage("edited:while-running")
+	h.forceReconcile(t, tj)
+	g.Expect(image()).To(gomega.Equal("edited:while-running"))
+}
+
+func TestJobSetConditionsAreMirrored(t *testing.T) {
+	h := startHarness(t)
+	ns := h.newNamespace(t)
+	rtName := h.clusterRuntime(t, ns, "torch", torchRuntimeSpec())
+
+	jobStatus := func(active, succeeded int32) []jobsetv1alpha2.ReplicatedJobStatus {
+		return []jobsetv1alpha2.ReplicatedJobStatus{{Name: trainer.TrainerNodeName, Active: active, Ready: active, Succeeded: succeeded}}
+	}
+	condition := func(typ jobsetv1alpha2.JobSetConditionType, reason, msg string) metav1.Condition {
+		return metav1.Condition{Type: string(typ), Status: metav1.ConditionTrue, Reason: reason, Message: msg, LastTransitionTime: metav1.Now()}
+	}
+	cases := []struct {
+		name       string
+		final      metav1.Condition
+		wantType   string
+		wantReason string
+	}{
+		{"complete", condition(jobsetv1alpha2.JobSetCompleted, "AllJobsCompleted", "jobset completed successfully"), trainer.TrainJobComplete, "AllJobsCompleted"},
+		{"failed", condition(jobsetv1alpha2.JobSetFailed, "FailedJobs", "jobset failed due to one or more job failures"), trainer.TrainJobFailed, "FailedJobs"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := gomega.NewWithT(t)
+			h.create(t, newTrainJob(ns, tc.name, rtName).Obj())
+			h.eventuallyJobSet(t, ns, tc.name)
+
+			h.setJobSetStatus(t, ns, tc.name, func(s *jobsetv1alpha2.JobSetStatus) { s.ReplicatedJobsStatus = jobStatus(1, 0) })
+			tj := h.eventuallyCondition(t, ns, tc.name, trainer.TrainJobRunning, metav1.ConditionTrue, trainer.TrainJobJobsRunningReason)
+			g.Expect(tj.Status.JobsStatus).To(gomega.HaveLen(1))
+			g.Expect(tj.Status.JobsStatus[0].Active).To(gomega.Equal(ptr.To[int32](1)))
+
+			h.setJobSetStatus(t, ns, tc.name, func(s *jobsetv1alpha2.JobSetStatus) {
+				s.ReplicatedJobsStatus = jobStatus(0, 1)
+				s.Conditions = append(s.Conditions, tc.final)
+			})
+			tj = h.eventuallyCondition(t, ns, tc.name, tc.wantType, metav1.ConditionTrue, tc.wantReason)
+			g.Expect(meta.FindStatusCondition(tj.Status.Conditions, tc.wantType).Message).To(gomega.Equal(tc.final.Message))
+			g.Expect(meta.IsStatusConditionFalse(tj.Status.Conditions, trainer.TrainJobRunning)).To(gomega.BeTrue())
+			g.Expect(tj.Status.JobsStatus[0].Succeeded).To(gomega.Equal(ptr.To[int32](1)))
+
+			// JobSet's TTL deletes a finished JobSet; the TrainJob must not start over.
+			g.Expect(h.c.Delete(context.Background(), &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.name}})).To(gomega.Succeed())
+			h.forceReconcile(t, tj)
+			err := h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: tc.name}, &jobsetv1alpha2.JobSet{})
+			g.Expect(apierrors.IsNotFound(err)).To(gomega.BeTrue(), "a finished TrainJob's JobSet was recreated: %v", err)
+			g.Expect(meta.IsStatusConditionTrue(h.trainJob(g, ns, tc.name).Status.Conditions, tc.wantType)).To(gomega.BeTrue())
+		})
+	}
+}
+
+func TestSuspendAndResumeReachTheJobSet(t *testing.T) {
+	h := startHarness(t)
+	g := gomega.NewWithT(t)
+	ns := h.newNamespace(t)
+	rtName := h.clusterRuntime(t, ns, "torch", torchRuntimeSpec())
+	h.create(t, newTrainJob(ns, "pause", rtName).Suspend(true).Obj())
+
+	jobSetSuspended := func() bool { return ptr.Deref(h.eventuallyJobSet(t, ns, "pause").Spec.Suspend, false) }
+	setSuspend := func(v bool) {
+		g.Eventually(func() error {
+			tj := h.trainJob(g, ns, "pause")
+			tj.Spec.Suspend = ptr.To(v)
+			return h.c.Update(context.Background(), tj)
+		}).WithTimeout(10 * time.Second).Should(gomega.Succeed())
+	}
+
+	g.Expect(jobSetSuspended()).To(gomega.BeTrue())
+	h.eventuallyCondition(t, ns, "pause", trainer.TrainJobSuspended, metav1.ConditionTrue, trainer.TrainJobSuspendedReason)
+
+	setSuspend(false)
+	g.Eventually(jobSetSuspended).WithTimeout(20 * time.Second).Should(gomega.BeFalse())
+	h.eventuallyCondition(t, ns, "pause", trainer.TrainJobSuspended, metav1.ConditionFalse, trainer.TrainJobResumedReason)
+
+	setSuspend(true)
+	g.Eventually(jobSetSuspended).WithTimeout(20 * time.Second).Should(gomega.BeTrue())
+	h.eventuallyCondition(t, ns, "pause", trainer.TrainJobSuspended, metav1.ConditionTrue, trainer.TrainJobSuspendedReason)
+}
+
+func TestActiveDeadlineFailsTheJobAndDeletesTheJobSet(t *testing.T) {
+	h := startHarness(t)
+	g := gomega.NewWithT(t)
+	ns := h.newNamespace(t)
+	rtName := h.clusterRuntime(t, ns, "torch", torchRuntimeSpec())
+	tj := newTrainJob(ns, "bounded", rtName).Obj()
+	tj.Spec.ActiveDeadlineSeconds = ptr.To[int64](2)
+	h.create(t, tj)
+	h.eventuallyJobSet(t, ns, "bounded")
+
+	tj = h.eventuallyCondition(t, ns, "bounded", trainer.TrainJobFailed, metav1.ConditionTrue, trainer.TrainJobDeadlineExceededReason)
+	g.Eventually(func() bool {
+		err := h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "bounded"}, &jobsetv1alpha2.JobSet{})
+		return apierrors.IsNotFound(err)
+	}).WithTimeout(10 * time.Second).Should(gomega.BeTrue())
+	g.Eventually(func(g gomega.Gomega) []string { return h.eventReasons(g, ns, "bounded") }).
+		WithTimeout(10 * time.Second).Should(gomega.ContainElement(trainer.TrainJobDeadlineExceededReason))
+
+	h.forceReconcile(t, tj)
+	err := h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "bounded"}, &jobsetv1alpha2.JobSet{})
+	g.Expect(apierrors.IsNotFound(err)).To(gomega.BeTrue(), "the JobSet of a job past its deadline was recreated")
+}
+
+func TestMissingRuntimeFailsTheJobForGood(t *testing.T) {
+	h := startHarness(t)
+	g := gomega.NewWithT(t)
+	ns := h.newNamespace(t)
+	rtName := ns + "-later"
+	h.create(t, newTrainJob(ns, "orphan", rtName).Obj())
+
+	tj := h.eventuallyCondition(t, ns, "orphan", trainer.TrainJobFailed, metav1.ConditionTrue, trainer.TrainJobRuntimeNotFoundReason)
+	created := meta.FindStatusCondition(tj.Status.Conditions, trainer.TrainJobCreated)
+	g.Expect(created).NotTo(gomega.BeNil())
+	g.Expect(created.Status).To(gomega.Equal(metav1.ConditionFalse))
+	g.Expect(created.Reason).To(gomega.Equal(trainer.TrainJobRuntimeNotFoundReason))
+	g.Expect(tj.Status.Conditions[len(tj.Status.Conditions)-1].Type).To(gomega.Equal(trainer.TrainJobFailed), "the printed state is the last condition")
+	g.Eventually(func(g gomega.Gomega) []string { return h.eventReasons(g, ns, "orphan") }).
+		WithTimeout(10 * time.Second).Should(gomega.ContainElement(trainer.TrainJobRuntimeNotFoundReason))
+
+	h.clusterRuntime(t, ns, "later", torchRuntimeSpec())
+	h.forceReconcile(t, tj)
+	err := h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "orphan"}, &jobsetv1alpha2.JobSet{})
+	g.Expect(apierrors.IsNotFound(err)).To(gomega.BeTrue(), "a failed TrainJob started once its runtime appeared")
+	g.Expect(meta.IsStatusConditionTrue(h.trainJob(g, ns, "orphan").Status.Conditions, trainer.TrainJobFailed)).To(gomega.BeTrue())
+}
+
+func TestUnsupportedRuntimeKindFailsTheJob(t *testing.T) {
+	h := startHarness(t)
+	g := gomega.NewWithT(t)
+	ns := h.newNamespace(t)
+	h.create(t, newTrainJob(ns, "legacy", "whatever").RuntimeRef("PyTorchJob", "whatever").Obj())
+
+	tj := h.eventuallyCondition(t, ns, "legacy", trainer.TrainJobFailed, metav1.ConditionTrue, trainer.TrainJobRuntimeNotSupportedReason)
+	g.Expect(meta.FindStatusCondition(tj.Status.Conditions, trainer.TrainJobFailed).Message).To(gomega.ContainSubstring("PyTorchJob"))
+}
+
+func TestTransientApplyErrorIsRetriedWithoutFailingTheJob(t *testing.T) {
+	h := startHarness(t)
+	g := gomega.NewWithT(t)
+	ns := h.newNamespace(t)
+	rtName := h.clusterRuntime(t, ns, "torch", torchRuntimeSpec())
+	remaining := h.faults.failJobSetApplies(ns, 1)
+	h.create(t, newTrainJob(ns, "flaky", rtName).Obj())
+
+	h.eventuallyJobSet(t, ns, "flaky")
+	tj := h.eventuallyCondition(t, ns, "flaky", trainer.TrainJobCreated, metav1.ConditionTrue, trainer.TrainJobJobsCreationSucceededReason)
+	g.Expect(remaining.Load()).To(gomega.BeZero(), "the injected failure was never hit")
+	g.Expect(meta.FindStatusCondition(tj.Status.Conditions, trainer.TrainJobFailed)).To(gomega.BeNil())
+	// The failure was reported while it lasted.
+	g.Eventually(func(g gomega.Gomega) []string { return h.eventReasons(g, ns, "flaky") }).
+		WithTimeout(10 * time.Second).Should(gomega.ContainElement(trainer.TrainJobJobsCreationFailedReason))
+}
+
+func TestManagedByAnotherControllerIsLeftAlone(t *testing.T) {
+	h := startHarness(t)
+	g := gomega.NewWithT(t)
+	ns := h.newNamespace(t)
+	rtName := h.clusterRuntime(t, ns, "torch", torchRuntimeSpec())
+	tj := newTrainJob(ns, "remote", rtName).Obj()
+	tj.Spec.ManagedBy = ptr.To(trainer.MultiKueueManagedBy)
+	h.create(t, tj)
+
+	h.forceReconcile(t, tj)
+	err := h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "remote"}, &jobsetv1alpha2.JobSet{})
+	g.Expect(apierrors.IsNotFound(err)).To(gomega.BeTrue())
+	g.Expect(h.trainJob(g, ns, "remote").Status.Conditions).To(gomega.BeEmpty())
+	g.Expect(h.writes.count(ns)).To(gomega.BeZero())
+}
+
+func TestDeletedTrainJobDropsItsMetrics(t *testing.T) {
+	h := startHarness(t)
+	g := gomega.NewWithT(t)
+	ns := h.newNamespace(t)
+	rtName := h.clusterRuntime(t, ns, "torch", torchRuntimeSpec())
+	tj := newTrainJob(ns, "gone", rtName).Obj()
+	h.create(t, tj)
+	h.eventuallyCondition(t, ns, "gone", trainer.TrainJobCreated, metav1.ConditionTrue, trainer.TrainJobJobsCreationSucceededReason)
+	series := func() []string { return gaugeStates(t, h.reg, ns, "gone") }
+	g.Eventually(series).WithTimeout(10 * time.Second).Should(gomega.Equal([]string{StateCreated}))
+
+	g.Expect(h.c.Delete(context.Background(), tj)).To(gomega.Succeed())
+	g.Eventually(series).WithTimeout(20 * time.Second).Should(gomega.BeEmpty())
+	g.Expect(counterValue(t, h.reg, MetricCreated, map[string]string{"namespace": ns})).To(gomega.Equal(1.0))
+}
+
+// jobNames is for readable failure messages.
+func jobNames(js *jobsetv1alpha2.JobSet) string {
+	var names []string
+	for _, rj := range js.Spec.ReplicatedJobs {
+		names = append(names, rj.Name)
+	}
+	return strings.Join(names, ",")
+}

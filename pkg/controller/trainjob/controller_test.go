@@ -1,0 +1,49 @@
+package trainjob
+
+import (
+	"context"
+	"testing"
+
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	"github.com/gantry-dev/gantry/pkg/runtime"
+	rtesting "github.com/gantry-dev/gantry/pkg/runtime/testing"
+)
+
+// TestResolveRuntimeLooksPastAStaleCache guards against failing a job for
+// good because the runtime, created just before it, is not cached yet.
+func TestResolveRuntimeLooksPastAStaleCache(t *testing.T) {
+	scheme := apiruntime.NewScheme()
+	if err := trainer.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	ctr := rtesting.MakeClusterTrainingRuntime("runtime").Spec(torchRuntimeSpec()).Obj()
+	empty := func() client.Client { return fake.NewClientBuilder().WithScheme(scheme).Build() }
+	withRuntime := func() client.Client { return fake.NewClientBuilder().WithScheme(scheme).WithObjects(ctr).Build() }
+	cases := []struct {
+		name         string
+		cache        client.Client
+		apiReader    client.Reader
+		wantNotFound bool
+	}{
+		{"cached", withRuntime(), nil, false},
+		{"not cached yet but on the server", empty(), withRuntime(), false},
+		{"missing everywhere", empty(), empty(), true},
+		{"missing from the cache, no API reader", empty(), nil, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Reconciler{client: tc.cache, apiReader: tc.apiReader}
+			spec, err := r.resolveRuntime(context.Background(), rtesting.MakeTrainJob("tj").Obj())
+			if got := runtime.IsRuntimeNotFound(err); got != tc.wantNotFound {
+				t.Fatalf("IsRuntimeNotFound = %v (err %v), want %v", got, err, tc.wantNotFound)
+			}
+			if !tc.wantNotFound && (err != nil || spec == nil || spec.MLPolicy == nil || spec.MLPolicy.Torch == nil) {
+				t.Errorf("resolveRuntime() = %v, %v; want the torch runtime's spec", spec, err)
+			}
+		})
+	}
+}

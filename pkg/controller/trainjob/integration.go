@@ -1,0 +1,49 @@
+package trainjob
+
+import (
+	"context"
+
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	"github.com/gantry-dev/gantry/pkg/framework/workload"
+	"github.com/gantry-dev/gantry/pkg/runtime"
+)
+
+// Name is the controller's name in --controllers.
+const Name = "trainjob"
+
+// Integration registers the TrainJob controller with the manager.
+func Integration() workload.Integration {
+	return workload.Integration{
+		Name:        Name,
+		AddToScheme: []func(*apiruntime.Scheme) error{trainer.AddToScheme, jobsetv1alpha2.AddToScheme},
+		Setup:       setup,
+	}
+}
+
+func setup(_ context.Context, mgr ctrl.Manager, opts workload.Options) error {
+	r, err := NewReconcilerForManager(mgr)
+	if err != nil {
+		return err
+	}
+	return r.SetupWithManager(mgr, opts.MaxConcurrentReconciles)
+}
+
+// NewReconcilerForManager wires a reconciler to the manager's cached
+// client, REST mapper (to notice the optional PodGroup CRD), event
+// recorder and controller-runtime's metrics registry.
+func NewReconcilerForManager(mgr ctrl.Manager) (*Reconciler, error) {
+	metrics, err := NewMetrics(ctrlmetrics.Registry)
+	if err != nil {
+		return nil, err
+	}
+	rt, err := runtime.New(runtime.Options{Existing: mgr.GetClient(), RESTMapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return nil, err
+	}
+	return NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), rt, mgr.GetEventRecorder(ControllerName), metrics), nil
+}

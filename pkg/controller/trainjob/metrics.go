@@ -1,0 +1,143 @@
+package trainjob
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	fwmetrics "github.com/gantry-dev/gantry/pkg/framework/metrics"
+)
+
+// Metric names. Upstream Trainer exports no workload metrics of its own;
+// these are Gantry's.
+const (
+	MetricStatus    = "gantry_trainjob_status"
+	MetricCreated   = "gantry_trainjob_created_total"
+	MetricCompleted = "gantry_trainjob_completed_total"
+	MetricFailed    = "gantry_trainjob_failed_total"
+)
+
+// States reported by gantry_trainjob_status, most decisive first.
+const (
+	StatePending   = "Pending"
+	StateCreated   = "Created"
+	StateRunning   = "Running"
+	StateSuspended = "Suspended"
+	StateComplete  = "Complete"
+	StateFailed    = "Failed"
+)
+
+// Metrics are the TrainJob workload metrics. The per-job gauge has one
+// series per job (its current state) and is dropped when the job is
+// deleted; the counters count transitions this process wrote, per
+// namespace, and are cumulative by nature.
+type Metrics struct {
+	status    *fwmetrics.ObjectGaugeVec
+	created   *prometheus.CounterVec
+	completed *prometheus.CounterVec
+	failed    *prometheus.CounterVec
+
+	mu sync.Mutex
+	// published is each job's current state label, so a change replaces
+	// the old series instead of adding a second one.
+	published map[jobKey]string
+}
+
+type jobKey struct{ namespace, name string }
+
+// NewMetrics creates the collectors and registers them on reg (nil means
+// controller-runtime's registry). Registering twice shares the collectors.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{published: map[jobKey]string{}}
+	var err error
+	if m.status, err = fwmetrics.Register(reg, fwmetrics.NewObjectGaugeVec(prometheus.GaugeOpts{
+		Name: MetricStatus,
+		Help: "The current state of a TrainJob: 1 for the series whose state label holds",
+	}, "state")); err != nil {
+		return nil, err
+	}
+	counter := func(name, help string, labels ...string) (*prometheus.CounterVec, error) {
+		return fwmetrics.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels))
+	}
+	if m.created, err = counter(MetricCreated, "TrainJobs whose JobSet was created", fwmetrics.LabelNamespace); err != nil {
+		return nil, err
+	}
+	if m.completed, err = counter(MetricCompleted, "TrainJobs that completed", fwmetrics.LabelNamespace); err != nil {
+		return nil, err
+	}
+	if m.failed, err = counter(MetricFailed, "TrainJobs that failed, by reason", fwmetrics.LabelNamespace, "reason"); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// State is the single state a TrainJob is reported in.
+func State(st *trainer.TrainJobStatus) string {
+	conds := st.Conditions
+	switch {
+	case meta.IsStatusConditionTrue(conds, trainer.TrainJobFailed):
+		return StateFailed
+	case meta.IsStatusConditionTrue(conds, trainer.TrainJobComplete):
+		return StateComplete
+	case meta.IsStatusConditionTrue(conds, trainer.TrainJobSuspended):
+		return StateSuspended
+	case meta.IsStatusConditionTrue(conds, trainer.TrainJobRunning):
+		return StateRunning
+	case meta.IsStatusConditionTrue(conds, trainer.TrainJobCreated):
+		return StateCreated
+	}
+	return StatePending
+}
+
+// SetState publishes the job's current state.
+func (m *Metrics) SetState(trainJob *trainer.TrainJob) {
+	if m == nil {
+		return
+	}
+	state := State(&trainJob.Status)
+	key := jobKey{trainJob.Namespace, trainJob.Name}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.published[key] == state {
+		return
+	}
+	m.status.Forget(key.namespace, key.name)
+	m.status.Set(key.namespace, key.name, 1, state)
+	m.published[key] = state
+}
+
+// ObserveTransition counts the conditions that turned true between two
+// written statuses of a job in namespace.
+func (m *Metrics) ObserveTransition(namespace string, before, after *trainer.TrainJobStatus) {
+	if m == nil {
+		return
+	}
+	if turnedTrue(before, after, trainer.TrainJobCreated) {
+		m.created.WithLabelValues(namespace).Inc()
+	}
+	if turnedTrue(before, after, trainer.TrainJobComplete) {
+		m.completed.WithLabelValues(namespace).Inc()
+	}
+	if turnedTrue(before, after, trainer.TrainJobFailed) {
+		m.failed.WithLabelValues(namespace, meta.FindStatusCondition(after.Conditions, trainer.TrainJobFailed).Reason).Inc()
+	}
+}
+
+// Forget drops the job's per-job series.
+func (m *Metrics) Forget(namespace, name string) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.status.Forget(namespace, name)
+	delete(m.published, jobKey{namespace, name})
+}
+
+func turnedTrue(before, after *trainer.TrainJobStatus, condType string) bool {
+	return !meta.IsStatusConditionTrue(before.Conditions, condType) &&
+		meta.IsStatusConditionPresentAndEqual(after.Conditions, condType, metav1.ConditionTrue)
+}

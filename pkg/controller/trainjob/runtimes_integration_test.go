@@ -1,0 +1,61 @@
+package trainjob
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	"github.com/gantry-dev/gantry/test/testenv"
+)
+
+// upstreamRuntimeNames are the ClusterTrainingRuntimes Kubeflow Trainer
+// ships; upstream examples reference them by name.
+var upstreamRuntimeNames = []string{
+	"torch-distributed", "deepspeed-distributed", "mpi-distributed", "jax-distributed", "xgboost-distributed",
+}
+
+// TestShippedRuntimesRunATrainJob loads every runtime in config/runtimes,
+// lets the API server validate it, and has the controller turn a small
+// TrainJob referencing it into a JobSet the API server accepts.
+func TestShippedRuntimesRunATrainJob(t *testing.T) {
+	h := startHarness(t)
+	ns := h.newNamespace(t)
+	dir := filepath.Join(testenv.RepoRoot(), "config", "runtimes")
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, file := range files {
+		if filepath.Base(file) == "kustomization.yaml" {
+			continue
+		}
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			g := gomega.NewWithT(t)
+			data, err := os.ReadFile(file)
+			g.Expect(err).NotTo(gomega.HaveOccurred())
+			ctr := &trainer.ClusterTrainingRuntime{}
+			g.Expect(yaml.UnmarshalStrict(data, ctr)).To(gomega.Succeed(), "only one strictly valid ClusterTrainingRuntime per file")
+			g.Expect(ctr.Kind).To(gomega.Equal(trainer.ClusterTrainingRuntimeKind))
+			g.Expect(ctr.Labels).To(gomega.HaveKey(trainer.LabelRuntimeFramework))
+			names = append(names, ctr.Name)
+			h.create(t, ctr)
+			t.Cleanup(func() {
+				_ = h.c.Delete(context.Background(), &trainer.ClusterTrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: ctr.Name}})
+			})
+
+			job := ctr.Name
+			h.create(t, newTrainJob(ns, job, ctr.Name).NumNodes(2).Obj())
+			h.eventuallyCondition(t, ns, job, trainer.TrainJobCreated, metav1.ConditionTrue, trainer.TrainJobJobsCreationSucceededReason)
+			js := h.eventuallyJobSet(t, ns, job)
+			g.Expect(js.Spec.ReplicatedJobs).NotTo(gomega.BeEmpty(), "replicated jobs: %s", jobNames(js))
+		})
+	}
+	gomega.NewWithT(t).Expect(names).To(gomega.ConsistOf(upstreamRuntimeNames))
+}

@@ -1,0 +1,160 @@
+// Package framework is the plugin framework of the Trainer runtime: the
+// intermediate representation (Info) that plugins read and edit, the plugin
+// interfaces, one per extension point, and the Framework that runs them in
+// the order it was given. Which plugins exist and in which order they run is
+// decided by package pkg/runtime; this package knows no plugin.
+package framework
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+)
+
+// Info is what a runtime plus a TrainJob resolve to before any object is
+// rendered. Plugins edit PodSets, Scheduler and MLPolicy; the JobSet plugin
+// renders Template with those edits. Info never aliases the runtime or the
+// TrainJob it was built from, so plugins may mutate it freely.
+type Info struct {
+	// Labels and Annotations go onto the JobSet (runtime template metadata
+	// plus JobSet-level runtime patches).
+	Labels      map[string]string
+	Annotations map[string]string
+
+	// MLPolicy is a copy of the runtime's policy; plugins record resolved
+	// values here (e.g. MPI slots) so later extension points see them.
+	MLPolicy       *trainer.MLPolicy
+	PodGroupPolicy *trainer.PodGroupPolicy
+
+	// Template is the runtime's JobSet spec after runtime patches and with
+	// the TrainJob's resourcesPerNode applied. PodSets[i] describes
+	// Template.ReplicatedJobs[i].
+	Template jobsetv1alpha2.JobSetSpec
+	PodSets  []PodSet
+
+	Scheduler Scheduler
+
+	// Warnings are conditions worth an event that do not stop the build,
+	// e.g. a gang-scheduling policy whose CRD is not installed.
+	Warnings []string
+}
+
+// PodSet is one replicated job seen as a group of identical pods.
+type PodSet struct {
+	Name string
+	// Ancestor is the replicated job's trainer.kubeflow.org/trainjob-ancestor-step label.
+	Ancestor string
+	// Replicas is the Jobs of the replicated job; the steps a TrainJob
+	// overrides (initializers, trainer) always have one.
+	Replicas int32
+	// Count is the pods per Job (parallelism and completions).
+	Count          int32
+	InitContainers []Container
+	Containers     []Container
+	Volumes        []corev1.Volume
+	// Endpoints are the pods' DNS names, filled by the pod-network extension point.
+	Endpoints []string
+	// SinglePodRequests is what one pod requests; times Count gives the PodSet's total.
+	SinglePodRequests corev1.ResourceList
+}
+
+// Container holds the parts of a container plugins may add to. They start as
+// copies of the template's lists and replace them when rendered.
+type Container struct {
+	Name         string
+	Env          []corev1.EnvVar
+	Ports        []corev1.ContainerPort
+	VolumeMounts []corev1.VolumeMount
+	// Resources are the effective resources, for plugins that size by them;
+	// editing them has no effect on the rendered object.
+	Resources corev1.ResourceRequirements
+}
+
+// Scheduler carries pod metadata the gang-scheduling plugins need on every pod.
+type Scheduler struct {
+	PodLabels      map[string]string
+	PodAnnotations map[string]string
+}
+
+// FindPodSetByName returns the PodSet of the replicated job name, or nil.
+func (i *Info) FindPodSetByName(name string) *PodSet {
+	if idx := slices.IndexFunc(i.PodSets, func(ps PodSet) bool { return ps.Name == name }); idx >= 0 {
+		return &i.PodSets[idx]
+	}
+	return nil
+}
+
+// FindPodSetByAncestor returns the first PodSet with the given ancestor label, or nil.
+func (i *Info) FindPodSetByAncestor(ancestor string) *PodSet {
+	if idx := slices.IndexFunc(i.PodSets, func(ps PodSet) bool { return ps.Ancestor == ancestor }); idx >= 0 {
+		return &i.PodSets[idx]
+	}
+	return nil
+}
+
+// TrainerPodSet is the PodSet labelled as the trainer step, or nil.
+func (i *Info) TrainerPodSet() *PodSet {
+	return i.FindPodSetByAncestor(trainer.AncestorTrainer)
+}
+
+// TrainerContainer is the node container of the trainer PodSet, or nil.
+func (i *Info) TrainerContainer() *Container {
+	ps := i.TrainerPodSet()
+	if ps == nil {
+		return nil
+	}
+	return ps.FindContainer(trainer.TrainerNodeName)
+}
+
+// FindContainer returns the container called name, or nil.
+func (ps *PodSet) FindContainer(name string) *Container {
+	if idx := slices.IndexFunc(ps.Containers, func(c Container) bool { return c.Name == name }); idx >= 0 {
+		return &ps.Containers[idx]
+	}
+	return nil
+}
+
+// FindInitContainer returns the init container called name, or nil.
+func (ps *PodSet) FindInitContainer(name string) *Container {
+	if idx := slices.IndexFunc(ps.InitContainers, func(c Container) bool { return c.Name == name }); idx >= 0 {
+		return &ps.InitContainers[idx]
+	}
+	return nil
+}
+
+// MPIPolicy returns the MPI policy, or nil when the runtime is not MPI.
+func (i *Info) MPIPolicy() *trainer.MPIMLPolicySource {
+	if i.MLPolicy == nil {
+		return nil
+	}
+	return i.MLPolicy.MPI
+}
+
+// Subdomain is the headless Service name JobSet gives the pods: the JobSet's
+// network.subdomain when the runtime sets one, else the JobSet (TrainJob) name.
+func (i *Info) Subdomain(trainJobName string) string {
+	if i.Template.Network != nil && i.Template.Network.Subdomain != "" {
+		return i.Template.Network.Subdomain
+	}
+	return trainJobName
+}
+
+// IsTrainerNodeContainer reports whether a container receives the TrainJob's
+// trainer image, resources and env: the node container of the trainer step
+// and, for MPI, the node container of the worker job (workers must run the
+// launcher's image on the same hardware), plus a container still called
+// launcher when the launcher runs as a node.
+func IsTrainerNodeContainer(rJob *jobsetv1alpha2.ReplicatedJob, containerName string, mlPolicy *trainer.MLPolicy) bool {
+	isTrainerStep := rJob.Template.Labels[trainer.LabelTrainJobAncestor] == trainer.AncestorTrainer
+	mpi := mlPolicy != nil && mlPolicy.MPI != nil
+	switch containerName {
+	case trainer.TrainerNodeName:
+		return isTrainerStep || (mpi && rJob.Name == trainer.TrainerNodeName)
+	case trainer.LauncherName:
+		return isTrainerStep && mpi && mlPolicy.MPI.RunLauncherAsNode != nil && *mlPolicy.MPI.RunLauncherAsNode
+	}
+	return false
+}

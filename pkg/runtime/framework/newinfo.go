@@ -1,0 +1,145 @@
+package framework
+
+import (
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+)
+
+// NewInfo resolves a runtime spec and a TrainJob into Info, before any
+// plugin runs: runtime patches merged, the TrainJob's resourcesPerNode put on
+// the trainer node containers (every policy sizes by them), one PodSet per
+// replicated job. Pod counts start from the runtime (mlPolicy.numNodes for
+// the trainer step, parallelism elsewhere); the ML plugins apply the
+// TrainJob's numNodes. Errors are BuildErrors.
+func NewInfo(trainJob *trainer.TrainJob, spec *trainer.TrainingRuntimeSpec) (*Info, error) {
+	if trainJob == nil {
+		return nil, NewBuildError("no TrainJob")
+	}
+	if spec == nil {
+		return nil, NewBuildError("no runtime spec")
+	}
+	tmpl := spec.Template.DeepCopy()
+	info := &Info{
+		Labels:         cloneOrEmpty(tmpl.Labels),
+		Annotations:    cloneOrEmpty(tmpl.Annotations),
+		MLPolicy:       spec.MLPolicy.DeepCopy(),
+		PodGroupPolicy: spec.PodGroupPolicy.DeepCopy(),
+		Scheduler:      Scheduler{PodLabels: map[string]string{}, PodAnnotations: map[string]string{}},
+	}
+	if len(tmpl.Spec.ReplicatedJobs) == 0 {
+		return nil, NewBuildError("the runtime's template has no replicatedJobs")
+	}
+	if errs := ValidateRuntimePatches(trainJob, &tmpl.Spec); len(errs) > 0 {
+		return nil, &BuildError{Err: errs.ToAggregate()}
+	}
+	if err := applyRuntimePatches(trainJob, &tmpl.Spec, info.Labels, info.Annotations); err != nil {
+		return nil, &BuildError{Err: err}
+	}
+	if t := trainJob.Spec.Trainer; t != nil && t.ResourcesPerNode != nil {
+		for i := range tmpl.Spec.ReplicatedJobs {
+			rJob := &tmpl.Spec.ReplicatedJobs[i]
+			for j := range rJob.Template.Spec.Template.Spec.Containers {
+				c := &rJob.Template.Spec.Template.Spec.Containers[j]
+				if IsTrainerNodeContainer(rJob, c.Name, info.MLPolicy) {
+					// resourcesPerNode replaces requests and limits; claims
+					// are not part of it and stay as the runtime wrote them.
+					c.Resources.Requests = t.ResourcesPerNode.Requests.DeepCopy()
+					c.Resources.Limits = t.ResourcesPerNode.Limits.DeepCopy()
+				}
+			}
+		}
+	}
+	info.Template = tmpl.Spec
+
+	for i := range info.Template.ReplicatedJobs {
+		rJob := &info.Template.ReplicatedJobs[i]
+		podSpec := &rJob.Template.Spec.Template.Spec
+		ps := PodSet{
+			Name:              rJob.Name,
+			Ancestor:          rJob.Template.Labels[trainer.LabelTrainJobAncestor],
+			Replicas:          max(1, rJob.Replicas),
+			Count:             max(1, ptr.Deref(rJob.Template.Spec.Parallelism, 1)),
+			InitContainers:    toContainers(podSpec.InitContainers),
+			Containers:        toContainers(podSpec.Containers),
+			SinglePodRequests: PodRequests(podSpec),
+		}
+		for _, v := range podSpec.Volumes {
+			ps.Volumes = append(ps.Volumes, *v.DeepCopy())
+		}
+		if ps.Ancestor != "" {
+			// Upstream supports one Job per TrainJob step (kubeflow/trainer#2318).
+			ps.Replicas = 1
+		}
+		if ps.Ancestor == trainer.AncestorTrainer && info.MLPolicy != nil {
+			ps.Count = max(1, ptr.Deref(info.MLPolicy.NumNodes, 1))
+		}
+		info.PodSets = append(info.PodSets, ps)
+	}
+	return info, nil
+}
+
+func toContainers(in []corev1.Container) []Container {
+	var out []Container
+	for _, c := range in {
+		dc := c.DeepCopy()
+		out = append(out, Container{
+			Name:         dc.Name,
+			Env:          dc.Env,
+			Ports:        dc.Ports,
+			VolumeMounts: dc.VolumeMounts,
+			Resources:    dc.Resources,
+		})
+	}
+	return out
+}
+
+func cloneOrEmpty(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return maps.Clone(m)
+}
+
+// TrainerNumNodes is the trainer's node count: the TrainJob's numNodes, else
+// the runtime's mlPolicy.numNodes, else 1.
+func TrainerNumNodes(info *Info, trainJob *trainer.TrainJob) int32 {
+	if t := trainJob.Spec.Trainer; t != nil && t.NumNodes != nil {
+		return max(1, *t.NumNodes)
+	}
+	if info.MLPolicy != nil && info.MLPolicy.NumNodes != nil {
+		return max(1, *info.MLPolicy.NumNodes)
+	}
+	return 1
+}
+
+// ApplyTrainerCountAndEnv is what every ML plugin does first: the trainer
+// PodSet gets the TrainJob's numNodes when set (NewInfo already applied the
+// runtime's) and every trainer node container the
+// TrainJob's env, before the plugin adds its own variables (which therefore
+// win; validation rejects user env that would collide with them).
+func ApplyTrainerCountAndEnv(info *Info, trainJob *trainer.TrainJob) {
+	if ps := info.TrainerPodSet(); ps != nil && trainJob.Spec.Trainer != nil && trainJob.Spec.Trainer.NumNodes != nil {
+		ps.Count = max(1, *trainJob.Spec.Trainer.NumNodes)
+	}
+	ApplyTrainerEnv(info, trainJob)
+}
+
+// ApplyTrainerEnv upserts the TrainJob's trainer env into every trainer node container.
+func ApplyTrainerEnv(info *Info, trainJob *trainer.TrainJob) {
+	if trainJob.Spec.Trainer == nil || len(trainJob.Spec.Trainer.Env) == 0 {
+		return
+	}
+	for i := range info.PodSets {
+		rJob := &info.Template.ReplicatedJobs[i]
+		for j := range info.PodSets[i].Containers {
+			c := &info.PodSets[i].Containers[j]
+			if IsTrainerNodeContainer(rJob, c.Name, info.MLPolicy) {
+				UpsertEnv(&c.Env, trainJob.Spec.Trainer.Env...)
+			}
+		}
+	}
+}

@@ -1,0 +1,160 @@
+// Package coscheduling is the gang-scheduling policy for the scheduler-plugins
+// coscheduling plugin: one PodGroup (scheduling.x-k8s.io/v1alpha1) per
+// TrainJob, sized to all of its pods, and the pod-group label on every pod.
+//
+// The PodGroup CRD is optional. When it is not installed the plugin does
+// nothing and leaves a warning in Info instead of failing the TrainJob, so a
+// runtime with a coscheduling policy still runs (without gang guarantees)
+// on a cluster without scheduler-plugins. The PodGroup is built as
+// unstructured so Gantry does not depend on scheduler-plugins' module.
+package coscheduling
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	"github.com/gantry-dev/gantry/pkg/runtime/framework"
+)
+
+// Name identifies the plugin.
+const Name = "Coscheduling"
+
+// PodGroupLabel names the PodGroup a pod belongs to; the coscheduling
+// scheduler plugin groups pods by it.
+const PodGroupLabel = "scheduling.x-k8s.io/pod-group"
+
+// DefaultScheduleTimeoutSeconds applies when the policy leaves it unset
+// (the CRD defaults it to the same value).
+const DefaultScheduleTimeoutSeconds int32 = 60
+
+// PodGroupGVK is the kind the plugin creates.
+var PodGroupGVK = schema.GroupVersionKind{Group: "scheduling.x-k8s.io", Version: "v1alpha1", Kind: "PodGroup"}
+
+// CRDMissingWarning is left in Info when the policy asks for coscheduling
+// but the PodGroup kind is not served.
+const CRDMissingWarning = "the runtime asks for coscheduling but the PodGroup CRD (scheduling.x-k8s.io/v1alpha1) is not installed; pods are scheduled without gang scheduling"
+
+// Coscheduling implements the pod-group-policy and component-builder
+// extension points.
+type Coscheduling struct {
+	// mapper answers whether the PodGroup kind is served; nil means never.
+	mapper meta.RESTMapper
+}
+
+var (
+	_ framework.EnforcePodGroupPolicyPlugin = (*Coscheduling)(nil)
+	_ framework.ComponentBuilderPlugin      = (*Coscheduling)(nil)
+)
+
+// New returns the plugin. The mapper is asked on every TrainJob build, so
+// installing the CRD later takes effect without a restart (controller-runtime's
+// mapper rediscovers on a miss).
+func New(mapper meta.RESTMapper) *Coscheduling {
+	return &Coscheduling{mapper: mapper}
+}
+
+// Name implements framework.Plugin.
+func (*Coscheduling) Name() string { return Name }
+
+func active(info *framework.Info) bool {
+	return info != nil && info.PodGroupPolicy != nil && info.PodGroupPolicy.Coscheduling != nil
+}
+
+func (c *Coscheduling) crdInstalled() (bool, error) {
+	if c.mapper == nil {
+		return false, nil
+	}
+	_, err := c.mapper.RESTMapping(PodGroupGVK.GroupKind(), PodGroupGVK.Version)
+	switch {
+	case err == nil:
+		return true, nil
+	case meta.IsNoMatchError(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("looking up the PodGroup kind: %w", err)
+}
+
+// EnforcePodGroupPolicy labels every pod with the PodGroup name, or records
+// a warning when the CRD is missing. The label doubles as the decision Build
+// follows, so one build never sees the CRD both present and absent.
+func (c *Coscheduling) EnforcePodGroupPolicy(info *framework.Info, trainJob *trainer.TrainJob) error {
+	if !active(info) {
+		return nil
+	}
+	installed, err := c.crdInstalled()
+	if err != nil {
+		return err
+	}
+	if !installed {
+		info.Warnings = append(info.Warnings, CRDMissingWarning)
+		return nil
+	}
+	info.Scheduler.PodLabels[PodGroupLabel] = trainJob.Name
+	return nil
+}
+
+// Build returns the PodGroup: minMember is every pod of the job, minResources
+// their summed requests. Like the JobSet, an existing PodGroup is only
+// rewritten while the TrainJob is suspended, when its pods are gone.
+func (c *Coscheduling) Build(ctx context.Context, existing client.Reader, info *framework.Info, trainJob *trainer.TrainJob) ([]framework.Component, error) {
+	if !active(info) || info.Scheduler.PodLabels[PodGroupLabel] != trainJob.Name {
+		return nil, nil
+	}
+	current := &unstructured.Unstructured{}
+	current.SetGroupVersionKind(PodGroupGVK)
+	err := existing.Get(ctx, client.ObjectKeyFromObject(trainJob), current)
+	switch {
+	case err == nil:
+		if !ptr.Deref(trainJob.Spec.Suspend, false) {
+			return nil, nil
+		}
+	case !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err):
+		return nil, fmt.Errorf("looking up PodGroup %s: %w", client.ObjectKeyFromObject(trainJob), err)
+	}
+	pg, err := podGroup(info, trainJob)
+	if err != nil {
+		return nil, err
+	}
+	return []framework.Component{{Object: pg}}, nil
+}
+
+func podGroup(info *framework.Info, trainJob *trainer.TrainJob) (*unstructured.Unstructured, error) {
+	var members int64
+	total := map[string]any{}
+	sum := corev1.ResourceList{}
+	for _, ps := range info.PodSets {
+		pods := ps.Count * ps.Replicas
+		members += int64(pods)
+		framework.AddResources(sum, framework.MultiplyResources(ps.SinglePodRequests, pods))
+	}
+	for name, q := range sum {
+		total[string(name)] = q.String()
+	}
+	timeout := ptr.Deref(info.PodGroupPolicy.Coscheduling.ScheduleTimeoutSeconds, DefaultScheduleTimeoutSeconds)
+
+	metadata, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ptr.To(framework.OwnedObjectMeta(trainJob.Name, trainJob, nil)))
+	if err != nil {
+		return nil, err
+	}
+	delete(metadata, "creationTimestamp")
+	pg := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": metadata,
+		"spec": map[string]any{
+			"minMember":              members,
+			"minResources":           total,
+			"scheduleTimeoutSeconds": int64(timeout),
+		},
+	}}
+	pg.SetGroupVersionKind(PodGroupGVK)
+	return pg, nil
+}

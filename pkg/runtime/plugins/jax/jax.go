@@ -1,0 +1,84 @@
+// Package jax is the ML policy for JAX: one JAX process per pod, with the
+// variables jax.distributed.initialize() needs.
+package jax
+
+import (
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	"github.com/gantry-dev/gantry/pkg/runtime/framework"
+)
+
+// Name identifies the plugin.
+const Name = "JAX"
+
+// Environment the plugin sets on the trainer node container.
+const (
+	EnvNumProcesses       = "JAX_NUM_PROCESSES"
+	EnvProcessID          = "JAX_PROCESS_ID"
+	EnvCoordinatorAddress = "JAX_COORDINATOR_ADDRESS"
+)
+
+// ReservedEnvNames are set by the plugin; a TrainJob may not set them.
+var ReservedEnvNames = sets.New(EnvNumProcesses, EnvProcessID, EnvCoordinatorAddress)
+
+// JAX implements the validation and ML-policy extension points.
+type JAX struct{}
+
+var (
+	_ framework.EnforceMLPolicyPlugin  = JAX{}
+	_ framework.CustomValidationPlugin = JAX{}
+)
+
+// Name implements framework.Plugin.
+func (JAX) Name() string { return Name }
+
+func active(info *framework.Info) bool {
+	return info != nil && info.MLPolicy != nil && info.MLPolicy.JAX != nil
+}
+
+// Validate rejects reserved env names in the TrainJob (Gantry; upstream
+// would let the user's value be overwritten silently).
+func (JAX) Validate(info *framework.Info, _, newJob *trainer.TrainJob) field.ErrorList {
+	if !active(info) || newJob.Spec.Trainer == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	for i, e := range newJob.Spec.Trainer.Env {
+		if ReservedEnvNames.Has(e.Name) {
+			errs = append(errs, field.Forbidden(field.NewPath("spec", "trainer", "env").Index(i),
+				fmt.Sprintf("%s is set by the JAX runtime", e.Name)))
+		}
+	}
+	return errs
+}
+
+// EnforceMLPolicy sets the process count, the process id (the pod's
+// completion index) and the coordinator (pod 0) on the trainer node container.
+func (JAX) EnforceMLPolicy(info *framework.Info, trainJob *trainer.TrainJob) error {
+	if !active(info) {
+		return nil
+	}
+	framework.ApplyTrainerCountAndEnv(info, trainJob)
+	ps := info.TrainerPodSet()
+	if ps == nil {
+		return framework.NewBuildError("the jax policy needs a replicated job labelled %s=%s", trainer.LabelTrainJobAncestor, trainer.AncestorTrainer)
+	}
+	node := ps.FindContainer(trainer.TrainerNodeName)
+	if node == nil {
+		return framework.NewBuildError("replicated job %q has no %q container", ps.Name, trainer.TrainerNodeName)
+	}
+	framework.UpsertEnv(&node.Env,
+		corev1.EnvVar{Name: EnvNumProcesses, Value: strconv.Itoa(int(ps.Count))},
+		framework.CompletionIndexEnv(EnvProcessID),
+		corev1.EnvVar{Name: EnvCoordinatorAddress, Value: fmt.Sprintf("%s-%s-0-0.%s:%d",
+			trainJob.Name, ps.Name, info.Subdomain(trainJob.Name), trainer.ContainerTrainerPort)},
+	)
+	framework.UpsertPorts(&node.Ports, corev1.ContainerPort{ContainerPort: trainer.ContainerTrainerPort})
+	return nil
+}

@@ -1,0 +1,75 @@
+package jax
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+
+	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	"github.com/gantry-dev/gantry/pkg/runtime/framework"
+	rttesting "github.com/gantry-dev/gantry/pkg/runtime/testing"
+)
+
+func TestEnforceMLPolicy(t *testing.T) {
+	cases := map[string]struct {
+		spec    *trainer.TrainingRuntimeSpec
+		job     *trainer.TrainJob
+		wantEnv []corev1.EnvVar
+		wantErr bool
+	}{
+		"user env first, then JAX variables": {
+			spec: rttesting.MakeRuntimeSpec().JAX().ReplicatedJob(rttesting.TrainerJob("j")).Obj(),
+			job:  rttesting.MakeTrainJob("job").NumNodes(4).Env("DATA", "/d").Obj(),
+			wantEnv: []corev1.EnvVar{{Name: "DATA", Value: "/d"}, {Name: EnvNumProcesses, Value: "4"},
+				framework.CompletionIndexEnv(EnvProcessID), {Name: EnvCoordinatorAddress, Value: "job-node-0-0.job:29500"}},
+		},
+		"runtime numNodes": {
+			spec:    rttesting.MakeRuntimeSpec().NumNodes(2).JAX().ReplicatedJob(rttesting.TrainerJob("j")).Obj(),
+			job:     rttesting.MakeTrainJob("job").Obj(),
+			wantEnv: []corev1.EnvVar{{Name: EnvNumProcesses, Value: "2"}, framework.CompletionIndexEnv(EnvProcessID), {Name: EnvCoordinatorAddress, Value: "job-node-0-0.job:29500"}},
+		},
+		"no trainer step": {
+			spec: rttesting.MakeRuntimeSpec().JAX().ReplicatedJob(rttesting.ReplicatedJob("node", "", rttesting.MakeContainer("node", "j").Obj())).Obj(),
+			job:  rttesting.MakeTrainJob("job").Obj(), wantErr: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			info, err := framework.NewInfo(tc.job, tc.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = (JAX{}).EnforceMLPolicy(info, tc.job)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			if tc.wantErr {
+				if !framework.IsBuildError(err) {
+					t.Errorf("%v is not a BuildError", err)
+				}
+				return
+			}
+			node := info.TrainerContainer()
+			if diff := cmp.Diff(tc.wantEnv, node.Env); diff != "" {
+				t.Errorf("env (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]corev1.ContainerPort{{ContainerPort: 29500}}, node.Ports); diff != "" {
+				t.Errorf("ports (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestValidateReservedEnv(t *testing.T) {
+	spec := rttesting.MakeRuntimeSpec().JAX().ReplicatedJob(rttesting.TrainerJob("j")).Obj()
+	job := rttesting.MakeTrainJob("job").Env("OK", "1").Env(EnvProcessID, "0").Obj()
+	info, err := framework.NewInfo(job, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := (JAX{}).Validate(info, nil, job)
+	if len(errs) != 1 || errs[0].Field != "spec.trainer.env[1]" {
+		t.Errorf("errors = %v", errs)
+	}
+}

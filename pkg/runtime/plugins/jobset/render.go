@@ -1,0 +1,156 @@
+package jobset
+
+import (
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	"github.com/gantry-dev/gantry/pkg/runtime/framework"
+)
+
+// Render builds the JobSet for trainJob from info. It is a pure function of
+// its inputs and never modifies them.
+//
+// What lands where:
+//   - every replicated job: replicas and parallelism/completions from its
+//     PodSet, the PodSet's volumes, and each container's env, ports and
+//     volume mounts as the plugins left them; the gang-scheduling pod labels
+//     and annotations on every pod template;
+//   - trainer node containers: the TrainJob's image (and, in the trainer
+//     step only, command and args; an MPI worker keeps running sshd);
+//     resources were applied when Info was built;
+//   - initializer containers: STORAGE_URI, env and the credentials Secret
+//     as envFrom;
+//   - the JobSet: the runtime's labels and annotations, suspend, and the
+//     TrainJob as controller owner.
+func Render(info *framework.Info, trainJob *trainer.TrainJob) *jobsetv1alpha2.JobSet {
+	meta := framework.OwnedObjectMeta(trainJob.Name, trainJob, info.Labels)
+	if len(info.Annotations) > 0 {
+		meta.Annotations = maps.Clone(info.Annotations)
+	}
+	js := &jobsetv1alpha2.JobSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: jobsetv1alpha2.GroupVersion.String(), Kind: "JobSet"},
+		ObjectMeta: meta,
+		Spec:       *info.Template.DeepCopy(),
+	}
+	for i := range js.Spec.ReplicatedJobs {
+		rJob := &js.Spec.ReplicatedJobs[i]
+		ps := &info.PodSets[i]
+		renderReplicatedJob(rJob, ps, info, trainJob)
+	}
+	js.Spec.Suspend = ptr.To(ptr.Deref(trainJob.Spec.Suspend, false))
+	return js
+}
+
+func renderReplicatedJob(rJob *jobsetv1alpha2.ReplicatedJob, ps *framework.PodSet, info *framework.Info, trainJob *trainer.TrainJob) {
+	rJob.Replicas = ps.Replicas
+	rJob.Template.Spec.Parallelism = ptr.To(ps.Count)
+	rJob.Template.Spec.Completions = ptr.To(ps.Count)
+
+	podTemplate := &rJob.Template.Spec.Template
+	podTemplate.Spec.Volumes = deepCopyVolumes(ps.Volumes)
+	podTemplate.Labels = mergeMaps(podTemplate.Labels, info.Scheduler.PodLabels)
+	podTemplate.Annotations = mergeMaps(podTemplate.Annotations, info.Scheduler.PodAnnotations)
+	writeBackContainers(podTemplate.Spec.InitContainers, ps.InitContainers)
+	writeBackContainers(podTemplate.Spec.Containers, ps.Containers)
+
+	isTrainerStep := ps.Ancestor == trainer.AncestorTrainer
+	for j := range podTemplate.Spec.Containers {
+		c := &podTemplate.Spec.Containers[j]
+		if t := trainJob.Spec.Trainer; t != nil && framework.IsTrainerNodeContainer(rJob, c.Name, info.MLPolicy) {
+			if t.Image != nil {
+				c.Image = *t.Image
+			}
+			if isTrainerStep && t.Command != nil {
+				c.Command = slices.Clone(t.Command)
+			}
+			if isTrainerStep && t.Args != nil {
+				c.Args = slices.Clone(t.Args)
+			}
+		}
+		renderInitializer(c, ps, trainJob)
+	}
+}
+
+// renderInitializer applies spec.initializer.{dataset,model} to the
+// matching initializer container.
+func renderInitializer(c *corev1.Container, ps *framework.PodSet, trainJob *trainer.TrainJob) {
+	init := trainJob.Spec.Initializer
+	if init == nil {
+		return
+	}
+	var storageURI *string
+	var env []corev1.EnvVar
+	var secret *corev1.LocalObjectReference
+	switch {
+	case isStep(ps, trainer.AncestorDatasetInitializer) && c.Name == trainer.DatasetInitializerName && init.Dataset != nil:
+		storageURI, env, secret = init.Dataset.StorageURI, init.Dataset.Env, init.Dataset.SecretRef
+	case isStep(ps, trainer.AncestorModelInitializer) && c.Name == trainer.ModelInitializerName && init.Model != nil:
+		storageURI, env, secret = init.Model.StorageURI, init.Model.Env, init.Model.SecretRef
+	default:
+		return
+	}
+	if storageURI != nil {
+		framework.UpsertEnv(&c.Env, corev1.EnvVar{Name: InitializerEnvStorageURI, Value: *storageURI})
+	}
+	framework.UpsertEnv(&c.Env, env...)
+	if secret != nil && !slices.ContainsFunc(c.EnvFrom, func(s corev1.EnvFromSource) bool {
+		return s.SecretRef != nil && s.SecretRef.Name == secret.Name
+	}) {
+		c.EnvFrom = append(c.EnvFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: *secret}})
+	}
+}
+
+func isStep(ps *framework.PodSet, ancestor string) bool {
+	return ps.Ancestor == ancestor || (ps.Ancestor == "" && ps.Name == ancestor)
+}
+
+// writeBackContainers replaces env, ports and volume mounts with the PodSet's
+// lists, which started as copies of these and only had entries upserted.
+func writeBackContainers(containers []corev1.Container, from []framework.Container) {
+	for j := range containers {
+		idx := slices.IndexFunc(from, func(c framework.Container) bool { return c.Name == containers[j].Name })
+		if idx < 0 {
+			continue
+		}
+		src := from[idx]
+		containers[j].Env = deepCopyEnv(src.Env)
+		containers[j].Ports = slices.Clone(src.Ports)
+		containers[j].VolumeMounts = slices.Clone(src.VolumeMounts)
+	}
+}
+
+func deepCopyEnv(in []corev1.EnvVar) []corev1.EnvVar {
+	var out []corev1.EnvVar
+	for _, e := range in {
+		out = append(out, *e.DeepCopy())
+	}
+	return out
+}
+
+func deepCopyVolumes(in []corev1.Volume) []corev1.Volume {
+	var out []corev1.Volume
+	for _, v := range in {
+		out = append(out, *v.DeepCopy())
+	}
+	return out
+}
+
+// mergeMaps returns base with overrides on top, or nil when both are empty
+// so that an unset map stays unset in the rendered object.
+func mergeMaps(base, overrides map[string]string) map[string]string {
+	if len(base) == 0 && len(overrides) == 0 {
+		return base
+	}
+	out := maps.Clone(base)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, overrides)
+	return out
+}

@@ -1,0 +1,134 @@
+package jobset
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	rttesting "github.com/gantry-dev/gantry/pkg/runtime/testing"
+)
+
+var (
+	now     = metav1.NewTime(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
+	earlier = metav1.NewTime(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+)
+
+func cond(typ string, s metav1.ConditionStatus, reason, msg string, at metav1.Time) metav1.Condition {
+	return metav1.Condition{Type: typ, Status: s, Reason: reason, Message: msg, LastTransitionTime: at}
+}
+
+func created() metav1.Condition {
+	return cond(trainer.TrainJobCreated, metav1.ConditionTrue, trainer.TrainJobJobsCreationSucceededReason, trainer.TrainJobJobsCreationSucceededMessage, now)
+}
+
+func running(s metav1.ConditionStatus, reason, msg string) metav1.Condition {
+	return cond(trainer.TrainJobRunning, s, reason, msg, now)
+}
+
+func jobSet(conds []metav1.Condition, active ...int32) *jobsetv1alpha2.JobSet {
+	js := &jobsetv1alpha2.JobSet{Status: jobsetv1alpha2.JobSetStatus{Conditions: conds}}
+	names := []string{"node", "dataset-initializer"}
+	for i, a := range active {
+		js.Status.ReplicatedJobsStatus = append(js.Status.ReplicatedJobsStatus,
+			jobsetv1alpha2.ReplicatedJobStatus{Name: names[i], Active: a, Ready: a, Succeeded: 1})
+	}
+	return js
+}
+
+func TestTrainJobStatus(t *testing.T) {
+	jsCompleted := cond(string(jobsetv1alpha2.JobSetCompleted), metav1.ConditionTrue, "AllJobsCompleted", "jobset completed successfully", earlier)
+	jsFailed := cond(string(jobsetv1alpha2.JobSetFailed), metav1.ConditionTrue, "FailedJobs", "jobset failed due to one or more job failures", earlier)
+	jsSuspended := cond(string(jobsetv1alpha2.JobSetSuspended), metav1.ConditionTrue, "SuspendedJobs", "jobset is suspended", earlier)
+	jsResumed := cond(string(jobsetv1alpha2.JobSetSuspended), metav1.ConditionFalse, "ResumeJobs", "jobset is resumed", earlier)
+	wasRunning := running(metav1.ConditionTrue, trainer.TrainJobJobsRunningReason, "The TrainJob has active jobs")
+
+	cases := map[string]struct {
+		job       *trainer.TrainJob
+		jobSet    *jobsetv1alpha2.JobSet
+		wantConds []metav1.Condition
+		wantJobs  []string
+	}{
+		"no JobSet yet": {job: rttesting.MakeTrainJob("a").Obj()},
+		"no JobSet yet, suspended": {
+			job:       rttesting.MakeTrainJob("a").Suspend(true).Obj(),
+			wantConds: []metav1.Condition{cond(trainer.TrainJobSuspended, metav1.ConditionTrue, "Suspended", "TrainJob is suspended", now)},
+		},
+		"JobSet deleted by TTL after completion keeps status": {
+			job:       rttesting.MakeTrainJob("a").Condition(cond(trainer.TrainJobComplete, metav1.ConditionTrue, "AllJobsCompleted", "done", earlier)).Obj(),
+			wantConds: []metav1.Condition{cond(trainer.TrainJobComplete, metav1.ConditionTrue, "AllJobsCompleted", "done", earlier)},
+		},
+		"created, pods pending": {
+			job: rttesting.MakeTrainJob("a").Obj(), jobSet: jobSet(nil, 0),
+			wantConds: []metav1.Condition{created()}, wantJobs: []string{"node"},
+		},
+		"running": {
+			job: rttesting.MakeTrainJob("a").Obj(), jobSet: jobSet(nil, 2, 0),
+			wantConds: []metav1.Condition{created(), wasRunning}, wantJobs: []string{"dataset-initializer", "node"},
+		},
+		"suspended while running": {
+			job: rttesting.MakeTrainJob("a").Condition(created()).Condition(wasRunning).Obj(), jobSet: jobSet([]metav1.Condition{jsSuspended}, 0),
+			wantConds: []metav1.Condition{created(), running(metav1.ConditionFalse, RunningFalseReasonSuspended, trainer.TrainJobSuspendedMessage),
+				cond(trainer.TrainJobSuspended, metav1.ConditionTrue, "Suspended", "TrainJob is suspended", earlier)},
+			wantJobs: []string{"node"},
+		},
+		"resumed": {
+			job:    rttesting.MakeTrainJob("a").Condition(created()).Condition(cond(trainer.TrainJobSuspended, metav1.ConditionTrue, "Suspended", "TrainJob is suspended", earlier)).Obj(),
+			jobSet: jobSet([]metav1.Condition{jsResumed}, 1),
+			wantConds: []metav1.Condition{created(), cond(trainer.TrainJobSuspended, metav1.ConditionFalse, "Resumed", "TrainJob is resumed", earlier),
+				wasRunning},
+			wantJobs: []string{"node"},
+		},
+		"completed: reason and message copied, Running turned off": {
+			job: rttesting.MakeTrainJob("a").Condition(created()).Condition(wasRunning).Obj(), jobSet: jobSet([]metav1.Condition{jsCompleted}, 0),
+			wantConds: []metav1.Condition{created(), running(metav1.ConditionFalse, RunningFalseReasonFinished, "The TrainJob has finished"),
+				cond(trainer.TrainJobComplete, metav1.ConditionTrue, "AllJobsCompleted", "jobset completed successfully", earlier)},
+			wantJobs: []string{"node"},
+		},
+		"failed with active pods still terminating is not running": {
+			job: rttesting.MakeTrainJob("a").Obj(), jobSet: jobSet([]metav1.Condition{jsFailed}, 1),
+			wantConds: []metav1.Condition{created(), cond(trainer.TrainJobFailed, metav1.ConditionTrue, "FailedJobs", "jobset failed due to one or more job failures", earlier)},
+			wantJobs:  []string{"node"},
+		},
+		"jobs stopped without finishing": {
+			job: rttesting.MakeTrainJob("a").Condition(created()).Condition(wasRunning).Obj(), jobSet: jobSet(nil, 0),
+			wantConds: []metav1.Condition{created(), running(metav1.ConditionFalse, RunningFalseReasonNoActive, "The TrainJob has no active jobs")},
+			wantJobs:  []string{"node"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			before := tc.job.DeepCopy()
+			got := TrainJobStatus(tc.job, tc.jobSet, now)
+			if diff := cmp.Diff(tc.wantConds, got.Conditions); diff != "" {
+				t.Errorf("conditions (-want +got):\n%s", diff)
+			}
+			var gotJobs []string
+			for _, j := range got.JobsStatus {
+				gotJobs = append(gotJobs, j.Name)
+			}
+			if diff := cmp.Diff(tc.wantJobs, gotJobs); diff != "" {
+				t.Errorf("jobsStatus names (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(before, tc.job); diff != "" {
+				t.Errorf("TrainJob modified (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestJobsStatusCopiesCounts(t *testing.T) {
+	js := &jobsetv1alpha2.JobSet{Status: jobsetv1alpha2.JobSetStatus{ReplicatedJobsStatus: []jobsetv1alpha2.ReplicatedJobStatus{
+		{Name: "node", Ready: 1, Succeeded: 2, Failed: 3, Active: 4, Suspended: 5},
+	}}}
+	got := TrainJobStatus(rttesting.MakeTrainJob("a").Obj(), js, now).JobsStatus
+	want := []trainer.JobStatus{{Name: "node", Ready: ptr.To[int32](1), Succeeded: ptr.To[int32](2), Failed: ptr.To[int32](3),
+		Active: ptr.To[int32](4), Suspended: ptr.To[int32](5)}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("jobsStatus (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,36 @@
+// Package plainml is the ML policy for runtimes without a framework policy:
+// the trainer runs as written, with only the TrainJob's node count and env.
+package plainml
+
+import (
+	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	"github.com/gantry-dev/gantry/pkg/runtime/framework"
+)
+
+// Name identifies the plugin.
+const Name = "PlainML"
+
+// PlainML implements framework.EnforceMLPolicyPlugin.
+type PlainML struct{}
+
+var _ framework.EnforceMLPolicyPlugin = PlainML{}
+
+// Name implements framework.Plugin.
+func (PlainML) Name() string { return Name }
+
+// EnforceMLPolicy applies numNodes and env when no framework policy is set.
+func (PlainML) EnforceMLPolicy(info *framework.Info, trainJob *trainer.TrainJob) error {
+	if hasFrameworkPolicy(info.MLPolicy) {
+		return nil
+	}
+	framework.ApplyTrainerCountAndEnv(info, trainJob)
+	return nil
+}
+
+func hasFrameworkPolicy(p *trainer.MLPolicy) bool {
+	if p == nil {
+		return false
+	}
+	s := p.MLPolicySource
+	return s.Torch != nil || s.MPI != nil || s.JAX != nil || s.XGBoost != nil || s.Flux != nil
+}

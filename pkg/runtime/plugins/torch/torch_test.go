@@ -1,0 +1,175 @@
+package torch
+
+import (
+	"strconv"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	"github.com/gantry-dev/gantry/pkg/runtime/framework"
+	rttesting "github.com/gantry-dev/gantry/pkg/runtime/testing"
+)
+
+func enforce(t *testing.T, job *trainer.TrainJob, spec *trainer.TrainingRuntimeSpec) *framework.Info {
+	t.Helper()
+	info, err := framework.NewInfo(job, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (Torch{}).EnforceMLPolicy(info, job); err != nil {
+		t.Fatal(err)
+	}
+	return info
+}
+
+func envValue(c *framework.Container, name string) string {
+	for _, e := range c.Env {
+		if e.Name == name {
+			return e.Value
+		}
+	}
+	return "<unset>"
+}
+
+func TestNumProcPerNode(t *testing.T) {
+	cpu := func(q string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
+	}
+	gpu := corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("2"), corev1.ResourceCPU: resource.MustParse("8")}
+	cases := map[string]struct {
+		runtime       *intstr.IntOrString
+		runtimeLimits corev1.ResourceList
+		job           *rttesting.TrainJobWrapper
+		want          string
+	}{
+		"default auto without resources stays auto": {job: rttesting.MakeTrainJob("j"), want: "auto"},
+		"auto with a CPU limit is the CPU count":    {job: rttesting.MakeTrainJob("j").ResourcesPerNode(cpu("2"), cpu("4")), want: "4"},
+		"auto with only CPU requests":               {job: rttesting.MakeTrainJob("j").ResourcesPerNode(cpu("3"), nil), want: "3"},
+		"auto rounds fractional CPUs up":            {job: rttesting.MakeTrainJob("j").ResourcesPerNode(cpu("500m"), nil), want: "1"},
+		"auto with GPUs stays auto":                 {job: rttesting.MakeTrainJob("j").ResourcesPerNode(nil, gpu), want: "auto"},
+		"auto sizes by the runtime's resources":     {runtimeLimits: cpu("6"), job: rttesting.MakeTrainJob("j"), want: "6"},
+		"job resources replace the runtime's":       {runtimeLimits: gpu, job: rttesting.MakeTrainJob("j").ResourcesPerNode(nil, cpu("2")), want: "2"},
+		"cpu without resources is 1":                {runtime: ptr.To(intstr.FromString("cpu")), job: rttesting.MakeTrainJob("j"), want: "1"},
+		"cpu counts CPUs even next to GPUs":         {runtime: ptr.To(intstr.FromString("cpu")), job: rttesting.MakeTrainJob("j").ResourcesPerNode(nil, gpu), want: "8"},
+		"gpu is passed through":                     {runtime: ptr.To(intstr.FromString("gpu")), job: rttesting.MakeTrainJob("j"), want: "gpu"},
+		"runtime integer":                           {runtime: ptr.To(intstr.FromInt32(3)), job: rttesting.MakeTrainJob("j"), want: "3"},
+		"TrainJob value wins":                       {runtime: ptr.To(intstr.FromInt32(3)), job: rttesting.MakeTrainJob("j").NumProcPerNode(5).ResourcesPerNode(nil, cpu("8")), want: "5"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			node := rttesting.MakeContainer("node", "t:1").Resources(nil, tc.runtimeLimits).Obj()
+			spec := rttesting.MakeRuntimeSpec().Torch(tc.runtime).
+				ReplicatedJob(rttesting.ReplicatedJob("node", "trainer", node)).Obj()
+			info := enforce(t, tc.job.Obj(), spec)
+			if got := envValue(info.TrainerContainer(), trainer.TorchEnvNumProcPerNode); got != tc.want {
+				t.Errorf("PET_NPROC_PER_NODE = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestEnforceMLPolicyEnvAndPorts(t *testing.T) {
+	spec := rttesting.MakeRuntimeSpec().NumNodes(4).Torch(ptr.To(intstr.FromInt32(1))).Subdomain("net").
+		ReplicatedJob(rttesting.ReplicatedJob("trainer-job", "trainer",
+			rttesting.MakeContainer("node", "t:1").Env("PET_NNODES", "stale").Env("KEEP", "1").Obj(),
+			rttesting.MakeContainer("probe", "p:1").Obj())).Obj()
+	spec.Template.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "wait", Image: "w"}}
+	spec.MLPolicy.Torch.EnvInjection = &trainer.TorchEnvInjection{Targets: []trainer.TorchEnvInjectionTarget{
+		{JobName: "trainer-job", ContainerNames: []string{"probe", "wait"}}}}
+
+	cases := map[string]struct {
+		job       *trainer.TrainJob
+		wantNodes string
+	}{
+		"runtime numNodes": {rttesting.MakeTrainJob("tj").Obj(), "4"},
+		"job numNodes":     {rttesting.MakeTrainJob("tj").NumNodes(2).Env("LR", "1").Obj(), "2"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			info := enforce(t, tc.job, spec)
+			node := info.TrainerContainer()
+			want := map[string]string{
+				"PET_NNODES": tc.wantNodes, "PET_NPROC_PER_NODE": "1", "KEEP": "1",
+				"PET_MASTER_ADDR": "tj-trainer-job-0-0.net", "PET_MASTER_PORT": "29500",
+			}
+			for k, v := range want {
+				if got := envValue(node, k); got != v {
+					t.Errorf("%s = %q, want %q", k, got, v)
+				}
+			}
+			if node.Env[0].Name != "PET_NNODES" {
+				t.Errorf("runtime env order not kept: %v", node.Env)
+			}
+			if ref := findEnv(node, "PET_NODE_RANK"); ref == nil || ref.ValueFrom.FieldRef.FieldPath != framework.JobCompletionIndexFieldPath {
+				t.Errorf("PET_NODE_RANK = %+v", ref)
+			}
+			if diff := cmp.Diff([]corev1.ContainerPort{{ContainerPort: 29500}}, node.Ports); diff != "" {
+				t.Errorf("ports (-want +got):\n%s", diff)
+			}
+			if strconv.Itoa(int(info.TrainerPodSet().Count)) != tc.wantNodes {
+				t.Errorf("count = %d", info.TrainerPodSet().Count)
+			}
+			ps := info.TrainerPodSet()
+			for _, c := range []*framework.Container{ps.FindContainer("probe"), ps.FindInitContainer("wait")} {
+				if envValue(c, "PET_MASTER_ADDR") != "tj-trainer-job-0-0.net" || envValue(c, "LR") != "<unset>" {
+					t.Errorf("envInjection target %s env = %v", c.Name, c.Env)
+				}
+			}
+		})
+	}
+}
+
+func findEnv(c *framework.Container, name string) *corev1.EnvVar {
+	for i := range c.Env {
+		if c.Env[i].Name == name {
+			return &c.Env[i]
+		}
+	}
+	return nil
+}
+
+func TestInactiveWithoutTorchPolicy(t *testing.T) {
+	spec := rttesting.MakeRuntimeSpec().JAX().ReplicatedJob(rttesting.TrainerJob("t")).Obj()
+	info := enforce(t, rttesting.MakeTrainJob("tj").NumNodes(3).Obj(), spec)
+	if len(info.TrainerContainer().Env) != 0 || info.TrainerPodSet().Count != 1 {
+		t.Errorf("torch acted on a JAX runtime: %+v", info.TrainerPodSet())
+	}
+}
+
+func TestValidate(t *testing.T) {
+	spec := rttesting.MakeRuntimeSpec().Torch(nil).ReplicatedJob(rttesting.TrainerJob("t")).Obj()
+	cases := map[string]struct {
+		job        *trainer.TrainJob
+		spec       *trainer.TrainingRuntimeSpec
+		wantFields []string
+	}{
+		"ok":                   {job: rttesting.MakeTrainJob("a").Env("LR", "1").Obj(), spec: spec},
+		"reserved env":         {job: rttesting.MakeTrainJob("a").Env("PET_NODE_RANK", "0").Env("PET_NNODES", "2").Obj(), spec: spec, wantFields: []string{"spec.trainer.env"}},
+		"reserved env but MPI": {job: rttesting.MakeTrainJob("a").Env("PET_NODE_RANK", "0").Obj(), spec: rttesting.MakeRuntimeSpec().MPI(1, false).ReplicatedJob(rttesting.MPIJobs("m")...).Obj()},
+		"unknown injection target": {job: rttesting.MakeTrainJob("a").Obj(), wantFields: []string{"spec.mlPolicy.torch.envInjection.targets[ghost]", "spec.mlPolicy.torch.envInjection.targets[node].containerNames"},
+			spec: rttesting.MakeRuntimeSpec().Torch(nil).TorchEnvInjection(
+				trainer.TorchEnvInjectionTarget{JobName: "ghost", ContainerNames: []string{"x"}},
+				trainer.TorchEnvInjectionTarget{JobName: "node", ContainerNames: []string{"missing"}},
+			).ReplicatedJob(rttesting.TrainerJob("t")).Obj()},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			info, err := framework.NewInfo(tc.job, tc.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range (Torch{}).Validate(info, nil, tc.job) {
+				got = append(got, e.Field)
+			}
+			if diff := cmp.Diff(tc.wantFields, got); diff != "" {
+				t.Errorf("error fields (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

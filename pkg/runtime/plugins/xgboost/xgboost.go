@@ -1,0 +1,86 @@
+// Package xgboost is the ML policy for XGBoost collective (Rabit) training:
+// the DMLC_* variables that point every worker at the tracker on pod 0.
+package xgboost
+
+import (
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	"github.com/gantry-dev/gantry/pkg/runtime/framework"
+)
+
+// Name identifies the plugin.
+const Name = "XGBoost"
+
+// Environment the plugin sets on the trainer node container.
+const (
+	EnvTrackerURI  = "DMLC_TRACKER_URI"
+	EnvTrackerPort = "DMLC_TRACKER_PORT"
+	EnvTaskID      = "DMLC_TASK_ID"
+	EnvNumWorker   = "DMLC_NUM_WORKER"
+)
+
+// ReservedEnvNames are set by the plugin; a TrainJob may not set them.
+var ReservedEnvNames = sets.New(EnvTrackerURI, EnvTrackerPort, EnvTaskID, EnvNumWorker)
+
+// XGBoost implements the validation and ML-policy extension points.
+type XGBoost struct{}
+
+var (
+	_ framework.EnforceMLPolicyPlugin  = XGBoost{}
+	_ framework.CustomValidationPlugin = XGBoost{}
+)
+
+// Name implements framework.Plugin.
+func (XGBoost) Name() string { return Name }
+
+func active(info *framework.Info) bool {
+	return info != nil && info.MLPolicy != nil && info.MLPolicy.XGBoost != nil
+}
+
+// Validate rejects reserved env names in the TrainJob.
+func (XGBoost) Validate(info *framework.Info, _, newJob *trainer.TrainJob) field.ErrorList {
+	if !active(info) || newJob.Spec.Trainer == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	for i, e := range newJob.Spec.Trainer.Env {
+		if ReservedEnvNames.Has(e.Name) {
+			errs = append(errs, field.Forbidden(field.NewPath("spec", "trainer", "env").Index(i),
+				fmt.Sprintf("%s is reserved for the XGBoost runtime", e.Name)))
+		}
+	}
+	return errs
+}
+
+// EnforceMLPolicy sets the tracker address and port, the task id (the pod's
+// completion index) and the worker count: one worker per GPU on GPU nodes,
+// one per node otherwise.
+func (XGBoost) EnforceMLPolicy(info *framework.Info, trainJob *trainer.TrainJob) error {
+	if !active(info) {
+		return nil
+	}
+	framework.ApplyTrainerCountAndEnv(info, trainJob)
+	ps := info.TrainerPodSet()
+	if ps == nil {
+		return framework.NewBuildError("the xgboost policy needs a replicated job labelled %s=%s", trainer.LabelTrainJobAncestor, trainer.AncestorTrainer)
+	}
+	node := ps.FindContainer(trainer.TrainerNodeName)
+	if node == nil {
+		return framework.NewBuildError("replicated job %q has no %q container", ps.Name, trainer.TrainerNodeName)
+	}
+	workersPerNode := max(1, framework.GPUCount(node.Resources))
+	framework.UpsertEnv(&node.Env,
+		corev1.EnvVar{Name: EnvTrackerURI, Value: fmt.Sprintf("%s-%s-0-0.%s", trainJob.Name, ps.Name, info.Subdomain(trainJob.Name))},
+		corev1.EnvVar{Name: EnvTrackerPort, Value: strconv.Itoa(int(trainer.ContainerTrainerPort))},
+		framework.CompletionIndexEnv(EnvTaskID),
+		corev1.EnvVar{Name: EnvNumWorker, Value: strconv.FormatInt(int64(ps.Count)*workersPerNode, 10)},
+	)
+	framework.UpsertPorts(&node.Ports, corev1.ContainerPort{ContainerPort: trainer.ContainerTrainerPort})
+	return nil
+}

@@ -1,0 +1,60 @@
+package xgboost
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/gantry-dev/gantry/pkg/runtime/framework"
+	rttesting "github.com/gantry-dev/gantry/pkg/runtime/testing"
+)
+
+func TestEnforceMLPolicy(t *testing.T) {
+	gpu := func(n string) corev1.ResourceList {
+		return corev1.ResourceList{"nvidia.com/gpu": resource.MustParse(n)}
+	}
+	cases := map[string]struct {
+		runtimeRequests corev1.ResourceList
+		job             *rttesting.TrainJobWrapper
+		wantWorkers     string
+	}{
+		"CPU: one worker per node":       {job: rttesting.MakeTrainJob("x").NumNodes(3), wantWorkers: "3"},
+		"GPU requests from the TrainJob": {job: rttesting.MakeTrainJob("x").NumNodes(2).ResourcesPerNode(gpu("4"), nil), wantWorkers: "8"},
+		"GPU from the runtime":           {runtimeRequests: gpu("2"), job: rttesting.MakeTrainJob("x").NumNodes(2), wantWorkers: "4"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			spec := rttesting.MakeRuntimeSpec().XGBoost().
+				ReplicatedJob(rttesting.ReplicatedJob("node", "trainer", rttesting.MakeContainer("node", "x").Resources(tc.runtimeRequests, nil).Obj())).Obj()
+			job := tc.job.Obj()
+			info, err := framework.NewInfo(job, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := (XGBoost{}).EnforceMLPolicy(info, job); err != nil {
+				t.Fatal(err)
+			}
+			want := []corev1.EnvVar{
+				{Name: EnvTrackerURI, Value: "x-node-0-0.x"}, {Name: EnvTrackerPort, Value: "29500"},
+				framework.CompletionIndexEnv(EnvTaskID), {Name: EnvNumWorker, Value: tc.wantWorkers},
+			}
+			if diff := cmp.Diff(want, info.TrainerContainer().Env); diff != "" {
+				t.Errorf("env (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestValidateReservedEnv(t *testing.T) {
+	spec := rttesting.MakeRuntimeSpec().XGBoost().ReplicatedJob(rttesting.TrainerJob("x")).Obj()
+	job := rttesting.MakeTrainJob("x").Env(EnvNumWorker, "9").Env(EnvTrackerURI, "h").Obj()
+	info, err := framework.NewInfo(job, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := (XGBoost{}).Validate(info, nil, job); len(errs) != 2 {
+		t.Errorf("errors = %v, want one per reserved variable", errs)
+	}
+}
