@@ -74,14 +74,18 @@ up() {
   for _ in $(seq 1 120); do kubectl get --raw /readyz >/dev/null 2>&1 && break; sleep 0.5; done
   kubectl get --raw /readyz >/dev/null
 
-  local crds=(config/crd/bases/*.yaml)
-  if [ -e "${crds[0]}" ]; then
-    # Server-side apply: the runtime CRDs exceed the 256 KiB limit of the
-    # last-applied annotation that client-side apply writes.
-    kubectl apply --server-side --force-conflicts --field-manager=gantry-run -f config/crd/bases >/dev/null
-    kubectl wait --for=condition=Established --timeout=60s -f config/crd/bases >/dev/null
-    log "installed ${#crds[@]} CRDs"
-  fi
+  # Gantry's CRDs and JobSet's (the TrainJob controller renders JobSets).
+  # Server-side apply: the runtime CRDs exceed the 256 KiB limit of the
+  # last-applied annotation that client-side apply writes.
+  local jobset_crds
+  jobset_crds="$(go list -m -f '{{.Dir}}' sigs.k8s.io/jobset)/config/components/crd/bases"
+  for dir in config/crd/bases "$jobset_crds"; do
+    kubectl apply --server-side --force-conflicts --field-manager=gantry-run -f "$dir" >/dev/null
+    kubectl wait --for=condition=Established --timeout=60s -f "$dir" >/dev/null
+  done
+  log "installed Gantry's and JobSet's CRDs"
+  # The shipped ClusterTrainingRuntimes, so upstream TrainJob examples work.
+  kubectl apply --server-side --force-conflicts --field-manager=gantry-run -k config/runtimes >/dev/null
 
   stop_manager
   # shellcheck disable=SC2086

@@ -2,6 +2,7 @@ package trainjob
 
 import (
 	"context"
+	"fmt"
 
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,6 +27,13 @@ func Integration() workload.Integration {
 }
 
 func setup(_ context.Context, mgr ctrl.Manager, opts workload.Options) error {
+	// Without JobSet's CRD the controller's JobSet watch would fail the
+	// whole manager with an opaque "no matches for kind" later; say what is
+	// missing instead.
+	gvk := jobsetv1alpha2.SchemeGroupVersion.WithKind("JobSet")
+	if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+		return fmt.Errorf("the trainjob controller needs JobSet's CRD (%s) installed: %w; install JobSet, or leave trainjob out of --controllers", gvk.GroupVersion(), err)
+	}
 	r, err := NewReconcilerForManager(mgr)
 	if err != nil {
 		return err
