@@ -1,0 +1,123 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	"sigs.k8s.io/yaml"
+
+	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	"github.com/gantry-dev/gantry/pkg/controller/trainjob"
+	"github.com/gantry-dev/gantry/pkg/framework/workload"
+	rttesting "github.com/gantry-dev/gantry/pkg/runtime/testing"
+	"github.com/gantry-dev/gantry/test/testenv"
+)
+
+// BenchmarkTrainJobCreate submits N torch TrainJobs (numNodes 2) against the
+// shipped torch-distributed runtime and reports the time until every
+// JobSet exists and every TrainJob reports Created, the manager's API
+// writes per job and its memory.
+func BenchmarkTrainJobCreate(b *testing.B) {
+	n := N(100)
+	for i := 0; i < b.N; i++ {
+		runTrainJobCreate(b, n)
+	}
+}
+
+func runTrainJobCreate(b *testing.B, n int) {
+	b.StopTimer()
+	env, err := testenv.StartE(testenv.Options{AddToScheme: trainjob.Integration().AddToScheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = env.Stop() }()
+	ctx, cancel := context.WithCancel(context.Background())
+	c := env.Client
+
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "runtimes", "torch_distributed.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rt := &trainer.ClusterTrainingRuntime{}
+	if err := yaml.UnmarshalStrict(raw, rt); err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Create(ctx, rt); err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}); err != nil {
+		b.Fatal(err)
+	}
+
+	reg := &workload.Registry{}
+	reg.MustRegister(trainjob.Integration())
+	counter := &WriteCounter{}
+	done, err := StartManager(ctx, env.Config, reg, counter)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { cancel(); <-done }()
+
+	heapBefore := HeapInuseMiB()
+	b.StartTimer()
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		tj := rttesting.MakeTrainJob(fmt.Sprintf("tj-%04d", i)).Namespace("bench").
+			RuntimeRef(trainer.ClusterTrainingRuntimeKind, "torch-distributed").NumNodes(2).Obj()
+		if err := c.Create(ctx, tj); err != nil {
+			b.Fatal(err)
+		}
+	}
+	err = Poll(200*time.Millisecond, 20*time.Minute, func() (bool, error) {
+		var js jobsetv1alpha2.JobSetList
+		if err := c.List(ctx, &js, client.InNamespace("bench")); err != nil {
+			return false, err
+		}
+		return len(js.Items) >= n, nil
+	})
+	toJobSets := time.Since(start)
+	b.StopTimer()
+	if err != nil {
+		b.Fatalf("%d JobSets not created: %v", n, err)
+	}
+	err = Poll(200*time.Millisecond, 20*time.Minute, func() (bool, error) {
+		var list trainer.TrainJobList
+		if err := c.List(ctx, &list, client.InNamespace("bench")); err != nil {
+			return false, err
+		}
+		for _, tj := range list.Items {
+			if len(tj.Status.Conditions) == 0 {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		b.Fatalf("status did not converge: %v", err)
+	}
+	toStatus := time.Since(start)
+	WaitQuiet(counter, 2*time.Second, time.Minute)
+	b.ReportMetric(toJobSets.Seconds(), "s-to-all-jobsets")
+	b.ReportMetric(toStatus.Seconds(), "s-to-status")
+	b.ReportMetric(float64(counter.Total())/float64(n), "writes/job")
+	b.ReportMetric(HeapInuseMiB()-heapBefore, "heap-MiB")
+	b.ReportMetric(PeakRSSMiB(), "peak-rss-MiB")
+	byVerb := counter.ByVerb()
+	keys := make([]string, 0, len(byVerb))
+	for k := range byVerb {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		b.Logf("%-40s %6d (%.2f per job)", k, byVerb[k], float64(byVerb[k])/float64(n))
+	}
+}
