@@ -23,6 +23,7 @@ type ClientRegistry interface {
 // client for, so the client goes away with the RestApi.
 type clientPublisher struct {
 	registry  ClientRegistry
+	onChange  func(controller types.NamespacedName)
 	mu        sync.Mutex
 	byRestApi map[types.NamespacedName]types.NamespacedName
 }
@@ -41,8 +42,12 @@ func (p *clientPublisher) publish(ra *slinkyv1beta1.RestApi, controller *slinkyv
 		return nil
 	}
 	ck := types.NamespacedName{Namespace: controller.Namespace, Name: controller.Name}
-	if _, err := p.registry.Set(ck, slurm.Config{URL: ServiceURL(ra), JWTKey: jwtKey}); err != nil {
+	changed, err := p.registry.Set(ck, slurm.Config{URL: ServiceURL(ra), JWTKey: jwtKey})
+	if err != nil {
 		return fmt.Errorf("configuring the Slurm client for Controller %s: %w", ck, err)
+	}
+	if changed && p.onChange != nil {
+		p.onChange(ck)
 	}
 	p.mu.Lock()
 	p.byRestApi[types.NamespacedName{Namespace: ra.Namespace, Name: ra.Name}] = ck
@@ -59,8 +64,8 @@ func (p *clientPublisher) forget(restApi types.NamespacedName) {
 	ck, ok := p.byRestApi[restApi]
 	delete(p.byRestApi, restApi)
 	p.mu.Unlock()
-	if ok {
-		p.registry.Delete(ck)
+	if ok && p.registry.Delete(ck) && p.onChange != nil {
+		p.onChange(ck)
 	}
 }
 

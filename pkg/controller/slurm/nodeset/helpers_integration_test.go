@@ -1,0 +1,230 @@
+package nodeset_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/nodeset"
+	"github.com/gantry-dev/gantry/pkg/framework/builder"
+	"github.com/gantry-dev/gantry/pkg/slurm"
+	"github.com/gantry-dev/gantry/pkg/slurm/fake"
+	"github.com/gantry-dev/gantry/test/testenv"
+)
+
+// fakeClients is the ClientSource of the tests: one fake slurmrestd per
+// Controller, absent for Controllers "without a RestApi".
+type fakeClients struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]*fake.Client
+}
+
+func (f *fakeClients) Get(key types.NamespacedName) (slurm.Client, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.m[key]
+	return c, ok
+}
+
+func (f *fakeClients) add(key types.NamespacedName) *fake.Client {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := fake.New()
+	f.m[key] = c
+	return c
+}
+
+type harness struct {
+	t       *testing.T
+	ctx     context.Context
+	c       client.Client
+	mgr     manager.Manager
+	clients *fakeClients
+	ns      string
+}
+
+// startHarness runs the NodeSet reconciler the way the Gantry manager does:
+// Pods and Services are cached only when labelled managed-by=gantry.
+func startHarness(t *testing.T) *harness {
+	t.Helper()
+	env := testenv.Start(t, testenv.Options{AddToScheme: []func(*runtime.Scheme) error{slinkyv1beta1.AddToScheme}})
+	managed := labels.SelectorFromSet(labels.Set{builder.LabelManagedBy: builder.ManagedByGantry})
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:  env.Scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Service{}: {Label: managed},
+			&corev1.Pod{}:     {Label: managed},
+		}},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clients := &fakeClients{m: map[types.NamespacedName]*fake.Client{}}
+	if err := nodeset.SetupWithManager(mgr, clients, 2); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return &harness{t: t, ctx: context.Background(), c: env.Client, mgr: mgr, clients: clients}
+}
+
+func (h *harness) namespace(g Gomega, name string) {
+	h.ns = name
+	g.Expect(h.c.Create(h.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+}
+
+func (h *harness) key(name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: h.ns, Name: name}
+}
+
+// pods lists the NodeSet's pods sorted by name.
+func (h *harness) pods(g Gomega, nodeSet string) []corev1.Pod {
+	list := &corev1.PodList{}
+	g.Expect(h.c.List(h.ctx, list, client.InNamespace(h.ns), client.MatchingLabels{"app.kubernetes.io/instance": nodeSet})).To(Succeed())
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+	return list.Items
+}
+
+func podNames(pods []corev1.Pod) []string {
+	out := make([]string, 0, len(pods))
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	return out
+}
+
+// liveNames are the names of pods not being deleted.
+func (h *harness) liveNames(nodeSet string) func(Gomega) []string {
+	return func(g Gomega) []string {
+		var out []string
+		for _, p := range h.pods(g, nodeSet) {
+			if p.DeletionTimestamp == nil {
+				out = append(out, p.Name)
+			}
+		}
+		return out
+	}
+}
+
+// kubelet plays the kubelet and slurmd for the NodeSet's pods: it marks
+// them Running and Ready and registers their Slurm nodes (IDLE) in the
+// fake, unless a node is already known. There is no real kubelet in the
+// test, so this is how pods come up.
+func (h *harness) kubelet(g Gomega, nodeSet string, f *fake.Client) {
+	for _, p := range h.pods(g, nodeSet) {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if p.Status.Phase != corev1.PodRunning {
+			p.Status.Phase = corev1.PodRunning
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
+			g.Expect(client.IgnoreNotFound(h.c.Status().Update(h.ctx, &p))).To(Succeed())
+		}
+		if f == nil {
+			continue
+		}
+		if _, ok := f.Node(nodeset.SlurmNodeName(&p)); !ok {
+			f.SetNode(slurm.Node{Name: nodeset.SlurmNodeName(&p), State: []slurm.NodeState{slurm.NodeStateIdle}})
+		}
+	}
+}
+
+// poke changes an annotation of the pod, which wakes its NodeSet: Slurm
+// sends no event when a job ends.
+func (h *harness) poke(g Gomega, pod string) {
+	p := &corev1.Pod{}
+	g.Expect(h.c.Get(h.ctx, h.key(pod), p)).To(Succeed())
+	patch := client.MergeFrom(p.DeepCopy())
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	p.Annotations["test.gantry.dev/poke"] = fmt.Sprint(time.Now().UnixNano())
+	g.Expect(h.c.Patch(h.ctx, p, patch)).To(Succeed())
+}
+
+func (h *harness) nodeSet(g Gomega, name string) *slinkyv1beta1.NodeSet {
+	n := &slinkyv1beta1.NodeSet{}
+	g.Expect(h.c.Get(h.ctx, h.key(name), n)).To(Succeed())
+	return n
+}
+
+func (h *harness) updateNodeSet(g Gomega, name string, mutate func(*slinkyv1beta1.NodeSet)) {
+	g.Eventually(func() error {
+		n := &slinkyv1beta1.NodeSet{}
+		if err := h.c.Get(h.ctx, h.key(name), n); err != nil {
+			return err
+		}
+		mutate(n)
+		return h.c.Update(h.ctx, n)
+	}).Should(Succeed())
+}
+
+// writeCounter counts the writes a second reconciler sends through the
+// manager's cache-backed client (the reconciler needs its field indexes).
+type writeCounter struct{ n atomic.Int32 }
+
+type withoutWatch struct{ client.Client }
+
+func (withoutWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
+	return nil, fmt.Errorf("not supported")
+}
+
+func (w *writeCounter) wrap(c client.Client) client.Client {
+	count := func() { w.n.Add(1) }
+	return interceptor.NewClient(withoutWatch{c}, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+			count()
+			return c.Create(ctx, o, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
+			count()
+			return c.Update(ctx, o, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+			count()
+			return c.Patch(ctx, o, p, opts...)
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
+			count()
+			return c.Delete(ctx, o, opts...)
+		},
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {
+			count()
+			return c.SubResource(sub).Update(ctx, o, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			count()
+			return c.SubResource(sub).Patch(ctx, o, p, opts...)
+		},
+	})
+}

@@ -1,0 +1,325 @@
+package nodeset_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/nodeset"
+	"github.com/gantry-dev/gantry/pkg/slurm"
+	"github.com/gantry-dev/gantry/pkg/slurm/fake"
+)
+
+func TestNodeSetIntegration(t *testing.T) {
+	h := startHarness(t)
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	SetDefaultConsistentlyDuration(2 * time.Second)
+	g := NewWithT(t)
+	h.namespace(g, "slurm-it")
+	for _, name := range []string{"slurm", "norest", "offline"} {
+		g.Expect(h.c.Create(h.ctx, testutil.MakeController(name, h.ns).Keys("keys").Obj())).To(Succeed())
+	}
+	slurmd := h.clients.add(h.key("slurm"))
+	offline := h.clients.add(h.key("offline"))
+
+	t.Run("scale 0 to 5 to 2 drains before deleting", func(t *testing.T) {
+		g := NewWithT(t)
+		ns := testutil.MakeNodeSet("cpu", h.ns, "slurm").Obj()
+		ns.Spec.Replicas = ptr.To[int32](0)
+		g.Expect(h.c.Create(h.ctx, ns)).To(Succeed())
+
+		svc := &corev1.Service{}
+		g.Eventually(func() error { return h.c.Get(h.ctx, h.key("slurm-workers-slurm"), svc) }).Should(Succeed())
+		g.Expect(svc.Spec.ClusterIP).To(Equal(corev1.ClusterIPNone))
+		g.Expect(svc.Spec.Selector).To(Equal(map[string]string{"app.kubernetes.io/name": "slurmd", "slinky.slurm.net/cluster": "slurm"}))
+		g.Expect(svc.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "gantry"))
+		pdb := &policyv1.PodDisruptionBudget{}
+		g.Eventually(func() error { return h.c.Get(h.ctx, h.key("slurm-workers-pdb-slurm"), pdb) }).Should(Succeed())
+		g.Expect(pdb.Spec.MaxUnavailable).To(Equal(ptr.To(intstr.FromInt32(0))))
+		g.Expect(pdb.Spec.Selector.MatchLabels).To(HaveKeyWithValue(slinkyv1beta1.LabelNodeSetPodProtect, "true"))
+
+		h.updateNodeSet(g, "cpu", func(n *slinkyv1beta1.NodeSet) { n.Spec.Replicas = ptr.To[int32](5) })
+		g.Eventually(h.liveNames("cpu")).Should(Equal([]string{"cpu-0", "cpu-1", "cpu-2", "cpu-3", "cpu-4"}))
+		pod := &corev1.Pod{}
+		g.Expect(h.c.Get(h.ctx, h.key("cpu-3"), pod)).To(Succeed())
+		g.Expect(pod.Spec.Hostname).To(Equal("cpu-3"))
+		g.Expect(pod.Spec.Subdomain).To(Equal("slurm-workers-slurm"))
+		g.Expect(pod.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "gantry"))
+		g.Expect(metav1.GetControllerOf(pod)).To(HaveField("Kind", "NodeSet"))
+
+		// One event for the whole scale-out, not one per pod.
+		g.Eventually(func(g Gomega) []string {
+			list := &eventsv1.EventList{}
+			g.Expect(h.c.List(h.ctx, list, client.InNamespace(h.ns))).To(Succeed())
+			var notes []string
+			for _, e := range list.Items {
+				if e.Regarding.Name == "cpu" && e.Reason == nodeset.ReasonSuccessfulCreate {
+					notes = append(notes, e.Note)
+				}
+			}
+			return notes
+		}).Should(ConsistOf("Created 5 Pods"))
+
+		h.kubelet(g, "cpu", slurmd)
+		// Keep cpu-0 and cpu-1 (costly to lose); cpu-4 runs a job.
+		for _, name := range []string{"cpu-0", "cpu-1"} {
+			g.Expect(h.c.Get(h.ctx, h.key(name), pod)).To(Succeed())
+			patch := client.MergeFrom(pod.DeepCopy())
+			pod.Annotations = map[string]string{slinkyv1beta1.AnnotationPodDeletionCost: "100"}
+			g.Expect(h.c.Patch(h.ctx, pod, patch)).To(Succeed())
+		}
+		slurmd.SetNode(slurm.Node{Name: "cpu-4", State: []slurm.NodeState{slurm.NodeStateAllocated}, AllocCPUs: 4})
+		slurmd.SetJobs(slurm.Job{JobID: 7, Nodes: "cpu-4", State: []slurm.JobState{slurm.JobStateRunning},
+			EndTime: slurm.NewNoVal(time.Now().Add(time.Hour).Unix()), TimeLimit: slurm.NewNoVal(120)})
+		h.poke(g, "cpu-4")
+		g.Eventually(func(g Gomega) map[string]string {
+			g.Expect(h.c.Get(h.ctx, h.key("cpu-4"), pod)).To(Succeed())
+			return pod.Labels
+		}).Should(HaveKeyWithValue(slinkyv1beta1.LabelNodeSetPodProtect, "true"), "a pod running a job is protected by the PDB")
+		g.Expect(pod.Annotations).To(HaveKey(slinkyv1beta1.AnnotationPodDeadline))
+
+		h.updateNodeSet(g, "cpu", func(n *slinkyv1beta1.NodeSet) { n.Spec.Replicas = ptr.To[int32](2) })
+		g.Eventually(h.liveNames("cpu")).Should(Equal([]string{"cpu-0", "cpu-1", "cpu-4"}))
+		for _, name := range []string{"cpu-2", "cpu-3"} {
+			node, _ := slurmd.Node(name)
+			g.Expect(node.IsDrain()).To(BeTrue(), "%s was deleted without being drained first", name)
+		}
+		busy, _ := slurmd.Node("cpu-4")
+		g.Expect(busy.IsDrain()).To(BeTrue())
+		g.Expect(busy.Reason).To(HavePrefix("slurm-operator: "))
+		g.Expect(h.c.Get(h.ctx, h.key("cpu-4"), pod)).To(Succeed())
+		g.Expect(pod.Annotations).To(HaveKeyWithValue(slinkyv1beta1.AnnotationPodCordon, "true"))
+		g.Consistently(h.liveNames("cpu")).Should(ContainElement("cpu-4"), "a pod whose node runs a job must not be deleted")
+
+		// The job ends; the next reconcile finds the node drained and idle.
+		slurmd.SetJobs()
+		slurmd.SetNode(slurm.Node{Name: "cpu-4", State: []slurm.NodeState{slurm.NodeStateIdle, slurm.NodeStateDrain}, Reason: busy.Reason})
+		h.poke(g, "cpu-4")
+		g.Eventually(h.liveNames("cpu")).Should(Equal([]string{"cpu-0", "cpu-1"}))
+		g.Eventually(func(g Gomega) slinkyv1beta1.NodeSetStatus { return h.nodeSet(g, "cpu").Status }).Should(And(
+			HaveField("Replicas", int32(2)), HaveField("ReadyReplicas", int32(2)), HaveField("SlurmIdle", int32(2)),
+			HaveField("Desired", int32(2)), HaveField("Selector", "app.kubernetes.io/instance=cpu,app.kubernetes.io/name=slurmd")))
+	})
+
+	t.Run("a converged reconcile writes nothing and lists Slurm nodes once", func(t *testing.T) {
+		g := NewWithT(t)
+		counter := &writeCounter{}
+		r := nodeset.NewReconciler(counter.wrap(h.mgr.GetClient()), h.mgr.GetAPIReader(), h.clients, nil)
+		req := reconcile.Request{NamespacedName: h.key("cpu")}
+		g.Eventually(func(g Gomega) int32 {
+			counter.n.Store(0)
+			_, err := r.Reconcile(h.ctx, req)
+			g.Expect(err).NotTo(HaveOccurred())
+			return counter.n.Load()
+		}).Should(BeZero())
+		updates, lists, gets := len(slurmd.Updates()), slurmd.Calls(fake.OpListNodes), slurmd.Calls(fake.OpGetNode)
+		counter.n.Store(0)
+		_, err := r.Reconcile(h.ctx, req)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(counter.n.Load()).To(BeZero())
+		g.Expect(len(slurmd.Updates())).To(Equal(updates), "no Slurm write either")
+		// The manager may reconcile concurrently, so only a lower bound on
+		// lists holds; per-pod GETs would show up whatever it does.
+		g.Expect(slurmd.Calls(fake.OpListNodes) - lists).To(BeNumerically(">=", 1))
+		g.Expect(slurmd.Calls(fake.OpGetNode)-gets).To(BeZero(), "no per-pod Slurm reads")
+	})
+
+	t.Run("cordoning a Kubernetes Node drains the Slurm node of its pod", func(t *testing.T) {
+		g := NewWithT(t)
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "kn-1"}}
+		g.Expect(h.c.Create(h.ctx, node)).To(Succeed())
+		g.Expect(h.c.Create(h.ctx, testutil.MakeNodeSet("cord", h.ns, "slurm").Obj())).To(Succeed())
+		g.Eventually(h.liveNames("cord")).Should(Equal([]string{"cord-0"}))
+		pod := &corev1.Pod{}
+		g.Expect(h.c.Get(h.ctx, h.key("cord-0"), pod)).To(Succeed())
+		g.Expect(h.c.SubResource("binding").Create(h.ctx, pod, &corev1.Binding{
+			ObjectMeta: metav1.ObjectMeta{Name: "cord-0", Namespace: h.ns},
+			Target:     corev1.ObjectReference{Kind: "Node", Name: "kn-1"},
+		})).To(Succeed())
+		h.kubelet(g, "cord", slurmd)
+
+		node.Spec.Unschedulable = true
+		node.Annotations = map[string]string{slinkyv1beta1.AnnotationNodeCordonReason: "kernel\nupgrade"}
+		g.Expect(h.c.Update(h.ctx, node)).To(Succeed())
+		g.Eventually(func() string {
+			n, _ := slurmd.Node("cord-0")
+			if !n.IsDrain() {
+				return ""
+			}
+			return n.Reason
+		}).Should(Equal("slurm-operator: kernel upgrade"))
+		g.Eventually(func(g Gomega) map[string]string {
+			g.Expect(h.c.Get(h.ctx, h.key("cord-0"), pod)).To(Succeed())
+			return pod.Annotations
+		}).Should(HaveKeyWithValue(slinkyv1beta1.AnnotationPodCordon, "true"))
+
+		g.Expect(h.c.Get(h.ctx, client.ObjectKeyFromObject(node), node)).To(Succeed())
+		node.Spec.Unschedulable = false
+		g.Expect(h.c.Update(h.ctx, node)).To(Succeed())
+		g.Eventually(func() bool { n, _ := slurmd.Node("cord-0"); return n.IsDrain() }).Should(BeFalse())
+		g.Eventually(func(g Gomega) map[string]string {
+			g.Expect(h.c.Get(h.ctx, h.key("cord-0"), pod)).To(Succeed())
+			return pod.Annotations
+		}).ShouldNot(HaveKey(slinkyv1beta1.AnnotationPodCordon))
+
+		// An administrator's drain is never lifted.
+		slurmd.SetNode(slurm.Node{Name: "cord-0", State: []slurm.NodeState{slurm.NodeStateIdle, slurm.NodeStateDrain}, Reason: "bad DIMM"})
+		h.poke(g, "cord-0")
+		g.Consistently(func() string { n, _ := slurmd.Node("cord-0"); return n.Reason }).Should(Equal("bad DIMM"))
+	})
+
+	t.Run("rolling update respects maxUnavailable", func(t *testing.T) {
+		g := NewWithT(t)
+		ns := testutil.MakeNodeSet("roll", h.ns, "slurm").Obj()
+		ns.Spec.Replicas = ptr.To[int32](3)
+		ns.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+		g.Expect(h.c.Create(h.ctx, ns)).To(Succeed())
+		g.Eventually(h.liveNames("roll")).Should(HaveLen(3))
+		h.kubelet(g, "roll", slurmd)
+		oldHash := h.pods(g, "roll")[0].Labels[slinkyv1beta1.LabelNodeSetRevisionHash]
+
+		h.updateNodeSet(g, "roll", func(n *slinkyv1beta1.NodeSet) { n.Spec.Slurmd.Image = "slurmd:next" })
+		byHash := func(g Gomega) (updated, old int) {
+			for _, p := range h.pods(g, "roll") {
+				switch {
+				case p.DeletionTimestamp != nil:
+				case p.Labels[slinkyv1beta1.LabelNodeSetRevisionHash] == oldHash:
+					old++
+				default:
+					updated++
+				}
+			}
+			return updated, old
+		}
+		for step := 1; step <= 3; step++ {
+			g.Eventually(func(g Gomega) int { u, _ := byHash(g); return u }).Should(Equal(step))
+			// Until the new pod is ready no other old pod may go.
+			g.Consistently(func(g Gomega) int { _, o := byHash(g); return o }).Should(Equal(3 - step))
+			h.kubelet(g, "roll", slurmd)
+		}
+		for _, p := range h.pods(g, "roll") {
+			g.Expect(p.Spec.Containers[0].Image).To(Equal("slurmd:next"))
+		}
+	})
+
+	t.Run("OnDelete replaces a pod only when it is deleted", func(t *testing.T) {
+		g := NewWithT(t)
+		ns := testutil.MakeNodeSet("ondel", h.ns, "slurm").Obj()
+		ns.Spec.Replicas = ptr.To[int32](2)
+		ns.Spec.UpdateStrategy.Type = slinkyv1beta1.OnDeleteNodeSetStrategyType
+		g.Expect(h.c.Create(h.ctx, ns)).To(Succeed())
+		g.Eventually(h.liveNames("ondel")).Should(HaveLen(2))
+		h.kubelet(g, "ondel", slurmd)
+		h.updateNodeSet(g, "ondel", func(n *slinkyv1beta1.NodeSet) { n.Spec.Slurmd.Image = "slurmd:next" })
+		g.Eventually(func(g Gomega) string { return h.nodeSet(g, "ondel").Status.NodeSetHash }).
+			ShouldNot(Equal(h.pods(g, "ondel")[0].Labels[slinkyv1beta1.LabelNodeSetRevisionHash]))
+		images := func(g Gomega) []string {
+			var out []string
+			for _, p := range h.pods(g, "ondel") {
+				out = append(out, p.Name+"="+p.Spec.Containers[0].Image)
+			}
+			return out
+		}
+		g.Consistently(images).Should(Equal([]string{"ondel-0=" + defaultSlurmdImage, "ondel-1=" + defaultSlurmdImage}))
+		g.Expect(h.c.Delete(h.ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ondel-0", Namespace: h.ns}})).To(Succeed())
+		g.Eventually(images).Should(Equal([]string{"ondel-0=slurmd:next", "ondel-1=" + defaultSlurmdImage}))
+	})
+
+	t.Run("revision history is truncated to the limit", func(t *testing.T) {
+		g := NewWithT(t)
+		ns := testutil.MakeNodeSet("hist", h.ns, "slurm").Obj()
+		ns.Spec.Replicas = ptr.To[int32](0)
+		ns.Spec.RevisionHistoryLimit = 1
+		g.Expect(h.c.Create(h.ctx, ns)).To(Succeed())
+		revisions := func(g Gomega) []appsv1.ControllerRevision {
+			list := &appsv1.ControllerRevisionList{}
+			g.Expect(h.c.List(h.ctx, list, client.InNamespace(h.ns), client.MatchingLabels{"app.kubernetes.io/instance": "hist"})).To(Succeed())
+			return list.Items
+		}
+		g.Eventually(revisions).Should(HaveLen(1))
+		for _, image := range []string{"a", "b", "c"} {
+			h.updateNodeSet(g, "hist", func(n *slinkyv1beta1.NodeSet) { n.Spec.Slurmd.Image = "slurmd:" + image })
+			// status.nodeSetHash names the revision recording the new image.
+			g.Eventually(func(g Gomega) string {
+				rev := &appsv1.ControllerRevision{}
+				g.Expect(h.c.Get(h.ctx, h.key("hist-"+h.nodeSet(g, "hist").Status.NodeSetHash), rev)).To(Succeed())
+				return string(rev.Data.Raw)
+			}).Should(ContainSubstring(`"image":"slurmd:` + image + `"`))
+		}
+		g.Eventually(revisions).Should(HaveLen(2), "the update revision plus one of history")
+		status := h.nodeSet(g, "hist").Status
+		g.Expect(revisions(g)).To(ContainElement(HaveField("ObjectMeta.Name", "hist-"+status.NodeSetHash)))
+	})
+
+	t.Run("an orphan pod is adopted", func(t *testing.T) {
+		g := NewWithT(t)
+		orphan := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "adopt-0", Namespace: h.ns, Labels: map[string]string{
+				"app.kubernetes.io/name": "slurmd", "app.kubernetes.io/instance": "adopt", "app.kubernetes.io/managed-by": "gantry",
+			}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "slurmd", Image: "slurmd:old"}}},
+		}
+		g.Expect(h.c.Create(h.ctx, orphan)).To(Succeed())
+		g.Expect(h.c.Create(h.ctx, testutil.MakeNodeSet("adopt", h.ns, "slurm").Obj())).To(Succeed())
+		owner := h.nodeSet(g, "adopt")
+		g.Eventually(func(g Gomega) *metav1.OwnerReference {
+			g.Expect(h.c.Get(h.ctx, h.key("adopt-0"), orphan)).To(Succeed())
+			return metav1.GetControllerOf(orphan)
+		}).Should(And(Not(BeNil()), HaveField("UID", owner.UID)))
+		g.Consistently(h.liveNames("adopt")).Should(Equal([]string{"adopt-0"}), "the adopted pod fills the replica")
+	})
+
+	t.Run("without a RestApi pods are managed by Kubernetes state alone", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(h.c.Create(h.ctx, testutil.MakeNodeSet("plain", h.ns, "norest").Obj())).To(Succeed())
+		g.Eventually(h.liveNames("plain")).Should(Equal([]string{"plain-0"}))
+		h.kubelet(g, "plain", nil)
+		h.updateNodeSet(g, "plain", func(n *slinkyv1beta1.NodeSet) { n.Spec.Replicas = ptr.To[int32](0) })
+		g.Eventually(h.liveNames("plain")).Should(BeEmpty())
+		g.Expect(meta.FindStatusCondition(h.nodeSet(g, "plain").Status.Conditions, nodeset.ConditionSlurmReachable)).To(BeNil())
+	})
+
+	t.Run("with slurmrestd down pods are created but none that may run jobs is deleted", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(h.c.Create(h.ctx, testutil.MakeNodeSet("dark", h.ns, "offline").Obj())).To(Succeed())
+		g.Eventually(h.liveNames("dark")).Should(Equal([]string{"dark-0"}))
+		h.kubelet(g, "dark", offline)
+		offline.SetError(fake.OpListNodes, errors.New("dial tcp: connection refused"))
+		h.updateNodeSet(g, "dark", func(n *slinkyv1beta1.NodeSet) { n.Spec.Replicas = ptr.To[int32](2) })
+		g.Eventually(h.liveNames("dark")).Should(Equal([]string{"dark-0", "dark-1"}), "pod creation goes on")
+		g.Eventually(func(g Gomega) *metav1.Condition {
+			return meta.FindStatusCondition(h.nodeSet(g, "dark").Status.Conditions, nodeset.ConditionSlurmReachable)
+		}).Should(And(Not(BeNil()), HaveField("Status", metav1.ConditionFalse),
+			HaveField("Message", ContainSubstring("connection refused"))))
+
+		h.updateNodeSet(g, "dark", func(n *slinkyv1beta1.NodeSet) { n.Spec.Replicas = ptr.To[int32](0) })
+		// dark-1 never ran (no kubelet marked it): it can go. dark-0 runs.
+		g.Eventually(h.liveNames("dark")).Should(Equal([]string{"dark-0"}))
+		g.Consistently(h.liveNames("dark")).Should(Equal([]string{"dark-0"}))
+
+		offline.SetError(fake.OpListNodes, nil)
+		h.poke(g, "dark-0")
+		g.Eventually(h.liveNames("dark")).Should(BeEmpty())
+		g.Eventually(func(g Gomega) *metav1.Condition {
+			return meta.FindStatusCondition(h.nodeSet(g, "dark").Status.Conditions, nodeset.ConditionSlurmReachable)
+		}).Should(HaveField("Status", metav1.ConditionTrue))
+	})
+}
+
+var defaultSlurmdImage = common.DefaultImages().Slurmd

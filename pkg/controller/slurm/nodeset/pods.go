@@ -1,0 +1,296 @@
+package nodeset
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+	"github.com/gantry-dev/gantry/pkg/framework/builder"
+)
+
+// WorkerServiceName is the headless Service shared by every NodeSet of a
+// Controller; pods use it as their subdomain so slurmctld can resolve the
+// node names slurmd registers with.
+func WorkerServiceName(controller string) string { return "slurm-workers-" + controller }
+
+// WorkerPDBName is the PodDisruptionBudget over the Controller's pods that
+// run jobs.
+func WorkerPDBName(controller string) string { return "slurm-workers-pdb-" + controller }
+
+// PodName is the name of the pod at ordinal: <nodeset>-<padded ordinal>.
+func PodName(n *slinkyv1beta1.NodeSet, ordinal int) string {
+	return n.Name + "-" + paddedOrdinal(n, ordinal)
+}
+
+func paddedOrdinal(n *slinkyv1beta1.NodeSet, ordinal int) string {
+	return fmt.Sprintf("%0*d", int(n.Spec.OrdinalPadding), ordinal)
+}
+
+var ordinalSuffix = regexp.MustCompile(`^(.*)-([0-9]+)$`)
+
+// parentAndOrdinal splits a pod name into its NodeSet name and ordinal;
+// the ordinal is -1 when the name has no numeric suffix.
+func parentAndOrdinal(podName string) (string, int) {
+	m := ordinalSuffix.FindStringSubmatch(podName)
+	if m == nil {
+		return "", -1
+	}
+	i, err := strconv.ParseInt(m[2], 10, 32)
+	if err != nil {
+		return "", -1
+	}
+	return m[1], int(i)
+}
+
+// ordinalOf is the pod's ordinal, -1 when its name carries none.
+func ordinalOf(pod *corev1.Pod) int {
+	_, ordinal := parentAndOrdinal(pod.Name)
+	return ordinal
+}
+
+// SlurmNodeName is the name slurmd registers the pod as: its hostname,
+// or the Kubernetes node's name on the host network.
+func SlurmNodeName(pod *corev1.Pod) string {
+	if pod.Spec.HostNetwork && pod.Spec.NodeName != "" {
+		return pod.Spec.NodeName
+	}
+	if pod.Spec.Hostname != "" {
+		return pod.Spec.Hostname
+	}
+	return pod.Name
+}
+
+// PodInputs are what a worker pod depends on besides the NodeSet.
+type PodInputs struct {
+	Controller   *slinkyv1beta1.Controller
+	RevisionHash string
+	Images       common.Images
+}
+
+// BuildPod builds the pod at ordinal from the NodeSet's template.
+func BuildPod(n *slinkyv1beta1.NodeSet, ordinal int, in PodInputs) *corev1.Pod {
+	tmpl := podTemplate(n, in)
+	pod := &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: tmpl.ObjectMeta,
+		Spec:       tmpl.Spec,
+	}
+	pod.Name = PodName(n, ordinal)
+	pod.Namespace = n.Namespace
+	pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(n, slinkyv1beta1.NodeSetGVK)}
+	if pod.Spec.Hostname != "" {
+		// A template hostname is a prefix shared by the NodeSet's nodes.
+		pod.Spec.Hostname += paddedOrdinal(n, ordinal)
+	} else {
+		pod.Spec.Hostname = pod.Name
+	}
+	// The scheduler must place the pod so priority and affinity apply.
+	pod.Spec.NodeName = ""
+	pod.Labels[slinkyv1beta1.LabelNodeSetRevisionHash] = in.RevisionHash
+	pod.Labels[slinkyv1beta1.LabelNodeSetScalingMode] = string(scalingMode(n))
+	setIdentity(n, pod)
+	setClaimVolumes(n, pod)
+	return pod
+}
+
+// setIdentity writes the labels that tie a pod to its ordinal and Slurm node.
+func setIdentity(n *slinkyv1beta1.NodeSet, pod *corev1.Pod) {
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	pod.Labels[slinkyv1beta1.LabelNodeSetPodName] = pod.Name
+	pod.Labels[slinkyv1beta1.LabelNodeSetPodHostname] = SlurmNodeName(pod)
+	if ordinal := ordinalOf(pod); ordinal >= 0 {
+		pod.Labels[slinkyv1beta1.LabelNodeSetPodIndex] = paddedOrdinal(n, ordinal)
+	}
+}
+
+// identityMatches reports whether the pod's identity labels are intact.
+func identityMatches(n *slinkyv1beta1.NodeSet, pod *corev1.Pod) bool {
+	want := pod.DeepCopy()
+	setIdentity(n, want)
+	return maps.Equal(want.Labels, pod.Labels)
+}
+
+func scalingMode(n *slinkyv1beta1.NodeSet) slinkyv1beta1.ScalingModeType {
+	if n.Spec.ScalingMode == "" {
+		return slinkyv1beta1.ScalingModeStatefulset
+	}
+	return n.Spec.ScalingMode
+}
+
+// claimName is the PersistentVolumeClaim of template claim for the pod at
+// ordinal: <claim>-<nodeset>-<padded ordinal>, as StatefulSets name theirs.
+func claimName(n *slinkyv1beta1.NodeSet, claim string, ordinal int) string {
+	return fmt.Sprintf("%s-%s-%s", claim, n.Name, paddedOrdinal(n, ordinal))
+}
+
+// setClaimVolumes points the template's claim volumes at the pod's own claims.
+func setClaimVolumes(n *slinkyv1beta1.NodeSet, pod *corev1.Pod) {
+	if len(n.Spec.VolumeClaimTemplates) == 0 {
+		return
+	}
+	ordinal := ordinalOf(pod)
+	claimed := map[string]bool{}
+	var volumes []corev1.Volume
+	for _, t := range n.Spec.VolumeClaimTemplates {
+		claimed[t.Name] = true
+		volumes = append(volumes, corev1.Volume{Name: t.Name, VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claimName(n, t.Name, ordinal)},
+		}})
+	}
+	for _, v := range pod.Spec.Volumes {
+		if !claimed[v.Name] {
+			volumes = append(volumes, v)
+		}
+	}
+	pod.Spec.Volumes = volumes
+}
+
+// podClaims are the claims the pod at ordinal needs, labelled like the pods.
+func podClaims(n *slinkyv1beta1.NodeSet, ordinal int) []*corev1.PersistentVolumeClaim {
+	out := make([]*corev1.PersistentVolumeClaim, 0, len(n.Spec.VolumeClaimTemplates))
+	for _, t := range n.Spec.VolumeClaimTemplates {
+		c := t.DeepCopy()
+		c.Name = claimName(n, t.Name, ordinal)
+		c.Namespace = n.Namespace
+		c.Labels = builder.MergeLabels(c.Labels, common.NodeSetLabels(n))
+		c.ResourceVersion, c.UID = "", ""
+		c.Status = corev1.PersistentVolumeClaimStatus{}
+		out = append(out, c)
+	}
+	return out
+}
+
+// podTemplate is the operator's worker pod with the user's template merged
+// over it. Labels the operator sets win so selectors keep matching.
+func podTemplate(n *slinkyv1beta1.NodeSet, in PodInputs) corev1.PodTemplateSpec {
+	controller := n.Spec.ControllerRef.Name
+	base := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{
+			Labels: builder.MergeLabels(n.Labels, common.NodeSetLabels(n)),
+			Annotations: builder.MergeLabels(n.Annotations, map[string]string{
+				common.AnnotationDefaultContainer: common.AppSlurmd,
+			}),
+		},
+		Spec: corev1.PodSpec{
+			AutomountServiceAccountToken: ptr.To(false),
+			EnableServiceLinks:           ptr.To(false),
+			Subdomain:                    WorkerServiceName(controller),
+			DNSConfig: &corev1.PodDNSConfig{Searches: []string{
+				fmt.Sprintf("%s.%s.svc.cluster.local", WorkerServiceName(controller), n.Namespace),
+			}},
+			Containers:     []corev1.Container{slurmdContainer(n, in)},
+			InitContainers: []corev1.Container{common.LogfileSidecar(n.Spec.LogFile.Container, in.Images.Logfile, common.SlurmdLogFilePath)},
+			Volumes:        podVolumes(in.Controller),
+			// One slurmd per Kubernetes node: two would fight over the
+			// node's cgroups and devices.
+			Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+				RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+					TopologyKey: corev1.LabelHostname,
+					LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+						Key: builder.LabelName, Operator: metav1.LabelSelectorOpIn, Values: []string{common.AppSlurmd},
+					}}},
+				}},
+			}},
+		},
+	}
+	user := common.UserPodTemplate(n.Spec.Template.Metadata.Labels, n.Spec.Template.Metadata.Annotations, n.Spec.Template.Spec.PodSpec)
+	out := builder.MergePodTemplate(base, user)
+	if user.Spec.Affinity != nil && user.Spec.Affinity.PodAntiAffinity != nil {
+		// The user's anti-affinity adds to the one-per-node rule instead of replacing it.
+		out.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(
+			slices.Clone(base.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution),
+			user.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+	}
+	return out
+}
+
+func slurmdContainer(n *slinkyv1beta1.NodeSet, in PodInputs) corev1.Container {
+	probe := func(path string) corev1.ProbeHandler {
+		return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString(common.AppSlurmd)}}
+	}
+	args := []string{"-Z"}
+	if in.Controller != nil {
+		args = append(args, common.ConfServerArgs(in.Controller)...)
+	}
+	args = append(args, "--conf", slurmdConf(n))
+	base := corev1.Container{
+		Name:  common.AppSlurmd,
+		Image: in.Images.Slurmd,
+		Args:  args,
+		Ports: []corev1.ContainerPort{{Name: common.AppSlurmd, ContainerPort: common.SlurmdPort, Protocol: corev1.ProtocolTCP}},
+		StartupProbe: &corev1.Probe{
+			ProbeHandler: probe(common.SlurmctldLivez), FailureThreshold: 6, PeriodSeconds: 10,
+		},
+		LivenessProbe: &corev1.Probe{
+			ProbeHandler: probe(common.SlurmctldLivez), FailureThreshold: 6, PeriodSeconds: 10,
+		},
+		ReadinessProbe: &corev1.Probe{ProbeHandler: probe(common.SlurmctldReadyz)},
+		// slurmd manages cgroups, devices and job processes of any user.
+		SecurityContext: &corev1.SecurityContext{
+			Privileged:   ptr.To(true),
+			Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"BPF", "NET_ADMIN", "SYS_ADMIN", "SYS_NICE"}},
+		},
+		// Tell slurmctld at once instead of after its node timeout, so no
+		// job is sent to a node that is going away.
+		Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
+			Command: []string{"/usr/bin/sh", "-c", "scontrol update nodename=$(hostname) state=down reason='" + reasonPrefix + "Pod is terminating';"},
+		}}},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: common.SlurmEtcVolume, MountPath: common.SlurmEtcDir, ReadOnly: true},
+			{Name: common.SlurmLogFileVolume, MountPath: common.SlurmLogFileDir},
+		},
+	}
+	return builder.MergeContainer(base, n.Spec.Slurmd.Container)
+}
+
+// slurmdConf is slurmd's --conf value: the node's features (always the
+// NodeSet's Slurm name, so partitions can select it) plus the user's
+// extraConf. Repeated keys are joined with commas, as slurmd expects.
+func slurmdConf(n *slinkyv1beta1.NodeSet) string {
+	values := map[string][]string{"Features": {common.SlurmNodeSetName(n)}}
+	for _, item := range strings.Fields(n.Spec.ExtraConf) {
+		key, val, ok := strings.Cut(item, "=")
+		if !ok {
+			continue
+		}
+		if strings.EqualFold(key, "Feature") || strings.EqualFold(key, "Features") {
+			key = "Features"
+		}
+		values[key] = append(values[key], val)
+	}
+	keys := slices.Sorted(maps.Keys(values))
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, k+"="+strings.Join(values[k], ","))
+	}
+	// The images' entrypoint passes the arguments through a shell.
+	return "'" + strings.Join(parts, " ") + "'"
+}
+
+// podVolumes holds the auth/slurm key (slurmd fetches slurm.conf from
+// slurmctld in configless mode) and the log FIFO.
+func podVolumes(c *slinkyv1beta1.Controller) []corev1.Volume {
+	var sources []corev1.VolumeProjection
+	if c != nil && c.Spec.SlurmKeyRef != nil {
+		sources = append(sources, common.SecretKeyProjection(c.Spec.SlurmKeyRef, common.SlurmKeyFile))
+	}
+	return []corev1.Volume{
+		{Name: common.SlurmEtcVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			DefaultMode: ptr.To[int32](0o600),
+			Sources:     sources,
+		}}},
+		common.LogFileVolume(),
+	}
+}

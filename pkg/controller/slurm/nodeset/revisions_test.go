@@ -1,0 +1,159 @@
+package nodeset
+
+import (
+	"regexp"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
+)
+
+func TestRevisionHashCoversPodShapingFields(t *testing.T) {
+	base := testutil.MakeNodeSet("cpu", "ns", "slurm").Obj()
+	tests := []struct {
+		name       string
+		mutate     func(*slinkyv1beta1.NodeSet)
+		wantChange bool
+	}{
+		{"pod template label", func(n *slinkyv1beta1.NodeSet) {
+			n.Spec.Template.Metadata.Labels = map[string]string{"team": "a"}
+		}, true},
+		{"pod spec", func(n *slinkyv1beta1.NodeSet) { n.Spec.Template.Spec.PriorityClassName = "high" }, true},
+		{"slurmd image", func(n *slinkyv1beta1.NodeSet) { n.Spec.Slurmd.Image = "slurmd:26.05" }, true},
+		{"logfile container", func(n *slinkyv1beta1.NodeSet) { n.Spec.LogFile.Image = "busybox" }, true},
+		{"extraConf", func(n *slinkyv1beta1.NodeSet) { n.Spec.ExtraConf = "Weight=10" }, true},
+		{"ordinal padding", func(n *slinkyv1beta1.NodeSet) { n.Spec.OrdinalPadding = 3 }, true},
+		{"ssh", func(n *slinkyv1beta1.NodeSet) { n.Spec.Ssh.Enabled = true }, true},
+		{"replicas do not shape a pod", func(n *slinkyv1beta1.NodeSet) { n.Spec.Replicas = ptr.To[int32](7) }, false},
+		{"update strategy does not", func(n *slinkyv1beta1.NodeSet) {
+			n.Spec.UpdateStrategy.Type = slinkyv1beta1.OnDeleteNodeSetStrategyType
+		}, false},
+		{"partition does not", func(n *slinkyv1beta1.NodeSet) { n.Spec.Partition.Enabled = true }, false},
+		{"history limit does not", func(n *slinkyv1beta1.NodeSet) { n.Spec.RevisionHistoryLimit = 5 }, false},
+	}
+	baseData, err := revisionData(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := base.DeepCopy()
+			tt.mutate(n)
+			data, err := revisionData(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			changed := RevisionHash(data, nil) != RevisionHash(baseData, nil)
+			if changed != tt.wantChange {
+				t.Errorf("hash changed = %v, want %v", changed, tt.wantChange)
+			}
+		})
+	}
+}
+
+func TestRevisionHash(t *testing.T) {
+	data := []byte(`{"spec":{"template":{"$patch":"replace"}}}`)
+	h := RevisionHash(data, nil)
+	if RevisionHash(data, nil) != h {
+		t.Fatal("hash is not deterministic")
+	}
+	// A label value and DNS name part without vowels (no accidental words).
+	if !regexp.MustCompile(`^[bcdfghjklmnpqrstvwxz2456789]{1,10}$`).MatchString(h) {
+		t.Errorf("hash %q is not a safe-encoded string", h)
+	}
+	for _, count := range []int32{0, 1, 2} {
+		if RevisionHash(data, ptr.To(count)) == h {
+			t.Errorf("collision count %d did not change the hash", count)
+		}
+	}
+	if RevisionHash(data, ptr.To[int32](1)) == RevisionHash(data, ptr.To[int32](2)) {
+		t.Error("different collision counts gave the same hash")
+	}
+}
+
+func TestBuildPodIdentity(t *testing.T) {
+	ctrl := testutil.MakeController("slurm", "ns").Keys("keys").Obj()
+	tests := []struct {
+		name         string
+		nodeset      *slinkyv1beta1.NodeSet
+		ordinal      int
+		wantName     string
+		wantHostname string
+	}{
+		{"plain", testutil.MakeNodeSet("cpu", "ns", "slurm").Obj(), 3, "cpu-3", "cpu-3"},
+		{"padded", func() *slinkyv1beta1.NodeSet {
+			n := testutil.MakeNodeSet("cpu", "ns", "slurm").Obj()
+			n.Spec.OrdinalPadding = 3
+			return n
+		}(), 7, "cpu-007", "cpu-007"},
+		{"hostname prefix", testutil.MakeNodeSet("cpu", "ns", "slurm").Hostname("node").Obj(), 12, "cpu-12", "node12"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := BuildPod(tt.nodeset, tt.ordinal, PodInputs{Controller: ctrl, RevisionHash: "abc"})
+			if pod.Name != tt.wantName || pod.Spec.Hostname != tt.wantHostname || SlurmNodeName(pod) != tt.wantHostname {
+				t.Errorf("name/hostname = %s/%s, want %s/%s", pod.Name, pod.Spec.Hostname, tt.wantName, tt.wantHostname)
+			}
+			if pod.Spec.Subdomain != "slurm-workers-slurm" {
+				t.Errorf("subdomain = %q", pod.Spec.Subdomain)
+			}
+			for k, v := range map[string]string{
+				"app.kubernetes.io/managed-by":         "gantry",
+				"app.kubernetes.io/name":               "slurmd",
+				"app.kubernetes.io/instance":           "cpu",
+				slinkyv1beta1.LabelNodeSetRevisionHash: "abc",
+				slinkyv1beta1.LabelNodeSetPodName:      tt.wantName,
+				slinkyv1beta1.LabelNodeSetPodHostname:  tt.wantHostname,
+				slinkyv1beta1.LabelNodeSetScalingMode:  "StatefulSet",
+				"slinky.slurm.net/cluster":             "slurm",
+			} {
+				if pod.Labels[k] != v {
+					t.Errorf("label %s = %q, want %q", k, pod.Labels[k], v)
+				}
+			}
+			if ref := pod.OwnerReferences; len(ref) != 1 || ref[0].Kind != "NodeSet" || ref[0].Controller == nil || !*ref[0].Controller {
+				t.Errorf("owner references = %+v", ref)
+			}
+			if !identityMatches(tt.nodeset, pod) {
+				t.Error("a freshly built pod does not match its identity")
+			}
+		})
+	}
+}
+
+func TestBuildPodMergesUserTemplate(t *testing.T) {
+	n := testutil.MakeNodeSet("gpu", "ns", "slurm").Obj()
+	n.Spec.Template.Metadata.Labels = map[string]string{"team": "ml", "app.kubernetes.io/name": "hijack"}
+	n.Spec.Template.Spec.NodeSelector = map[string]string{"gpu": "true"}
+	n.Spec.Slurmd.Image = "slurmd:custom"
+	n.Spec.ExtraConf = "Weight=5 Features=a100"
+	n.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{}}
+	n.Spec.VolumeClaimTemplates[0].Name = "scratch"
+	pod := BuildPod(n, 2, PodInputs{Controller: testutil.MakeController("slurm", "ns").Keys("keys").Obj()})
+
+	if pod.Labels["team"] != "ml" || pod.Labels["app.kubernetes.io/name"] != "slurmd" {
+		t.Errorf("labels = %v: want the user's label kept and the operator's selector label winning", pod.Labels)
+	}
+	if pod.Spec.NodeSelector["gpu"] != "true" {
+		t.Errorf("nodeSelector = %v", pod.Spec.NodeSelector)
+	}
+	slurmd := pod.Spec.Containers[0]
+	if slurmd.Image != "slurmd:custom" {
+		t.Errorf("image = %q", slurmd.Image)
+	}
+	if got, want := slurmd.Args[len(slurmd.Args)-1], "'Features=gpu,a100 Weight=5'"; got != want {
+		t.Errorf("--conf = %s, want %s", got, want)
+	}
+	var claim string
+	for _, v := range pod.Spec.Volumes {
+		if v.Name == "scratch" && v.PersistentVolumeClaim != nil {
+			claim = v.PersistentVolumeClaim.ClaimName
+		}
+	}
+	if claim != "scratch-gpu-2" {
+		t.Errorf("claim volume = %q, want scratch-gpu-2", claim)
+	}
+}

@@ -1,0 +1,238 @@
+package nodeset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/framework/slowstart"
+)
+
+// syncReplicas brings the number of pods to spec.replicas: scale out at
+// the lowest free ordinals, scale in by draining then deleting the pods
+// whose loss costs least, or, at the right count, repair the pods.
+func (r *Reconciler) syncReplicas(ctx context.Context, n *slinkyv1beta1.NodeSet, run *syncRun, pods []*corev1.Pod) error {
+	if scalingMode(n) != slinkyv1beta1.ScalingModeStatefulset {
+		return fmt.Errorf("%w: scalingMode %s (only StatefulSet)", errUnsupported, n.Spec.ScalingMode)
+	}
+	want := int(desiredReplicas(n))
+	switch diff := len(pods) - want; {
+	case diff < 0:
+		return r.scaleOut(ctx, n, run, pods, -diff)
+	case diff > 0:
+		victims, _ := chooseVictims(pods, diff)
+		return r.condemnAll(ctx, n, run, victims[:min(len(victims), burstReplicas)], cordonedForScaleIn)
+	default:
+		return r.steadyState(ctx, n, run, pods)
+	}
+}
+
+// scaleOut creates count pods at the lowest ordinals no pod (not even a
+// terminating one) holds, since names must be free to be reused.
+func (r *Reconciler) scaleOut(ctx context.Context, n *slinkyv1beta1.NodeSet, run *syncRun, pods []*corev1.Pod, count int) error {
+	controller, err := r.getController(ctx, n, run)
+	if err != nil {
+		return err
+	}
+	count = min(count, burstReplicas)
+	used := map[int]bool{}
+	for _, p := range pods {
+		used[ordinalOf(p)] = true
+	}
+	in := PodInputs{Controller: controller, RevisionHash: run.revisions.hash(), Images: r.Images}
+	toCreate := make([]*corev1.Pod, 0, count)
+	for ordinal := 0; len(toCreate) < count; ordinal++ {
+		if !used[ordinal] {
+			toCreate = append(toCreate, BuildPod(n, ordinal, in))
+		}
+	}
+
+	r.expectations.ExpectCreations(run.key, expectationGroup, len(toCreate))
+	created, err := slowstart.SlowStartBatch(len(toCreate), 1, func(i int) error {
+		return r.createPod(ctx, n, toCreate[i])
+	})
+	// Creates that failed or never ran will not be seen by the informer.
+	if skipped := len(toCreate) - created; skipped > 0 {
+		r.expectations.CancelCreations(run.key, expectationGroup, skipped)
+	}
+	run.tally.created += created
+	if err != nil {
+		r.recordf(n, corev1.EventTypeWarning, "FailedCreate", "Created %d of %d Pods: %v", created, len(toCreate), err)
+	}
+	return err
+}
+
+// createPod creates the pod's claims, then the pod: a pod whose claim is
+// missing would stay Pending on an unbound volume.
+func (r *Reconciler) createPod(ctx context.Context, n *slinkyv1beta1.NodeSet, pod *corev1.Pod) error {
+	for _, claim := range podClaims(n, ordinalOf(pod)) {
+		if n.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted == slinkyv1beta1.DeletePersistentVolumeClaimRetentionPolicyType {
+			claim.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(n, slinkyv1beta1.NodeSetGVK)}
+		}
+		if err := r.client.Create(ctx, claim); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating PersistentVolumeClaim %s: %w", claim.Name, err)
+		}
+	}
+	err := r.client.Create(ctx, pod)
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+		return nil
+	case apierrors.IsAlreadyExists(err):
+		// The cache lagged behind a pod that exists; it is not ours to count.
+		return fmt.Errorf("creating Pod %s: %w", pod.Name, err)
+	default:
+		return fmt.Errorf("creating Pod %s: %w", pod.Name, err)
+	}
+}
+
+// condemnAll drains and deletes pods, each once its Slurm node has no work.
+func (r *Reconciler) condemnAll(ctx context.Context, n *slinkyv1beta1.NodeSet, run *syncRun, pods []*corev1.Pod, why string) error {
+	return forEachPod(pods, func(pod *corev1.Pod) error { return r.condemn(ctx, n, run, pod, why) })
+}
+
+// condemn deletes the pod if its Slurm node runs nothing; otherwise it
+// drains the node and, if work remains, cordons the pod (so no later step
+// undrains it) and comes back later. The node is read again after the
+// drain: the list predates it, and a job may have started in between.
+func (r *Reconciler) condemn(ctx context.Context, n *slinkyv1beta1.NodeSet, run *syncRun, pod *corev1.Pod, why string) error {
+	if isTerminating(pod) {
+		return nil
+	}
+	if !run.slurm.mayRunJobs(pod) {
+		return r.deletePod(ctx, n, run, pod, why)
+	}
+	reason := fmt.Sprintf("Pod (%s/%s) is pending termination for %s", pod.Namespace, pod.Name, why)
+	if node, ok := run.slurm.node(SlurmNodeName(pod)); ok && !node.IsDrain() {
+		if err := run.slurm.drain(ctx, pod, reason); err != nil {
+			return err
+		}
+		if err := run.slurm.refresh(ctx, pod); err != nil {
+			return err
+		}
+		if !run.slurm.mayRunJobs(pod) {
+			return r.deletePod(ctx, n, run, pod, why)
+		}
+	}
+	if !isPodCordoned(pod) {
+		run.tally.add(&run.tally.draining, pod)
+	}
+	if err := r.cordonPod(ctx, pod, why); err != nil {
+		return err
+	}
+	run.requeue.After(drainPollInterval)
+	return nil
+}
+
+// deletePod deletes one pod, expecting its deletion before it is sent.
+func (r *Reconciler) deletePod(ctx context.Context, n *slinkyv1beta1.NodeSet, run *syncRun, pod *corev1.Pod, why string) error {
+	if why == cordonedForScaleIn {
+		if err := r.releaseClaimsOnScaleIn(ctx, n, pod); err != nil {
+			return err
+		}
+	}
+	r.expectations.ExpectDeletions(run.key, expectationGroup, pod.UID)
+	err := r.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
+	switch {
+	case err == nil:
+	case apierrors.IsNotFound(err):
+		r.expectations.DeletionObserved(run.key, expectationGroup, pod.UID)
+		return nil
+	default:
+		r.expectations.CancelDeletions(run.key, expectationGroup, pod.UID)
+		return fmt.Errorf("deleting Pod %s: %w", pod.Name, err)
+	}
+	switch why {
+	case cordonedForScaleIn:
+		run.tally.add(&run.tally.deletedScaleIn, pod)
+	case cordonedForUpdate:
+		run.tally.add(&run.tally.deletedUpdate, pod)
+	default:
+		run.tally.add(&run.tally.deletedFinished, pod)
+	}
+	return nil
+}
+
+// releaseClaimsOnScaleIn hands the pod's claims to the pod when the
+// retention policy deletes claims on scale-in, so they go with it.
+func (r *Reconciler) releaseClaimsOnScaleIn(ctx context.Context, n *slinkyv1beta1.NodeSet, pod *corev1.Pod) error {
+	if n.Spec.PersistentVolumeClaimRetentionPolicy.WhenScaled != slinkyv1beta1.DeletePersistentVolumeClaimRetentionPolicyType {
+		return nil
+	}
+	for _, t := range n.Spec.VolumeClaimTemplates {
+		claim := &corev1.PersistentVolumeClaim{}
+		key := types.NamespacedName{Namespace: n.Namespace, Name: claimName(n, t.Name, ordinalOf(pod))}
+		if err := r.client.Get(ctx, key, claim); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return err
+		}
+		if slices.ContainsFunc(claim.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == pod.UID }) {
+			continue
+		}
+		patch := client.MergeFrom(claim.DeepCopy())
+		// The pod becomes the only controller: a claim may have one.
+		claim.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(pod, corev1.SchemeGroupVersion.WithKind("Pod"))}
+		if err := r.client.Patch(ctx, claim, patch); err != nil {
+			return fmt.Errorf("handing PersistentVolumeClaim %s to Pod %s: %w", claim.Name, pod.Name, err)
+		}
+	}
+	return nil
+}
+
+// steadyState runs at the desired count: pods Gantry cordoned that are no
+// longer to be deleted are returned to service, pods that finished (Failed
+// or Succeeded) are deleted so they are recreated, others are repaired.
+func (r *Reconciler) steadyState(ctx context.Context, n *slinkyv1beta1.NodeSet, run *syncRun, pods []*corev1.Pod) error {
+	var victims []*corev1.Pod
+	if isRollingUpdate(n) {
+		victims = rollingUpdateVictims(n, pods, run.revisions.hash(), r.Now())
+	}
+	var errs []error
+	keep := slices.DeleteFunc(livePods(pods), func(p *corev1.Pod) bool { return slices.Contains(victims, p) })
+	errs = append(errs, forEachPod(keep, func(pod *corev1.Pod) error {
+		if !isCondemned(pod) {
+			return nil
+		}
+		return r.uncordon(ctx, run, pod)
+	}))
+	errs = append(errs, forEachPod(livePods(pods), func(pod *corev1.Pod) error {
+		if isTerminal(pod) {
+			// No slurmd runs in a finished pod, so nothing can be killed.
+			return r.deletePod(ctx, n, run, pod, "")
+		}
+		if identityMatches(n, pod) {
+			return nil
+		}
+		return r.patchPod(ctx, pod, func(p *corev1.Pod) { setIdentity(n, p) })
+	}))
+	return errors.Join(errs...)
+}
+
+func isRollingUpdate(n *slinkyv1beta1.NodeSet) bool {
+	return n.Spec.UpdateStrategy.Type != slinkyv1beta1.OnDeleteNodeSetStrategyType
+}
+
+// syncRollout replaces pods of older revisions: unhealthy ones at once
+// (they serve nothing), healthy ones at most maxUnavailable at a time, each
+// drained before it is deleted. With OnDelete, pods are replaced only when
+// someone deletes them.
+func (r *Reconciler) syncRollout(ctx context.Context, n *slinkyv1beta1.NodeSet, run *syncRun, pods []*corev1.Pod) error {
+	if !isRollingUpdate(n) || n.DeletionTimestamp != nil || len(pods) != int(desiredReplicas(n)) {
+		return nil
+	}
+	_, old := splitByRevision(pods, run.revisions.hash())
+	unhealthy, _ := splitUnhealthy(old)
+	victims := rollingUpdateVictims(n, pods, run.revisions.hash(), r.Now())
+	return r.condemnAll(ctx, n, run, append(unhealthy, victims...), cordonedForUpdate)
+}

@@ -1,0 +1,275 @@
+package nodeset
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gantry-dev/gantry/pkg/slurm"
+)
+
+// reasonPrefix marks drain reasons Gantry set; a reason without it belongs
+// to an administrator and is never overridden. It is upstream's prefix, so
+// nodes drained by the Slinky operator stay recognisable after a migration.
+const reasonPrefix = "slurm-operator: "
+
+// maxReasonLength bounds reasons taken from user input (a Node annotation).
+const maxReasonLength = 256
+
+// ClientSource hands out the slurmrestd client of a Controller; false means
+// the Controller has no RestApi (yet). *slurm.Registry satisfies it.
+type ClientSource interface {
+	Get(controller types.NamespacedName) (slurm.Client, bool)
+}
+
+// slurmView is one reconcile's picture of Slurm: the node list and job
+// deadlines are read once and every step consults them, instead of one GET
+// per pod per step. Writes go to slurmrestd and are mirrored into the view
+// so later steps of the same reconcile see them. Safe for concurrent use,
+// since steps run in slow-start batches.
+type slurmView struct {
+	client slurm.Client
+	// err is why Slurm could not be read this reconcile.
+	err error
+
+	mu        sync.Mutex
+	nodes     map[string]slurm.Node
+	deadlines map[string]time.Time
+}
+
+// loadSlurmView reads the nodes and jobs of the Controller's cluster. A nil
+// client yields a view that behaves as upstream does without a RestApi:
+// every node counts as drained and no Slurm state is written.
+func loadSlurmView(ctx context.Context, c slurm.Client, now time.Time) *slurmView {
+	v := &slurmView{client: c, nodes: map[string]slurm.Node{}, deadlines: map[string]time.Time{}}
+	if c == nil {
+		return v
+	}
+	nodes, err := c.ListNodes(ctx)
+	if err != nil {
+		v.err = fmt.Errorf("listing Slurm nodes: %w", err)
+		return v
+	}
+	for _, n := range nodes {
+		v.nodes[n.Name] = n
+	}
+	jobs, err := c.ListJobs(ctx)
+	if err != nil {
+		v.err = fmt.Errorf("listing Slurm jobs: %w", err)
+		return v
+	}
+	v.deadlines = nodeDeadlines(jobs, now)
+	return v
+}
+
+// nodeDeadlines maps each node to the latest time limit of the jobs
+// running on it: the time by which the node is expected to be idle.
+func nodeDeadlines(jobs []slurm.Job, now time.Time) map[string]time.Time {
+	out := map[string]time.Time{}
+	for i := range jobs {
+		j := &jobs[i]
+		if !j.IsRunning() {
+			continue
+		}
+		deadline, bounded := j.Deadline()
+		if !bounded {
+			// No limit: the node may stay busy forever; a far deadline
+			// keeps it last in line for scale-in.
+			deadline = now.Add(100 * 365 * 24 * time.Hour)
+		}
+		names, err := j.NodeNames()
+		if err != nil {
+			continue
+		}
+		for _, name := range names {
+			if deadline.After(out[name]) {
+				out[name] = deadline
+			}
+		}
+	}
+	return out
+}
+
+// configured reports whether the Controller has a RestApi.
+func (v *slurmView) configured() bool { return v.client != nil }
+
+// reachable reports whether Slurm state is known this reconcile.
+func (v *slurmView) reachable() bool { return v.client != nil && v.err == nil }
+
+func (v *slurmView) node(name string) (slurm.Node, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	n, ok := v.nodes[name]
+	return n, ok
+}
+
+func (v *slurmView) deadline(name string) time.Time {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.deadlines[name]
+}
+
+func (v *slurmView) setNode(n slurm.Node) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.nodes[n.Name] = n
+}
+
+// isReasonOurs reports whether the node carries no reason or Gantry's.
+func isReasonOurs(n slurm.Node) bool {
+	return n.Reason == "" || strings.HasPrefix(n.Reason, reasonPrefix)
+}
+
+// isUnresponsive is slurmctld's mark for a node whose slurmd stopped
+// answering; its state is left to slurmctld.
+func isUnresponsive(n slurm.Node) bool {
+	return n.IsDown() && strings.Contains(n.Reason, "Not responding")
+}
+
+// mayRunJobs reports whether deleting the pod could kill a Slurm job, i.e.
+// whether a delete must wait for the node to drain. A pod that never ran
+// slurmd cannot run jobs; without a RestApi Slurm state cannot be known and
+// nodes count as drained (upstream behaviour); with an unreachable
+// slurmrestd nothing is known, so every running pod may run jobs.
+func (v *slurmView) mayRunJobs(pod *corev1.Pod) bool {
+	if pod.Status.Phase != corev1.PodRunning || !v.configured() {
+		return false
+	}
+	if !v.reachable() {
+		return true
+	}
+	n, ok := v.node(SlurmNodeName(pod))
+	if !ok {
+		// slurmd never registered or the node is gone: nothing runs there.
+		return false
+	}
+	return !n.IsDrained()
+}
+
+// drain puts the pod's node in DRAIN with reason. A node already draining
+// keeps its reason, so repeated reconciles send nothing.
+func (v *slurmView) drain(ctx context.Context, pod *corev1.Pod, reason string) error {
+	if !v.reachable() {
+		return nil
+	}
+	name := SlurmNodeName(pod)
+	n, ok := v.node(name)
+	if !ok || n.IsDrain() {
+		return nil
+	}
+	reason = reasonPrefix + reason
+	if err := v.client.UpdateNode(ctx, name, slurm.DrainUpdate(reason)); err != nil {
+		if slurm.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("draining Slurm node %s: %w", name, err)
+	}
+	n.State = append(withoutState(n.State, slurm.NodeStateUndrain), slurm.NodeStateDrain)
+	n.Reason = reason
+	v.setNode(n)
+	return nil
+}
+
+// undrain returns a node Gantry drained to service; an administrator's
+// drain (a reason without Gantry's prefix) is left alone.
+func (v *slurmView) undrain(ctx context.Context, pod *corev1.Pod) error {
+	if !v.reachable() {
+		return nil
+	}
+	name := SlurmNodeName(pod)
+	n, ok := v.node(name)
+	if !ok || !n.IsDrain() || !strings.HasPrefix(n.Reason, reasonPrefix) {
+		return nil
+	}
+	if err := v.client.UpdateNode(ctx, name, slurm.UndrainUpdate()); err != nil {
+		if slurm.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("undraining Slurm node %s: %w", name, err)
+	}
+	n.State = withoutState(n.State, slurm.NodeStateDrain)
+	n.Reason = ""
+	v.setNode(n)
+	return nil
+}
+
+// refresh re-reads one node after a drain, to learn whether it finished
+// its work: the listed state predates the drain, and a job may have
+// started in between.
+func (v *slurmView) refresh(ctx context.Context, pod *corev1.Pod) error {
+	if !v.reachable() {
+		return nil
+	}
+	n, err := v.client.GetNode(ctx, SlurmNodeName(pod))
+	if err != nil {
+		if slurm.IsNotFound(err) {
+			v.mu.Lock()
+			delete(v.nodes, SlurmNodeName(pod))
+			v.mu.Unlock()
+			return nil
+		}
+		return fmt.Errorf("reading Slurm node %s: %w", SlurmNodeName(pod), err)
+	}
+	v.setNode(*n)
+	return nil
+}
+
+func withoutState(states []slurm.NodeState, s slurm.NodeState) []slurm.NodeState {
+	out := make([]slurm.NodeState, 0, len(states))
+	for _, x := range states {
+		if x != s {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// slurmCounts are the Slurm states of the NodeSet's nodes, for the status.
+type slurmCounts struct {
+	idle, allocated, down, drain int32
+}
+
+func (v *slurmView) counts(pods []*corev1.Pod) slurmCounts {
+	var c slurmCounts
+	for _, p := range pods {
+		n, ok := v.node(SlurmNodeName(p))
+		if !ok {
+			continue
+		}
+		switch {
+		case n.IsAllocated() || n.IsMixed():
+			c.allocated++
+		case n.IsDown():
+			c.down++
+		case n.IsIdle():
+			c.idle++
+		}
+		if n.IsDrain() {
+			c.drain++
+		}
+	}
+	return c
+}
+
+// sanitizeReason makes user text (a Node annotation) a single-line reason.
+func sanitizeReason(s string) string {
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case r == '\t' || r == '\n' || r == '\r':
+			return ' '
+		case r < 0x20 || r == 0x7f:
+			return -1
+		}
+		return r
+	}, s)
+	s = strings.TrimSpace(s)
+	if runes := []rune(s); len(runes) > maxReasonLength {
+		s = strings.TrimSpace(string(runes[:maxReasonLength]))
+	}
+	return s
+}

@@ -1,0 +1,148 @@
+package nodeset
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gantry-dev/gantry/pkg/slurm"
+	"github.com/gantry-dev/gantry/pkg/slurm/fake"
+)
+
+func slurmNode(name string, reason string, states ...slurm.NodeState) slurm.Node {
+	return slurm.Node{Name: name, State: states, Reason: reason}
+}
+
+func TestMayRunJobs(t *testing.T) {
+	running := makePod("ns-0").obj()
+	pending := makePod("ns-0").phase(corev1.PodPending).obj()
+	unreachable := fake.New(slurmNode("ns-0", "", slurm.NodeStateIdle))
+	unreachable.SetError(fake.OpListNodes, errors.New("connection refused"))
+	tests := []struct {
+		name   string
+		client slurm.Client
+		pod    *corev1.Pod
+		want   bool
+	}{
+		{"no RestApi: nodes count as drained", nil, running, false},
+		{"unreachable: a running pod may run jobs", unreachable, running, true},
+		{"unreachable: a pending pod never ran slurmd", unreachable, pending, false},
+		{"idle, not drained", fake.New(slurmNode("ns-0", "", slurm.NodeStateIdle)), running, true},
+		{"drained and idle", fake.New(slurmNode("ns-0", "x", slurm.NodeStateIdle, slurm.NodeStateDrain)), running, false},
+		{"draining with a job", fake.New(slurmNode("ns-0", "x", slurm.NodeStateMixed, slurm.NodeStateDrain)), running, true},
+		{"draining while completing", fake.New(slurmNode("ns-0", "x", slurm.NodeStateIdle, slurm.NodeStateDrain, slurm.NodeStateCompleting)), running, true},
+		{"never registered", fake.New(), running, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := loadSlurmView(context.Background(), tt.client, t0)
+			if got := v.mayRunJobs(tt.pod); got != tt.want {
+				t.Errorf("mayRunJobs = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDrainAndUndrain(t *testing.T) {
+	pod := makePod("ns-0").obj()
+	tests := []struct {
+		name        string
+		node        slurm.Node
+		op          func(*slurmView) error
+		wantUpdates int
+		wantDrain   bool
+		wantReason  string
+	}{
+		{
+			name: "drain an idle node with Gantry's prefix", node: slurmNode("ns-0", "", slurm.NodeStateIdle),
+			op:          func(v *slurmView) error { return v.drain(context.Background(), pod, "why") },
+			wantUpdates: 1, wantDrain: true, wantReason: "slurm-operator: why",
+		},
+		{
+			name: "a draining node keeps its reason and gets no write", node: slurmNode("ns-0", "admin says", slurm.NodeStateIdle, slurm.NodeStateDrain),
+			op:          func(v *slurmView) error { return v.drain(context.Background(), pod, "why") },
+			wantUpdates: 0, wantDrain: true, wantReason: "admin says",
+		},
+		{
+			name: "undrain a node Gantry drained", node: slurmNode("ns-0", "slurm-operator: why", slurm.NodeStateIdle, slurm.NodeStateDrain),
+			op:          func(v *slurmView) error { return v.undrain(context.Background(), pod) },
+			wantUpdates: 1, wantDrain: false,
+		},
+		{
+			name: "never undrain an administrator's drain", node: slurmNode("ns-0", "bad DIMM", slurm.NodeStateIdle, slurm.NodeStateDrain),
+			op:          func(v *slurmView) error { return v.undrain(context.Background(), pod) },
+			wantUpdates: 0, wantDrain: true, wantReason: "bad DIMM",
+		},
+		{
+			name: "undrain of a node not drained sends nothing", node: slurmNode("ns-0", "", slurm.NodeStateIdle),
+			op:          func(v *slurmView) error { return v.undrain(context.Background(), pod) },
+			wantUpdates: 0, wantDrain: false,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := fake.New(tt.node)
+			v := loadSlurmView(context.Background(), f, t0)
+			if err := tt.op(v); err != nil {
+				t.Fatal(err)
+			}
+			if got := len(f.Updates()); got != tt.wantUpdates {
+				t.Errorf("updates = %d, want %d", got, tt.wantUpdates)
+			}
+			server, _ := f.Node("ns-0")
+			cached, _ := v.node("ns-0")
+			for _, n := range []slurm.Node{server, cached} {
+				if n.IsDrain() != tt.wantDrain || n.Reason != tt.wantReason {
+					t.Errorf("node = %v %q, want drain=%v reason %q", n.State, n.Reason, tt.wantDrain, tt.wantReason)
+				}
+			}
+		})
+	}
+}
+
+func TestNodeDeadlines(t *testing.T) {
+	now := t0
+	job := func(id int64, nodes string, end time.Time, states ...slurm.JobState) slurm.Job {
+		return slurm.Job{JobID: id, Nodes: nodes, State: states, EndTime: slurm.NewNoVal(end.Unix()), TimeLimit: slurm.NewNoVal(60)}
+	}
+	jobs := []slurm.Job{
+		job(1, "ns-[0-1]", now.Add(time.Hour), slurm.JobStateRunning),
+		job(2, "ns-1", now.Add(3*time.Hour), slurm.JobStateRunning),
+		job(3, "ns-2", now.Add(9*time.Hour), slurm.JobStatePending),
+		{JobID: 4, Nodes: "ns-3", State: []slurm.JobState{slurm.JobStateRunning}, TimeLimit: slurm.InfiniteNoVal()},
+	}
+	got := nodeDeadlines(jobs, now)
+	want := map[string]time.Time{"ns-0": now.Add(time.Hour), "ns-1": now.Add(3 * time.Hour)}
+	for name, w := range want {
+		if !got[name].Equal(w) {
+			t.Errorf("deadline of %s = %v, want %v", name, got[name], w)
+		}
+	}
+	if _, ok := got["ns-2"]; ok {
+		t.Error("a pending job gave its node a deadline")
+	}
+	if !got["ns-3"].After(now.Add(24 * 365 * time.Hour)) {
+		t.Errorf("a job without a time limit should put its node last, got %v", got["ns-3"])
+	}
+}
+
+func TestSlurmViewReadsOnce(t *testing.T) {
+	f := fake.New(slurmNode("ns-0", "", slurm.NodeStateIdle), slurmNode("ns-1", "", slurm.NodeStateAllocated))
+	v := loadSlurmView(context.Background(), f, t0)
+	pods := []*corev1.Pod{makePod("ns-0").obj(), makePod("ns-1").obj()}
+	for range 3 {
+		_ = v.counts(pods)
+		for _, p := range pods {
+			_ = v.mayRunJobs(p)
+		}
+	}
+	if f.Calls(fake.OpListNodes) != 1 || f.Calls(fake.OpGetNode) != 0 {
+		t.Errorf("ListNodes %d, GetNode %d: want one list and no per-pod reads", f.Calls(fake.OpListNodes), f.Calls(fake.OpGetNode))
+	}
+	if c := v.counts(pods); c.idle != 1 || c.allocated != 1 {
+		t.Errorf("counts = %+v", c)
+	}
+}

@@ -1,0 +1,105 @@
+package nodeset
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+	"github.com/gantry-dev/gantry/pkg/framework/status"
+)
+
+// ConditionSlurmReachable says whether slurmrestd answered this
+// NodeSet's last reconcile. It is absent while the Controller has no
+// RestApi, since then Slurm is not consulted at all.
+const ConditionSlurmReachable = "SlurmReachable"
+
+// Reasons of ConditionSlurmReachable.
+const (
+	ReasonSlurmReachable     = "SlurmRestApiReachable"
+	ReasonSlurmRestApiFailed = "SlurmRestApiError"
+)
+
+// replicaCounts are the pod counts of the status.
+type replicaCounts struct {
+	replicas, updated, ready, available int32
+}
+
+func countReplicas(n *slinkyv1beta1.NodeSet, pods []*corev1.Pod, hash string, now time.Time) replicaCounts {
+	var c replicaCounts
+	for _, p := range pods {
+		if isTerminating(p) {
+			continue
+		}
+		c.replicas++
+		if p.Labels[slinkyv1beta1.LabelNodeSetRevisionHash] == hash {
+			c.updated++
+		}
+		if p.Status.Phase == corev1.PodRunning && isPodReady(p) {
+			c.ready++
+			if isAvailable(p, n.Spec.MinReadySeconds, now) {
+				c.available++
+			}
+		}
+	}
+	return c
+}
+
+// computeStatus is the status the NodeSet should show; a pure function of
+// its inputs so status.Update may re-run it after a conflict.
+func computeStatus(n *slinkyv1beta1.NodeSet, pods []*corev1.Pod, view *slurmView, rev revisionState, now time.Time) slinkyv1beta1.NodeSetStatus {
+	st := *n.Status.DeepCopy()
+	c := countReplicas(n, pods, rev.hash(), now)
+	st.Replicas, st.UpdatedReplicas, st.ReadyReplicas, st.AvailableReplicas = c.replicas, c.updated, c.ready, c.available
+	st.UnavailableReplicas = max(desiredReplicas(n)-c.available, 0)
+	st.Desired = desiredReplicas(n)
+	st.ObservedGeneration = n.Generation
+	st.NodeSetHash = rev.hash()
+	st.CollisionCount = &rev.collisionCount
+	st.Selector = labels.SelectorFromSet(common.NodeSetSelectorLabels(n)).String()
+
+	switch {
+	case !view.configured():
+		st.SlurmIdle, st.SlurmAllocated, st.SlurmDown, st.SlurmDrain = 0, 0, 0, 0
+		meta.RemoveStatusCondition(&st.Conditions, ConditionSlurmReachable)
+	case view.reachable():
+		sc := view.counts(pods)
+		st.SlurmIdle, st.SlurmAllocated, st.SlurmDown, st.SlurmDrain = sc.idle, sc.allocated, sc.down, sc.drain
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: ConditionSlurmReachable, Status: metav1.ConditionTrue, Reason: ReasonSlurmReachable,
+			Message: "slurmrestd answered", ObservedGeneration: n.Generation,
+		})
+	default:
+		// The last known Slurm counts stay: zeros would claim every node vanished.
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: ConditionSlurmReachable, Status: metav1.ConditionFalse, Reason: ReasonSlurmRestApiFailed,
+			Message:            "Slurm is unreachable; pods are still created, but none that may run jobs is deleted: " + view.err.Error(),
+			ObservedGeneration: n.Generation,
+		})
+	}
+	return st
+}
+
+// updateStatus writes the status when it changed, reports a new loss of
+// contact with Slurm as an event, and asks to come back when a ready pod
+// becomes available (minReadySeconds has no event of its own).
+func (r *Reconciler) updateStatus(ctx context.Context, n *slinkyv1beta1.NodeSet, run *syncRun, pods []*corev1.Pod) error {
+	now := r.Now()
+	wasReachable := !meta.IsStatusConditionFalse(n.Status.Conditions, ConditionSlurmReachable)
+	_, err := status.Update(ctx, r.client, n, func(obj *slinkyv1beta1.NodeSet) error {
+		obj.Status = computeStatus(obj, pods, run.slurm, run.revisions, now)
+		return nil
+	})
+	if wasReachable && run.slurm.configured() && !run.slurm.reachable() {
+		r.recordf(n, corev1.EventTypeWarning, ReasonSlurmUnreachable, "Slurm is unreachable: %v", run.slurm.err)
+	}
+	if n.Spec.MinReadySeconds > 0 && n.Status.ReadyReplicas != n.Status.AvailableReplicas {
+		run.requeue.After(time.Duration(n.Spec.MinReadySeconds)*time.Second + time.Second)
+	}
+	return err
+}
