@@ -32,6 +32,8 @@ GOTEST_FLAGS ?=
 # -race is on for every package: the framework's concurrency contracts
 # (expectations, slow start) are only proven under the race detector.
 GOTEST_RACE ?= -race
+# Which benchmarks `make bench` runs (a -bench regexp).
+BENCH ?= .
 
 ##@ General
 .PHONY: help
@@ -53,7 +55,7 @@ test: test-assets ## Unit and integration tests (real kube-apiserver + etcd).
 
 .PHONY: bench
 bench: test-assets ## Benchmarks against a real API server (GANTRY_BENCH_N objects, default 100).
-	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$(BIN)}" $(GO) test ./test/bench/ -run '^$$' -bench . -benchtime=1x -v $(GOTEST_FLAGS)
+	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$(BIN)}" $(GO) test ./test/bench/ -run '^$$' -bench '$(BENCH)' -benchtime=1x -timeout 60m -v $(GOTEST_FLAGS)
 
 .PHONY: test-assets
 test-assets: ## Build kube-apiserver and etcd for envtest unless KUBEBUILDER_ASSETS is set.

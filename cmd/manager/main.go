@@ -16,6 +16,7 @@ import (
 
 	"github.com/gantry-dev/gantry/cmd/manager/app"
 	"github.com/gantry-dev/gantry/pkg/controller/raycluster"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm"
 	"github.com/gantry-dev/gantry/pkg/controller/trainjob"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 )
@@ -26,6 +27,7 @@ func workloads() *workload.Registry {
 	reg := &workload.Registry{}
 	reg.MustRegister(raycluster.Integration())
 	reg.MustRegister(trainjob.Integration())
+	reg.MustRegister(slurm.Integration())
 	return reg
 }
 
