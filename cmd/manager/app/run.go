@@ -8,8 +8,12 @@ import (
 	"slices"
 	"sync/atomic"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
@@ -26,11 +30,19 @@ import (
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 )
 
-// managedObjects are the high-volume kinds whose informers are label-filtered
-// to what Gantry manages, so memory scales with Gantry's objects rather than
-// the cluster's.
+// managedObjects are the kinds cached only when Gantry manages them, so
+// memory scales with Gantry's objects rather than the cluster's: Pods, Jobs
+// and Services are the high-volume ones; the others are kinds Gantry only
+// ever reads back after creating them (it never needs someone else's
+// StatefulSet or RoleBinding). Kinds read from users' objects (Secrets and
+// ConfigMaps a Controller references, Nodes, JobSets) are not filtered.
 func managedObjects() []client.Object {
-	return []client.Object{&corev1.Pod{}, &batchv1.Job{}, &corev1.Service{}}
+	return []client.Object{
+		&corev1.Pod{}, &batchv1.Job{}, &corev1.Service{},
+		&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{},
+		&appsv1.StatefulSet{}, &appsv1.Deployment{}, &appsv1.ControllerRevision{},
+		&policyv1.PodDisruptionBudget{}, &networkingv1.Ingress{},
+	}
 }
 
 // ManagedSelector selects objects whose app.kubernetes.io/managed-by is
@@ -57,6 +69,34 @@ func ManagedSelector(ins []workload.Integration) (labels.Selector, error) {
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
+// CacheOptions is the manager's cache configuration: the label filter of
+// managedObjects, managedFields stripped from every object, and the
+// watched namespaces (all when empty). Integration tests use it too, so
+// they see exactly what the manager's cache sees.
+func CacheOptions(ins []workload.Integration, namespaces []string) (cache.Options, error) {
+	sel, err := ManagedSelector(ins)
+	if err != nil {
+		return cache.Options{}, err
+	}
+	byObject := map[client.Object]cache.ByObject{}
+	for _, obj := range managedObjects() {
+		byObject[obj] = cache.ByObject{Label: sel}
+	}
+	opts := cache.Options{
+		ByObject: byObject,
+		// Gantry never reads managedFields; dropping them roughly halves the
+		// memory of every cached object.
+		DefaultTransform: cache.TransformStripManagedFields(),
+	}
+	if len(namespaces) > 0 {
+		opts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range namespaces {
+			opts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return opts, nil
+}
+
 // NewManager builds a controller-runtime manager for the selected
 // integrations without starting it.
 func NewManager(cfg *rest.Config, o *Options, ins []workload.Integration) (manager.Manager, error) {
@@ -76,25 +116,9 @@ func NewManager(cfg *rest.Config, o *Options, ins []workload.Integration) (manag
 		}
 	}
 
-	sel, err := ManagedSelector(ins)
+	cacheOpts, err := CacheOptions(ins, o.Namespaces)
 	if err != nil {
 		return nil, err
-	}
-	byObject := map[client.Object]cache.ByObject{}
-	for _, obj := range managedObjects() {
-		byObject[obj] = cache.ByObject{Label: sel}
-	}
-	cacheOpts := cache.Options{
-		ByObject: byObject,
-		// Gantry never reads managedFields; dropping them roughly halves the
-		// memory of every cached object.
-		DefaultTransform: cache.TransformStripManagedFields(),
-	}
-	if len(o.Namespaces) > 0 {
-		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range o.Namespaces {
-			cacheOpts.DefaultNamespaces[ns] = cache.Config{}
-		}
 	}
 
 	return ctrl.NewManager(cfg, ctrl.Options{

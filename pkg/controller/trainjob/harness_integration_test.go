@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gantry-dev/gantry/cmd/manager/app"
+
 	"github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -92,8 +94,13 @@ func newHarness() (*harness, error) {
 		return nil, err
 	}
 	stopSharedEnv = env.Stop
+	cacheOpts, err := app.CacheOptions(nil, nil)
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:                 env.Scheme,
+		Cache:                  cacheOpts,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},

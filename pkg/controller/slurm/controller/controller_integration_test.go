@@ -6,12 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gantry-dev/gantry/cmd/manager/app"
+
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -32,14 +33,10 @@ import (
 // does: Services and Pods are cached only when labelled managed-by=gantry.
 func startManager(t *testing.T, env *testenv.Env) {
 	t.Helper()
-	managed := labels.SelectorFromSet(labels.Set{builder.LabelManagedBy: builder.ManagedByGantry})
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:  env.Scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Service{}: {Label: managed},
-			&corev1.Pod{}:     {Label: managed},
-		}},
+		Scheme:     env.Scheme,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Cache:      managerCache(t),
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
@@ -209,4 +206,14 @@ func TestControllerIntegration(t *testing.T) {
 		g.Eventually(readyCondition).WithTimeout(30 * time.Second).
 			Should(And(Not(BeNil()), HaveField("Status", metav1.ConditionTrue), HaveField("Reason", controller.ReasonStatefulSetReady)))
 	})
+}
+
+// managerCache is the real manager's cache configuration.
+func managerCache(t *testing.T) cache.Options {
+	t.Helper()
+	opts, err := app.CacheOptions(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opts
 }

@@ -9,10 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gantry-dev/gantry/cmd/manager/app"
+
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -27,7 +28,6 @@ import (
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/nodeset"
-	"github.com/gantry-dev/gantry/pkg/framework/builder"
 	"github.com/gantry-dev/gantry/pkg/slurm"
 	"github.com/gantry-dev/gantry/pkg/slurm/fake"
 	"github.com/gantry-dev/gantry/test/testenv"
@@ -69,14 +69,10 @@ type harness struct {
 func startHarness(t *testing.T) *harness {
 	t.Helper()
 	env := testenv.Start(t, testenv.Options{AddToScheme: []func(*runtime.Scheme) error{slinkyv1beta1.AddToScheme}})
-	managed := labels.SelectorFromSet(labels.Set{builder.LabelManagedBy: builder.ManagedByGantry})
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:  env.Scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Service{}: {Label: managed},
-			&corev1.Pod{}:     {Label: managed},
-		}},
+		Scheme:     env.Scheme,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Cache:      managerCache(t),
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
@@ -227,4 +223,14 @@ func (w *writeCounter) wrap(c client.Client) client.Client {
 			return c.SubResource(sub).Patch(ctx, o, p, opts...)
 		},
 	})
+}
+
+// managerCache is the real manager's cache configuration.
+func managerCache(t *testing.T) cache.Options {
+	t.Helper()
+	opts, err := app.CacheOptions(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opts
 }

@@ -5,12 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gantry-dev/gantry/cmd/manager/app"
+
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,11 +32,10 @@ import (
 func TestRestApiIntegration(t *testing.T) {
 	g := NewWithT(t)
 	env := testenv.Start(t, testenv.Options{AddToScheme: []func(*runtime.Scheme) error{slinkyv1beta1.AddToScheme}})
-	managed := labels.SelectorFromSet(labels.Set{builder.LabelManagedBy: builder.ManagedByGantry})
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:     env.Scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Cache:      cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Service{}: {Label: managed}}},
+		Cache:      managerCache(t),
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -139,4 +139,14 @@ func TestRestApiIntegration(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(writes.Load()).To(BeZero())
 	})
+}
+
+// managerCache is the real manager's cache configuration.
+func managerCache(t *testing.T) cache.Options {
+	t.Helper()
+	opts, err := app.CacheOptions(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opts
 }
