@@ -63,7 +63,7 @@ func runNodeSetScale(b *testing.B, n int) {
 			return nodeset.SetupWithManager(mgr, oneFakeSlurm{slurmFake}, opts.MaxConcurrentReconciles)
 		},
 	})
-	counter := &WriteCounter{}
+	counter := &testenv.WriteCounter{}
 	done, err := StartManager(ctx, env.Config, reg, counter)
 	if err != nil {
 		b.Fatal(err)
@@ -170,7 +170,7 @@ func waitForPods(ctx context.Context, c client.Client, ns string, want int) erro
 }
 
 // settle waits until the manager stops writing and returns its total.
-func settle(counter *WriteCounter) int64 {
+func settle(counter *testenv.WriteCounter) int64 {
 	last := counter.Total()
 	_ = Poll(2*time.Second, 2*time.Minute, func() (bool, error) {
 		now := counter.Total()

@@ -39,7 +39,7 @@ func runRayClusterCreate(b *testing.B, n int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	reg := &workload.Registry{}
 	reg.MustRegister(raycluster.Integration())
-	counter := &WriteCounter{}
+	counter := &testenv.WriteCounter{}
 	done, err := StartManager(ctx, env.Config, reg, counter)
 	if err != nil {
 		b.Fatal(err)

@@ -60,7 +60,7 @@ func runTrainJobCreate(b *testing.B, n int) {
 
 	reg := &workload.Registry{}
 	reg.MustRegister(trainjob.Integration())
-	counter := &WriteCounter{}
+	counter := &testenv.WriteCounter{}
 	done, err := StartManager(ctx, env.Config, reg, counter)
 	if err != nil {
 		b.Fatal(err)

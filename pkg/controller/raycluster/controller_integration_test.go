@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
@@ -31,7 +32,11 @@ import (
 	"github.com/gantry-dev/gantry/test/testenv"
 )
 
-var k8s client.Client
+var (
+	k8s client.Client
+	// writes counts the manager's mutating API requests.
+	writes = &testenv.WriteCounter{}
+)
 
 // TestMain runs one API server and one Gantry manager (the real manager
 // wiring: label-filtered caches, the raycluster integration) for all tests.
@@ -51,7 +56,7 @@ func TestMain(m *testing.M) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- app.Run(ctx, env.Config, opts, reg) }()
+	go func() { done <- app.Run(ctx, writes.Wrap(env.Config), opts, reg) }()
 	k8s = env.Client
 	code := m.Run()
 	cancel()
@@ -468,4 +473,48 @@ func TestIngressAndAuthSecret(t *testing.T) {
 		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(secret), cur)).To(Succeed())
 		g.Expect(string(cur.Data["auth_token"])).To(Equal(token))
 	}, 2*time.Second).Should(Succeed())
+}
+
+// reconciles is how many RayCluster reconciles the manager has finished.
+func reconciles(g Gomega) float64 {
+	families, err := ctrlmetrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == "raycluster" {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
+}
+
+// TestConvergedClusterSendsNoWrites: once a cluster is ready, a reconcile
+// (triggered here by a label change) sends nothing — no Service apply, no
+// status write, no event.
+func TestConvergedClusterSendsNoWrites(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	rc := create(t, rctesting.MakeRayCluster("quiet").Namespace(ns).WorkerGroup("cpu", 2).Obj())
+	g.Eventually(func(g Gomega) { g.Expect(pods(g, rc, nil)).To(HaveLen(3)) }, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) { markReady(g, rc) }, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(get(g, rc).Status.State).To(Equal(rayv1.Ready)) }, timeout).Should(Succeed())
+
+	// Wait until the manager is idle, then poke the cluster.
+	g.Eventually(func() bool {
+		before := writes.Total()
+		time.Sleep(time.Second)
+		return writes.Total() == before
+	}, timeout).Should(BeTrue())
+	before, reconciled := writes.Total(), reconciles(g)
+	update(t, rc, func(c *rayv1.RayCluster) { c.Labels = map[string]string{"poke": "1"} })
+	g.Eventually(func(g Gomega) { g.Expect(reconciles(g)).To(BeNumerically(">", reconciled)) }, timeout).Should(Succeed())
+	g.Consistently(func() int64 { return writes.Total() - before }, 2*time.Second).Should(BeZero(),
+		"writes by verb: %v", writes.ByVerb())
 }
