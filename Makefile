@@ -57,6 +57,19 @@ test: test-assets ## Unit and integration tests (real kube-apiserver + etcd).
 bench: test-assets ## Benchmarks against a real API server (GANTRY_BENCH_N objects, default 100).
 	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$(BIN)}" $(GO) test ./test/bench/ -run '^$$' -bench '$(BENCH)' -benchtime=1x -timeout 60m -v $(GOTEST_FLAGS)
 
+# The local control plane is stopped on every exit path (trap), and the
+# exit status stays the tests'.
+.PHONY: test-e2e
+test-e2e: ## End-to-end tests on `make run`'s control plane (started and stopped); USE_EXISTING_CLUSTER=true uses $KUBECONFIG.
+	@if [ "$${USE_EXISTING_CLUSTER:-false}" = "true" ]; then \
+		: "$${KUBECONFIG:?USE_EXISTING_CLUSTER=true needs KUBECONFIG}"; \
+		$(GOTESTSUM) -- -tags e2e -count=1 -timeout 20m $(GOTEST_FLAGS) ./test/e2e/...; \
+	else \
+		trap '$(MAKE) --no-print-directory run-down' EXIT; \
+		$(MAKE) --no-print-directory run; \
+		KUBECONFIG="$$(cat .run/kubeconfig-path)" $(GOTESTSUM) -- -tags e2e -count=1 -timeout 20m $(GOTEST_FLAGS) ./test/e2e/...; \
+	fi
+
 .PHONY: test-assets
 test-assets: ## Build kube-apiserver and etcd for envtest unless KUBEBUILDER_ASSETS is set.
 	@if [ -z "$$KUBEBUILDER_ASSETS" ]; then $(MAKE) --no-print-directory $(KUBE_APISERVER) $(ETCD); fi

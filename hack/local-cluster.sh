@@ -81,7 +81,14 @@ up() {
   jobset_crds="$(go list -m -f '{{.Dir}}' sigs.k8s.io/jobset)/config/components/crd/bases"
   for dir in config/crd/bases "$jobset_crds"; do
     kubectl apply --server-side --force-conflicts --field-manager=gantry-run -f "$dir" >/dev/null
-    kubectl wait --for=condition=Established --timeout=60s -f "$dir" >/dev/null
+    # kubectl wait exits at once, instead of waiting, when a CRD has no
+    # status.conditions yet; retry until Established or a minute passed.
+    local ok=false
+    for _ in $(seq 1 60); do
+      if kubectl wait --for=condition=Established --timeout=30s -f "$dir" >/dev/null 2>&1; then ok=true; break; fi
+      sleep 1
+    done
+    [ "$ok" = true ] || { log "CRDs in $dir did not become Established"; exit 1; }
   done
   log "installed Gantry's and JobSet's CRDs"
   # The shipped ClusterTrainingRuntimes, so upstream TrainJob examples work.

@@ -1,0 +1,170 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
+	trainerv1alpha1 "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+)
+
+// The addresses hack/local-cluster.sh binds the manager to, overridable the
+// same way.
+func probeAddr() string   { return envOr("GANTRY_PROBE_ADDR", "127.0.0.1:8081") }
+func metricsAddr() string { return envOr("GANTRY_METRICS_ADDR", "127.0.0.1:8080") }
+
+func envOr(key, fallback string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return fallback
+}
+
+var httpClient = &http.Client{Timeout: 5 * time.Second}
+
+func httpGet(ctx context.Context, url string) (status int, body string, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, "", err
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(data), err
+}
+
+// TestManagerHealthAndMetrics: the manager answers its readiness probe and
+// exports the workload series of the objects that exist, and only of those.
+// It needs the manager's endpoints on this machine (`make run`); against a
+// cluster where the manager runs in-cluster it skips.
+func TestManagerHealthAndMetrics(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	readyz := "http://" + probeAddr() + "/readyz"
+	metrics := "http://" + metricsAddr() + "/metrics"
+	for _, url := range []string{readyz, metrics} {
+		if _, _, err := httpGet(ctx, url); err != nil {
+			t.Skipf("the manager is not reachable at %s (%v); it probably runs in-cluster. "+
+				"Set GANTRY_PROBE_ADDR and GANTRY_METRICS_ADDR (e.g. to a port-forward) to run this test", url, err)
+		}
+	}
+	g := newGomega(t)
+	for _, probe := range []string{readyz, "http://" + probeAddr() + "/healthz"} {
+		status, body, err := httpGet(ctx, probe)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(status).To(Equal(http.StatusOK), "%s: %s", probe, body)
+	}
+
+	ns := newNamespace(t, "metrics")
+	rc := createMinimalRayCluster(t, g, ns)
+	tj := loadSample[trainerv1alpha1.TrainJob](t, trainJobSample)
+	tj.Namespace = ns
+	createStrict(g, ctx, tj)
+
+	clusterInfo := series{name: "kuberay_cluster_info", labels: map[string]string{"namespace": ns, "name": rc.Name}}
+	trainJobCreated := series{name: "gantry_trainjob_status", labels: map[string]string{"namespace": ns, "name": tj.Name, "state": "Created"}}
+	g.Eventually(func(g Gomega) {
+		exposition := scrape(g, ctx, metrics)
+		g.Expect(clusterInfo.valueIn(exposition)).To(Equal("1"), "%s", clusterInfo)
+		g.Expect(trainJobCreated.valueIn(exposition)).To(Equal("1"), "%s", trainJobCreated)
+	}).Should(Succeed())
+
+	// Series of deleted objects must go, or a long-running manager's
+	// metrics grow with every object ever created.
+	anyTrainJobState := series{name: "gantry_trainjob_status", labels: map[string]string{"namespace": ns, "name": tj.Name}}
+	g.Expect(k8s.Delete(ctx, rc, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+	g.Expect(k8s.Delete(ctx, tj, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		expectGone(g, ctx, &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: rc.Name}})
+		expectGone(g, ctx, &trainerv1alpha1.TrainJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tj.Name}})
+		exposition := scrape(g, ctx, metrics)
+		g.Expect(clusterInfo.valueIn(exposition)).To(BeEmpty(), "%s after deletion", clusterInfo)
+		g.Expect(anyTrainJobState.valueIn(exposition)).To(BeEmpty(), "%s after deletion", anyTrainJobState)
+	}).Should(Succeed())
+}
+
+func scrape(g Gomega, ctx context.Context, url string) string {
+	status, body, err := httpGet(ctx, url)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(status).To(Equal(http.StatusOK), "%s", url)
+	return body
+}
+
+// series selects samples of one metric by a subset of their labels.
+type series struct {
+	name   string
+	labels map[string]string
+}
+
+func (s series) String() string { return fmt.Sprintf("%s%v", s.name, s.labels) }
+
+// valueIn returns the value of the first sample in a Prometheus text
+// exposition that matches s, or "" when none does.
+func (s series) valueIn(exposition string) string {
+	for _, line := range strings.Split(exposition, "\n") {
+		name, labels, value, ok := parseSample(line)
+		if !ok || name != s.name {
+			continue
+		}
+		matches := true
+		for k, v := range s.labels {
+			if labels[k] != v {
+				matches = false
+				break
+			}
+		}
+		if matches {
+			return value
+		}
+	}
+	return ""
+}
+
+// parseSample splits one line of the text format, name{k="v",...} value,
+// enough for the label values Gantry exports (names, namespaces, UIDs).
+func parseSample(line string) (name string, labels map[string]string, value string, ok bool) {
+	line = strings.TrimSpace(line)
+	if line == "" || strings.HasPrefix(line, "#") {
+		return "", nil, "", false
+	}
+	labels = map[string]string{}
+	rest := line
+	if open := strings.IndexByte(line, '{'); open >= 0 {
+		closing := strings.LastIndexByte(line, '}')
+		if closing < open {
+			return "", nil, "", false
+		}
+		name, rest = line[:open], line[closing+1:]
+		for _, pair := range strings.Split(line[open+1:closing], ",") {
+			k, v, found := strings.Cut(pair, "=")
+			if found {
+				labels[strings.TrimSpace(k)] = strings.Trim(v, `"`)
+			}
+		}
+	} else {
+		var found bool
+		if name, rest, found = strings.Cut(line, " "); !found {
+			return "", nil, "", false
+		}
+	}
+	fields := strings.Fields(rest)
+	if len(fields) == 0 {
+		return "", nil, "", false
+	}
+	return name, labels, fields[0], true
+}
