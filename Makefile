@@ -54,7 +54,7 @@ test: test-assets ## Unit and integration tests (real kube-apiserver + etcd).
 	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$(BIN)}" $(GOTESTSUM) -- $(GOTEST_RACE) $(GOTEST_FLAGS) ./...
 
 .PHONY: bench
-bench: test-assets ## Benchmarks against a real API server (GANTRY_BENCH_N objects, default 100).
+bench: test-assets manager ## Benchmarks against a real API server (GANTRY_BENCH_N objects, default 100).
 	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$(BIN)}" $(GO) test ./test/bench/ -run '^$$' -bench '$(BENCH)' -benchtime=1x -timeout 60m -v $(GOTEST_FLAGS)
 
 # The local control plane is stopped on every exit path (trap), and the

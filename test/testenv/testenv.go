@@ -144,6 +144,10 @@ func StartE(opts Options) (*Env, error) {
 	return &Env{Config: cfg, Client: c, Scheme: scheme, env: env}, nil
 }
 
+// KubeConfig is a kubeconfig for the control plane, for processes (the
+// manager binary) that run against it.
+func (e *Env) KubeConfig() []byte { return e.env.KubeConfig }
+
 // Stop shuts the control plane down.
 func (e *Env) Stop() error { return e.env.Stop() }
 
