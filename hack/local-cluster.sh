@@ -120,8 +120,10 @@ Gantry is running (manager ready: http://$PROBE_ADDR/readyz, metrics: http://$ME
 
   export KUBECONFIG=$KUBECONFIG
   $BIN/kubectl get nodes
-  $BIN/kubectl apply -f config/samples/          # example RayCluster, TrainJob and Slurm manifests
-  tail -f $STATE/manager.log                     # manager logs
+  $BIN/kubectl apply -f config/samples/ray_v1_raycluster_minimal.yaml   # a Ray cluster that becomes ready
+  $BIN/kubectl apply -f config/samples/trainer_v1alpha1_trainjob.yaml   # a TrainJob -> JobSet (no JobSet controller here)
+  $BIN/kubectl get raycluster,trainjob,pods
+  tail -f $STATE/manager.log                                            # manager logs
 
 Stop everything with:  make run-down
 MSG
