@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -89,7 +90,7 @@ func startHarness(t *testing.T) *harness {
 
 func newHarness() (*harness, error) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-	env, err := testenv.StartE(testenv.Options{AddToScheme: []func(*apiruntime.Scheme) error{trainer.AddToScheme, jobsetv1alpha2.AddToScheme}})
+	env, err := testenv.StartE(testenv.Options{AddToScheme: []func(*apiruntime.Scheme) error{trainer.AddToScheme, jobsetv1alpha2.AddToScheme, apiextensionsv1.AddToScheme}})
 	if err != nil {
 		return nil, err
 	}
