@@ -8,8 +8,10 @@ import (
 	"context"
 	"os"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -87,16 +89,17 @@ func Poll(interval, timeout time.Duration, cond func() (bool, error)) error {
 	}
 }
 
-// WaitQuiet returns once the counter has not moved for quiet, or after max.
-func WaitQuiet(w *testenv.WriteCounter, quiet, max time.Duration) {
-	deadline := time.Now().Add(max)
-	last := w.Total()
-	for time.Now().Before(deadline) {
-		time.Sleep(quiet)
-		now := w.Total()
-		if now == last {
-			return
-		}
-		last = now
+// LogWrites logs the manager's writes by verb and resource, with the count
+// per benchmarked object (unit names the object: "cluster", "pod").
+func LogWrites(b *testing.B, counter *testenv.WriteCounter, n int, unit string) {
+	b.Helper()
+	byVerb := counter.ByVerb()
+	keys := make([]string, 0, len(byVerb))
+	for k := range byVerb {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		b.Logf("%-40s %6d (%.2f per %s)", k, byVerb[k], float64(byVerb[k])/float64(n), unit)
 	}
 }

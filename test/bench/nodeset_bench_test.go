@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -136,15 +135,7 @@ func runNodeSetScale(b *testing.B, n int) {
 			}
 		}
 	}
-	byVerb := counter.ByVerb()
-	keys := make([]string, 0, len(byVerb))
-	for k := range byVerb {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		b.Logf("%-40s %6d (%.2f per pod)", k, byVerb[k], float64(byVerb[k])/float64(n))
-	}
+	LogWrites(b, counter, n, "pod")
 }
 
 func scale(ctx context.Context, b *testing.B, c client.Client, ns string, replicas int32) {

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"sort"
 	"testing"
 	"time"
 
@@ -117,18 +116,10 @@ func runRayClusterCreate(b *testing.B, n int, process bool) {
 		b.ReportMetric(proc.PeakRSSMiB(), "manager-peak-rss-MiB")
 		return
 	}
-	WaitQuiet(counter, 2*time.Second, time.Minute)
+	counter.WaitQuiet(2*time.Second, time.Minute)
 	writes := counter.Total()
 	b.ReportMetric(float64(writes)/float64(n), "writes/cluster")
 	b.ReportMetric(HeapInuseMiB()-heapBefore, "heap-MiB")
 	b.ReportMetric(PeakRSSMiB(), "peak-rss-MiB")
-	byVerb := counter.ByVerb()
-	keys := make([]string, 0, len(byVerb))
-	for k := range byVerb {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		b.Logf("%-40s %6d (%.2f per cluster)", k, byVerb[k], float64(byVerb[k])/float64(n))
-	}
+	LogWrites(b, counter, n, "cluster")
 }

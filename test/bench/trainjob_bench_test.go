@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"testing"
 	"time"
 
@@ -130,17 +129,9 @@ func runTrainJobCreate(b *testing.B, n int, process bool) {
 		b.ReportMetric(proc.PeakRSSMiB(), "manager-peak-rss-MiB")
 		return
 	}
-	WaitQuiet(counter, 2*time.Second, time.Minute)
+	counter.WaitQuiet(2*time.Second, time.Minute)
 	b.ReportMetric(float64(counter.Total())/float64(n), "writes/job")
 	b.ReportMetric(HeapInuseMiB()-heapBefore, "heap-MiB")
 	b.ReportMetric(PeakRSSMiB(), "peak-rss-MiB")
-	byVerb := counter.ByVerb()
-	keys := make([]string, 0, len(byVerb))
-	for k := range byVerb {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		b.Logf("%-40s %6d (%.2f per job)", k, byVerb[k], float64(byVerb[k])/float64(n))
-	}
+	LogWrites(b, counter, n, "job")
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/client-go/rest"
 )
@@ -72,4 +73,21 @@ func resourceOf(path string) string {
 		return parts[len(parts)-2]
 	}
 	return path
+}
+
+// WaitQuiet returns once no write was counted for quiet, or after max has
+// passed; it reports whether the manager went quiet. Only a time window can
+// tell "idle" from "about to write", hence the wait.
+func (w *WriteCounter) WaitQuiet(quiet, max time.Duration) bool {
+	deadline := time.Now().Add(max)
+	last := w.Total()
+	for time.Now().Before(deadline) {
+		time.Sleep(quiet)
+		now := w.Total()
+		if now == last {
+			return true
+		}
+		last = now
+	}
+	return false
 }

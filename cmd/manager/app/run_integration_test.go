@@ -18,6 +18,7 @@ import (
 	"github.com/gantry-dev/gantry/pkg/framework/builder"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 	"github.com/gantry-dev/gantry/test/testenv"
+	"github.com/onsi/gomega"
 )
 
 func freeAddr(t *testing.T) string {
@@ -52,13 +53,8 @@ func (s *seenPods) has(nn types.NamespacedName) bool {
 
 func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	gomega.NewWithT(t).Eventually(cond).WithTimeout(timeout).WithPolling(100*time.Millisecond).
+		Should(gomega.BeTrue(), "timed out waiting for %s", what)
 }
 
 func pod(ns, name string, lbls map[string]string) *corev1.Pod {

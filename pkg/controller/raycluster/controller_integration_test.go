@@ -507,11 +507,7 @@ func TestConvergedClusterSendsNoWrites(t *testing.T) {
 	g.Eventually(func(g Gomega) { g.Expect(get(g, rc).Status.State).To(Equal(rayv1.Ready)) }, timeout).Should(Succeed())
 
 	// Wait until the manager is idle, then poke the cluster.
-	g.Eventually(func() bool {
-		before := writes.Total()
-		time.Sleep(time.Second)
-		return writes.Total() == before
-	}, timeout).Should(BeTrue())
+	g.Expect(writes.WaitQuiet(time.Second, timeout)).To(BeTrue(), "the manager kept writing: %v", writes.ByVerb())
 	before, reconciled := writes.Total(), reconciles(g)
 	update(t, rc, func(c *rayv1.RayCluster) { c.Labels = map[string]string{"poke": "1"} })
 	g.Eventually(func(g Gomega) { g.Expect(reconciles(g)).To(BeNumerically(">", reconciled)) }, timeout).Should(Succeed())

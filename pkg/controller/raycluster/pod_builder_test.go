@@ -525,7 +525,13 @@ func TestManagedByOnEveryObject(t *testing.T) {
 	}
 	rbac := BuildAutoscalerRBAC(cluster)
 	job := BuildRedisCleanupJob(cluster, opts)
+	secret, err := BuildAuthSecret(cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
 	objects := map[string]map[string]string{
+		"ingress":           BuildHeadIngress(cluster).Labels,
+		"auth secret":       secret.Labels,
 		"head pod":          BuildHeadPod(cluster, opts).Labels,
 		"worker pod":        ptr.To(BuildWorkerPod(cluster, w.Group("cpu"), WorkerReplica{}, opts)).Labels,
 		"head service":      BuildHeadService(cluster, opts).Labels,

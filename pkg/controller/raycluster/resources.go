@@ -11,22 +11,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
-	"github.com/gantry-dev/gantry/pkg/framework/builder"
 )
 
 // applyOwned server-side applies an object the cluster owns wholesale
-// (Services, autoscaler RBAC), sending nothing when the cached object
+// (Services, autoscaler RBAC, Ingress; their builders label them
+// managed-by=gantry, which the manager's cache needs), sending nothing when the cached object
 // already matches, and reports whether the object was new. Beyond KubeRay,
 // whose objects are create-only, a changed annotation or port reaches the
 // cluster and edits by others to fields Gantry owns are taken back.
 func (r *Reconciler) applyOwned(ctx context.Context, desired client.Object, live client.Object) (created bool, err error) {
-	labels := desired.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[builder.LabelManagedBy] = builder.ManagedByGantry
-	desired.SetLabels(labels)
-
 	err = r.client.Get(ctx, client.ObjectKeyFromObject(desired), live)
 	switch {
 	case apierrors.IsNotFound(err):

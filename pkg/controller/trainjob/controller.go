@@ -136,7 +136,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if isFinished(trainJob.Status.Conditions) {
+	if trainer.IsFinished(trainJob.Status.Conditions) {
 		return ctrl.Result{}, r.reconcileFinished(ctx, trainJob, jobSet)
 	}
 	var rq requeue.Requeue

@@ -50,12 +50,12 @@ func (r *Reconciler) writeStatus(ctx context.Context, trainJob *trainer.TrainJob
 func desiredStatus(rt *runtime.Runtime, trainJob *trainer.TrainJob, jobSet *jobsetv1alpha2.JobSet, o outcome, now metav1.Time) trainer.TrainJobStatus {
 	st := rt.Status(trainJob, jobSet, now)
 	if o.created != nil && jobSet == nil {
-		setCondition(&st.Conditions, *o.created, now)
+		status.SetCondition(&st.Conditions, *o.created, now)
 	}
 	reflectSuspend(&st, trainJob, jobSet, now)
-	if o.failed != nil && !isFinished(st.Conditions) {
+	if o.failed != nil && !trainer.IsFinished(st.Conditions) {
 		stopRunning(&st.Conditions, now)
-		setCondition(&st.Conditions, *o.failed, now)
+		status.SetCondition(&st.Conditions, *o.failed, now)
 	}
 	return st
 }
@@ -65,24 +65,12 @@ func stopRunning(conds *[]metav1.Condition, now metav1.Time) {
 	if !meta.IsStatusConditionTrue(*conds, trainer.TrainJobRunning) {
 		return
 	}
-	setCondition(conds, metav1.Condition{
+	status.SetCondition(conds, metav1.Condition{
 		Type:    trainer.TrainJobRunning,
 		Status:  metav1.ConditionFalse,
 		Reason:  jobsetplugin.RunningFalseReasonFinished,
 		Message: "The TrainJob has finished",
 	}, now)
-}
-
-// setCondition is meta.SetStatusCondition with the reconcile's clock.
-func setCondition(conds *[]metav1.Condition, c metav1.Condition, now metav1.Time) {
-	if c.LastTransitionTime.IsZero() {
-		c.LastTransitionTime = now
-	}
-	meta.SetStatusCondition(conds, c)
-}
-
-func isFinished(conds []metav1.Condition) bool {
-	return meta.IsStatusConditionTrue(conds, trainer.TrainJobComplete) || meta.IsStatusConditionTrue(conds, trainer.TrainJobFailed)
 }
 
 func deadlineExceeded(conds []metav1.Condition) bool {

@@ -7,6 +7,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	"github.com/gantry-dev/gantry/pkg/framework/status"
 	jobsetplugin "github.com/gantry-dev/gantry/pkg/runtime/plugins/jobset"
 )
 
@@ -28,11 +29,11 @@ func isSuspended(trainJob *trainer.TrainJob) bool {
 // no longer is. A job that was never suspended gets no Suspended condition,
 // and a finished job's conditions are left as they are.
 func reflectSuspend(st *trainer.TrainJobStatus, trainJob *trainer.TrainJob, jobSet *jobsetv1alpha2.JobSet, now metav1.Time) {
-	if isFinished(st.Conditions) {
+	if trainer.IsFinished(st.Conditions) {
 		return
 	}
 	if isSuspended(trainJob) {
-		setCondition(&st.Conditions, metav1.Condition{
+		status.SetCondition(&st.Conditions, metav1.Condition{
 			Type:    trainer.TrainJobSuspended,
 			Status:  metav1.ConditionTrue,
 			Reason:  trainer.TrainJobSuspendedReason,
@@ -40,7 +41,7 @@ func reflectSuspend(st *trainer.TrainJobStatus, trainJob *trainer.TrainJob, jobS
 		}, now)
 		// Whatever the JobSet's counters say, suspension is why it is not running.
 		if meta.FindStatusCondition(st.Conditions, trainer.TrainJobRunning) != nil {
-			setCondition(&st.Conditions, metav1.Condition{
+			status.SetCondition(&st.Conditions, metav1.Condition{
 				Type:    trainer.TrainJobRunning,
 				Status:  metav1.ConditionFalse,
 				Reason:  jobsetplugin.RunningFalseReasonSuspended,
@@ -56,7 +57,7 @@ func reflectSuspend(st *trainer.TrainJobStatus, trainJob *trainer.TrainJob, jobS
 		// The resume has not reached the JobSet yet (apply failed or pending).
 		return
 	}
-	setCondition(&st.Conditions, metav1.Condition{
+	status.SetCondition(&st.Conditions, metav1.Condition{
 		Type:    trainer.TrainJobSuspended,
 		Status:  metav1.ConditionFalse,
 		Reason:  trainer.TrainJobResumedReason,

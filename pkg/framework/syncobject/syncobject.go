@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/gantry-dev/gantry/pkg/framework/builder"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -184,20 +185,14 @@ func describe(obj client.Object) string {
 	return fmt.Sprintf("%s %s", kind, obj.GetName())
 }
 
-// mergeStringMaps keeps every live key and lets desired keys win. A nil result
-// for two empty inputs keeps the patch free of a spurious "{}" value.
+// mergeStringMaps keeps every live key and lets desired keys win. A nil or
+// empty live map is returned as is for two empty inputs, keeping the patch
+// free of a spurious "{}" value.
 func mergeStringMaps(live, desired map[string]string) map[string]string {
 	if len(live) == 0 && len(desired) == 0 {
 		return live
 	}
-	out := make(map[string]string, len(live)+len(desired))
-	for k, v := range live {
-		out[k] = v
-	}
-	for k, v := range desired {
-		out[k] = v
-	}
-	return out
+	return builder.MergeLabels(live, desired)
 }
 
 // mergeOwnerReferences replaces live references with desired ones of the same

@@ -6,20 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gantry-dev/gantry/cmd/manager/app"
-
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
@@ -33,27 +27,7 @@ import (
 // does: Services and Pods are cached only when labelled managed-by=gantry.
 func startManager(t *testing.T, env *testenv.Env) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:     env.Scheme,
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Cache:      managerCache(t),
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := controller.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	testutil.StartManager(t, env, func(mgr ctrl.Manager) error { return controller.SetupWithManager(mgr) })
 }
 
 func TestControllerIntegration(t *testing.T) {
@@ -206,14 +180,4 @@ func TestControllerIntegration(t *testing.T) {
 		g.Eventually(readyCondition).WithTimeout(30 * time.Second).
 			Should(And(Not(BeNil()), HaveField("Status", metav1.ConditionTrue), HaveField("Reason", controller.ReasonStatefulSetReady)))
 	})
-}
-
-// managerCache is the real manager's cache configuration.
-func managerCache(t *testing.T) cache.Options {
-	t.Helper()
-	opts, err := app.CacheOptions(nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return opts
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -265,15 +266,13 @@ func (r *Reconciler) keyHashes(ctx context.Context, c *slinkyv1beta1.Controller)
 // configHashInput combines the operator's files with the user's so that an
 // edit of a referenced file (gres.conf, a script) also rolls slurmctld.
 func configHashInput(own, user map[string]string) map[string]string {
-	out := make(map[string]string, len(own)+len(user))
-	for k, v := range own {
-		out[k] = v
+	// '/' cannot appear in a ConfigMap key, so user entries never collide
+	// with the operator's file names.
+	out := maps.Clone(own)
+	if out == nil {
+		out = map[string]string{}
 	}
-	for k, v := range user {
-		// '/' cannot appear in a ConfigMap key, so user entries never
-		// collide with the operator's file names.
-		out[k] = v
-	}
+	maps.Copy(out, user)
 	return out
 }
 

@@ -9,24 +9,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gantry-dev/gantry/cmd/manager/app"
-
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/nodeset"
 	"github.com/gantry-dev/gantry/pkg/slurm"
 	"github.com/gantry-dev/gantry/pkg/slurm/fake"
@@ -69,28 +64,8 @@ type harness struct {
 func startHarness(t *testing.T) *harness {
 	t.Helper()
 	env := testenv.Start(t, testenv.Options{AddToScheme: []func(*runtime.Scheme) error{slinkyv1beta1.AddToScheme}})
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:     env.Scheme,
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Cache:      managerCache(t),
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	clients := &fakeClients{m: map[types.NamespacedName]*fake.Client{}}
-	if err := nodeset.SetupWithManager(mgr, clients, 2); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	mgr := testutil.StartManager(t, env, func(mgr ctrl.Manager) error { return nodeset.SetupWithManager(mgr, clients, 2) })
 	return &harness{t: t, ctx: context.Background(), c: env.Client, mgr: mgr, clients: clients}
 }
 
@@ -223,14 +198,4 @@ func (w *writeCounter) wrap(c client.Client) client.Client {
 			return c.SubResource(sub).Patch(ctx, o, p, opts...)
 		},
 	})
-}
-
-// managerCache is the real manager's cache configuration.
-func managerCache(t *testing.T) cache.Options {
-	t.Helper()
-	opts, err := app.CacheOptions(nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return opts
 }

@@ -5,20 +5,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gantry-dev/gantry/cmd/manager/app"
-
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
@@ -32,25 +26,14 @@ import (
 func TestRestApiIntegration(t *testing.T) {
 	g := NewWithT(t)
 	env := testenv.Start(t, testenv.Options{AddToScheme: []func(*runtime.Scheme) error{slinkyv1beta1.AddToScheme}})
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:     env.Scheme,
-		Metrics:    metricsserver.Options{BindAddress: "0"},
-		Cache:      managerCache(t),
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(restapi.SetupWithManager(mgr)).To(Succeed())
-	// Both Slurm reconcilers register the shared field indexes.
-	g.Expect(controller.SetupWithManager(mgr)).To(Succeed())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager: %v", err)
+	testutil.StartManager(t, env, func(mgr ctrl.Manager) error {
+		if err := restapi.SetupWithManager(mgr); err != nil {
+			return err
 		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+		// Both Slurm reconcilers register the shared field indexes.
+		return controller.SetupWithManager(mgr)
+	})
+	ctx := context.Background()
 
 	c := env.Client
 	const ns = "restapi-it"
@@ -139,14 +122,4 @@ func TestRestApiIntegration(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(writes.Load()).To(BeZero())
 	})
-}
-
-// managerCache is the real manager's cache configuration.
-func managerCache(t *testing.T) cache.Options {
-	t.Helper()
-	opts, err := app.CacheOptions(nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return opts
 }

@@ -45,17 +45,10 @@ func active(info *framework.Info) bool {
 // Validate rejects reserved env names in the TrainJob (Gantry; upstream
 // would let the user's value be overwritten silently).
 func (JAX) Validate(info *framework.Info, _, newJob *trainer.TrainJob) field.ErrorList {
-	if !active(info) || newJob.Spec.Trainer == nil {
+	if !active(info) {
 		return nil
 	}
-	var errs field.ErrorList
-	for i, e := range newJob.Spec.Trainer.Env {
-		if ReservedEnvNames.Has(e.Name) {
-			errs = append(errs, field.Forbidden(field.NewPath("spec", "trainer", "env").Index(i),
-				fmt.Sprintf("%s is set by the JAX runtime", e.Name)))
-		}
-	}
-	return errs
+	return framework.ReservedEnvErrors(newJob, ReservedEnvNames, "JAX")
 }
 
 // EnforceMLPolicy sets the process count, the process id (the pod's
@@ -65,13 +58,9 @@ func (JAX) EnforceMLPolicy(info *framework.Info, trainJob *trainer.TrainJob) err
 		return nil
 	}
 	framework.ApplyTrainerCountAndEnv(info, trainJob)
-	ps := info.TrainerPodSet()
-	if ps == nil {
-		return framework.NewBuildError("the jax policy needs a replicated job labelled %s=%s", trainer.LabelTrainJobAncestor, trainer.AncestorTrainer)
-	}
-	node := ps.FindContainer(trainer.TrainerNodeName)
-	if node == nil {
-		return framework.NewBuildError("replicated job %q has no %q container", ps.Name, trainer.TrainerNodeName)
+	ps, node, err := info.TrainerNode("jax")
+	if err != nil {
+		return err
 	}
 	framework.UpsertEnv(&node.Env,
 		corev1.EnvVar{Name: EnvNumProcesses, Value: strconv.Itoa(int(ps.Count))},

@@ -10,6 +10,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	fwstatus "github.com/gantry-dev/gantry/pkg/framework/status"
 )
 
 // Reasons of a Running=False condition (Gantry). Running is only written
@@ -40,13 +41,13 @@ const (
 func TrainJobStatus(trainJob *trainer.TrainJob, jobSet *jobsetv1alpha2.JobSet, now metav1.Time) trainer.TrainJobStatus {
 	status := *trainJob.Status.DeepCopy()
 	if jobSet == nil {
-		if ptr.Deref(trainJob.Spec.Suspend, false) && !isFinished(status.Conditions) {
-			setCondition(&status.Conditions, suspendedCondition(metav1.ConditionTrue, now), now)
+		if ptr.Deref(trainJob.Spec.Suspend, false) && !trainer.IsFinished(status.Conditions) {
+			fwstatus.SetCondition(&status.Conditions, suspendedCondition(metav1.ConditionTrue, now), now)
 		}
 		return status
 	}
 
-	setCondition(&status.Conditions, metav1.Condition{
+	fwstatus.SetCondition(&status.Conditions, metav1.Condition{
 		Type:    trainer.TrainJobCreated,
 		Status:  metav1.ConditionTrue,
 		Reason:  trainer.TrainJobJobsCreationSucceededReason,
@@ -54,7 +55,7 @@ func TrainJobStatus(trainJob *trainer.TrainJob, jobSet *jobsetv1alpha2.JobSet, n
 	}, now)
 
 	if c := meta.FindStatusCondition(jobSet.Status.Conditions, string(jobsetv1alpha2.JobSetSuspended)); c != nil {
-		setCondition(&status.Conditions, suspendedCondition(c.Status, c.LastTransitionTime), now)
+		fwstatus.SetCondition(&status.Conditions, suspendedCondition(c.Status, c.LastTransitionTime), now)
 	}
 	suspended := meta.IsStatusConditionTrue(status.Conditions, trainer.TrainJobSuspended)
 
@@ -67,10 +68,10 @@ func TrainJobStatus(trainJob *trainer.TrainJob, jobSet *jobsetv1alpha2.JobSet, n
 	}
 
 	status.JobsStatus = jobsStatus(jobSet.Status.ReplicatedJobsStatus)
-	finished := completed != nil || failed != nil || isFinished(status.Conditions)
+	finished := completed != nil || failed != nil || trainer.IsFinished(status.Conditions)
 	switch {
 	case !suspended && !finished && anyActive(status.JobsStatus):
-		setCondition(&status.Conditions, metav1.Condition{
+		fwstatus.SetCondition(&status.Conditions, metav1.Condition{
 			Type:    trainer.TrainJobRunning,
 			Status:  metav1.ConditionTrue,
 			Reason:  trainer.TrainJobJobsRunningReason,
@@ -84,7 +85,7 @@ func TrainJobStatus(trainJob *trainer.TrainJob, jobSet *jobsetv1alpha2.JobSet, n
 		case suspended:
 			reason, message = RunningFalseReasonSuspended, trainer.TrainJobSuspendedMessage
 		}
-		setCondition(&status.Conditions, metav1.Condition{
+		fwstatus.SetCondition(&status.Conditions, metav1.Condition{
 			Type: trainer.TrainJobRunning, Status: metav1.ConditionFalse, Reason: reason, Message: message,
 		}, now)
 	}
@@ -92,10 +93,10 @@ func TrainJobStatus(trainJob *trainer.TrainJob, jobSet *jobsetv1alpha2.JobSet, n
 	// Terminal conditions go last so the printed State column, which shows
 	// the last condition, ends on them.
 	if completed != nil {
-		setCondition(&status.Conditions, *completed, now)
+		fwstatus.SetCondition(&status.Conditions, *completed, now)
 	}
 	if failed != nil {
-		setCondition(&status.Conditions, *failed, now)
+		fwstatus.SetCondition(&status.Conditions, *failed, now)
 	}
 	return status
 }
@@ -119,19 +120,6 @@ func renamed(c *metav1.Condition, typ string) *metav1.Condition {
 	out.Type = typ
 	out.ObservedGeneration = 0
 	return out
-}
-
-// setCondition is meta.SetStatusCondition with a caller-supplied clock, so a
-// transition without a source timestamp gets now rather than wall time.
-func setCondition(conds *[]metav1.Condition, c metav1.Condition, now metav1.Time) {
-	if c.LastTransitionTime.IsZero() {
-		c.LastTransitionTime = now
-	}
-	meta.SetStatusCondition(conds, c)
-}
-
-func isFinished(conds []metav1.Condition) bool {
-	return meta.IsStatusConditionTrue(conds, trainer.TrainJobComplete) || meta.IsStatusConditionTrue(conds, trainer.TrainJobFailed)
 }
 
 func jobsStatus(in []jobsetv1alpha2.ReplicatedJobStatus) []trainer.JobStatus {

@@ -87,13 +87,9 @@ func (Torch) EnforceMLPolicy(info *framework.Info, trainJob *trainer.TrainJob) e
 		return nil
 	}
 	framework.ApplyTrainerCountAndEnv(info, trainJob)
-	ps := info.TrainerPodSet()
-	if ps == nil {
-		return framework.NewBuildError("the torch policy needs a replicated job labelled %s=%s", trainer.LabelTrainJobAncestor, trainer.AncestorTrainer)
-	}
-	node := ps.FindContainer(trainer.TrainerNodeName)
-	if node == nil {
-		return framework.NewBuildError("replicated job %q has no %q container", ps.Name, trainer.TrainerNodeName)
+	ps, node, err := info.TrainerNode("torch")
+	if err != nil {
+		return err
 	}
 	env := []corev1.EnvVar{
 		{Name: trainer.TorchEnvNumNodes, Value: strconv.Itoa(int(ps.Count))},

@@ -45,17 +45,10 @@ func active(info *framework.Info) bool {
 
 // Validate rejects reserved env names in the TrainJob.
 func (XGBoost) Validate(info *framework.Info, _, newJob *trainer.TrainJob) field.ErrorList {
-	if !active(info) || newJob.Spec.Trainer == nil {
+	if !active(info) {
 		return nil
 	}
-	var errs field.ErrorList
-	for i, e := range newJob.Spec.Trainer.Env {
-		if ReservedEnvNames.Has(e.Name) {
-			errs = append(errs, field.Forbidden(field.NewPath("spec", "trainer", "env").Index(i),
-				fmt.Sprintf("%s is reserved for the XGBoost runtime", e.Name)))
-		}
-	}
-	return errs
+	return framework.ReservedEnvErrors(newJob, ReservedEnvNames, "XGBoost")
 }
 
 // EnforceMLPolicy sets the tracker address and port, the task id (the pod's
@@ -66,13 +59,9 @@ func (XGBoost) EnforceMLPolicy(info *framework.Info, trainJob *trainer.TrainJob)
 		return nil
 	}
 	framework.ApplyTrainerCountAndEnv(info, trainJob)
-	ps := info.TrainerPodSet()
-	if ps == nil {
-		return framework.NewBuildError("the xgboost policy needs a replicated job labelled %s=%s", trainer.LabelTrainJobAncestor, trainer.AncestorTrainer)
-	}
-	node := ps.FindContainer(trainer.TrainerNodeName)
-	if node == nil {
-		return framework.NewBuildError("replicated job %q has no %q container", ps.Name, trainer.TrainerNodeName)
+	ps, node, err := info.TrainerNode("xgboost")
+	if err != nil {
+		return err
 	}
 	workersPerNode := max(1, framework.GPUCount(node.Resources))
 	framework.UpsertEnv(&node.Env,
