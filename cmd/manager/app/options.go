@@ -7,13 +7,16 @@ package app
 import (
 	"flag"
 	"fmt"
+	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/gantry-dev/gantry/pkg/framework/features"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
+	"github.com/gantry-dev/gantry/pkg/webhook/certs"
 )
 
 // Options are the manager's settings, all from flags and read once at start-up.
@@ -30,6 +33,16 @@ type Options struct {
 	KubeAPIBurst            int
 	MaxConcurrentReconciles int
 	Zap                     zap.Options
+
+	// Leader-election timings (controller-runtime's defaults: 15s/10s/2s).
+	LeaseDuration time.Duration
+	RenewDeadline time.Duration
+	RetryPeriod   time.Duration
+
+	// WebhookPort serves the admission webhooks; 0 runs no webhook server.
+	WebhookPort int
+	// Certs configures the webhook serving certificate.
+	Certs certs.Options
 
 	// Features holds every registered workload's gates, set from --feature-gates.
 	Features *features.Gate
@@ -64,6 +77,20 @@ func ParseFlags(args []string, reg *workload.Registry) (*Options, error) {
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", 100, "Client-side QPS limit towards the API server.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 200, "Client-side burst limit towards the API server.")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 1, "Default number of parallel reconciles per controller.")
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long a non-leader waits before taking over an unrenewed leadership.")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew before it gives up leadership.")
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "How often leader-election clients retry.")
+
+	fs.IntVar(&o.WebhookPort, "webhook-port", 9443, "Port of the admission webhook server; 0 serves no webhooks (the controllers still validate).")
+	fs.StringVar(&o.Certs.CertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory holding the webhook serving certificate (tls.crt, tls.key).")
+	fs.StringVar(&o.Certs.Mode, "cert-management", certs.ModeSelf, "Who provides the webhook serving certificate: \"self\" (Gantry makes, stores, injects and rotates it) or \"external\" (files in --webhook-cert-dir, e.g. from cert-manager).")
+	fs.StringVar(&o.Certs.SecretName, "webhook-secret-name", "gantry-webhook-cert", "Secret holding the self-managed CA and serving certificate.")
+	fs.StringVar(&o.Certs.SecretNamespace, "webhook-secret-namespace", "", "Namespace of --webhook-secret-name (default: the manager's own namespace).")
+	fs.StringVar(&o.Certs.ServiceName, "webhook-service-name", "gantry-webhook", "The webhook Service; its DNS names go into the certificate.")
+	fs.StringSliceVar(&o.Certs.ExtraDNSNames, "webhook-dns-names", nil, "Extra DNS names for the certificate, e.g. localhost when the API server calls the webhooks by URL.")
+	fs.StringVar(&o.Certs.ValidatingConfiguration, "validating-webhook-configuration", "gantry-validating-webhook-configuration", "ValidatingWebhookConfiguration whose caBundle Gantry keeps current.")
+	fs.StringVar(&o.Certs.MutatingConfiguration, "mutating-webhook-configuration", "gantry-mutating-webhook-configuration", "MutatingWebhookConfiguration whose caBundle Gantry keeps current.")
+	fs.BoolVar(&o.Certs.WriteFiles, "webhook-cert-write", false, "Copy the self-managed certificate from its Secret into --webhook-cert-dir; for managers running outside a cluster, where no kubelet mounts the Secret.")
 	o.Features.AddFlag(fs)
 
 	goFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
@@ -90,5 +117,37 @@ func ParseFlags(args []string, reg *workload.Registry) (*Options, error) {
 	if _, err := reg.Select(o.Controllers); err != nil {
 		return nil, err
 	}
+	if o.WebhookPort < 0 || o.WebhookPort > 65535 {
+		return nil, fmt.Errorf("--webhook-port must be between 0 and 65535")
+	}
+	if o.WebhookPort > 0 {
+		if o.Certs.SecretNamespace == "" {
+			o.Certs.SecretNamespace = ownNamespace()
+		}
+		if o.Certs.Mode == certs.ModeSelf && o.Certs.SecretNamespace == "" {
+			return nil, fmt.Errorf("admission webhooks are on (--webhook-port=%d) but the manager's namespace is unknown outside a cluster: "+
+				"pass --webhook-secret-namespace (and --webhook-dns-names=localhost --webhook-cert-write to serve the API server by URL), "+
+				"or --webhook-port=0 to run without admission webhooks", o.WebhookPort)
+		}
+		if err := o.Certs.Validate(); err != nil {
+			return nil, err
+		}
+	}
 	return o, nil
+}
+
+// serviceAccountNamespaceFile is where a pod finds its own namespace.
+const serviceAccountNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// ownNamespace is the manager's namespace when it runs in a pod: POD_NAMESPACE
+// (the chart sets it through the downward API), else the service account's
+// namespace file; empty outside a cluster. Read once at start-up.
+func ownNamespace() string {
+	if ns := strings.TrimSpace(os.Getenv("POD_NAMESPACE")); ns != "" {
+		return ns
+	}
+	if b, err := os.ReadFile(serviceAccountNamespaceFile); err == nil {
+		return strings.TrimSpace(string(b))
+	}
+	return ""
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/component-base/featuregate"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,6 +28,7 @@ func testRegistry(t *testing.T) *workload.Registry {
 }
 
 func TestParseFlagsDefaults(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "gantry-system")
 	o, err := ParseFlags(nil, testRegistry(t))
 	if err != nil {
 		t.Fatal(err)
@@ -37,6 +39,28 @@ func TestParseFlagsDefaults(t *testing.T) {
 	}
 	if !o.Features.Enabled(testGate) {
 		t.Fatal("a registered gate's default (on) was not applied")
+	}
+	if o.WebhookPort != 9443 || o.Certs.Mode != "self" || o.Certs.SecretNamespace != "gantry-system" ||
+		o.Certs.SecretName != "gantry-webhook-cert" || o.Certs.WriteFiles {
+		t.Fatalf("unexpected webhook defaults: %+v", o.Certs)
+	}
+	if got := strings.Join(o.Certs.DNSNames(), ","); got != "gantry-webhook.gantry-system.svc,gantry-webhook.gantry-system.svc.cluster.local,gantry-webhook.gantry-system" {
+		t.Fatalf("certificate DNS names = %s", got)
+	}
+}
+
+func TestParseFlagsWebhooksOutsideACluster(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "")
+	_, err := ParseFlags(nil, testRegistry(t))
+	if err == nil || !strings.Contains(err.Error(), "--webhook-port=0") {
+		t.Fatalf("outside a cluster the default webhook setup must fail with advice, got %v", err)
+	}
+	o, err := ParseFlags([]string{"--webhook-secret-namespace=gantry-system", "--webhook-dns-names=localhost", "--webhook-cert-write"}, testRegistry(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.Certs.WriteFiles || !strings.Contains(strings.Join(o.Certs.DNSNames(), ","), "localhost") {
+		t.Fatalf("unexpected webhook options: %+v", o.Certs)
 	}
 }
 
@@ -66,10 +90,24 @@ func TestParseFlags(t *testing.T) {
 		{name: "bad qps", args: []string{"--kube-api-qps=0"}, wantErr: "must be positive"},
 		{name: "empty namespace", args: []string{"--namespaces=a,,b"}, wantErr: "empty name"},
 		{name: "stray argument", args: []string{"run"}, wantErr: "unexpected arguments"},
+		{name: "leader election timings", args: []string{"--leader-elect-lease-duration=30s", "--leader-elect-renew-deadline=20s", "--leader-elect-retry-period=5s"},
+			check: func(o *Options) bool {
+				return o.LeaseDuration == 30*time.Second && o.RenewDeadline == 20*time.Second && o.RetryPeriod == 5*time.Second
+			}},
+		{name: "external certificates", args: []string{"--webhook-port=9443", "--cert-management=external", "--webhook-cert-dir=/certs"},
+			check: func(o *Options) bool { return o.Certs.Mode == "external" && o.Certs.CertDir == "/certs" }},
+		{name: "bad certificate mode", args: []string{"--webhook-port=9443", "--webhook-secret-namespace=x", "--cert-management=manual"}, wantErr: `--cert-management must be "self" or "external"`},
+		{name: "bad webhook port", args: []string{"--webhook-port=70000"}, wantErr: "--webhook-port must be between"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			o, err := ParseFlags(tc.args, testRegistry(t))
+			// Webhooks are on by default and need a namespace; cases about
+			// other flags turn them off, as a manager outside a cluster would.
+			args := tc.args
+			if !strings.Contains(strings.Join(args, " "), "--webhook-port") {
+				args = append([]string{"--webhook-port=0"}, args...)
+			}
+			o, err := ParseFlags(args, testRegistry(t))
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error = %v, want it to contain %q", err, tc.wantErr)

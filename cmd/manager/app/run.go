@@ -25,9 +25,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/gantry-dev/gantry/pkg/framework/builder"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
+	"github.com/gantry-dev/gantry/pkg/version"
 )
 
 // managedObjects are the kinds cached only when Gantry manages them, so
@@ -121,7 +123,7 @@ func NewManager(cfg *rest.Config, o *Options, ins []workload.Integration) (manag
 		return nil, err
 	}
 
-	return ctrl.NewManager(cfg, ctrl.Options{
+	mopts := ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         cacheOpts,
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
@@ -130,7 +132,14 @@ func NewManager(cfg *rest.Config, o *Options, ins []workload.Integration) (manag
 		LeaderElectionID:              o.LeaderElectionID,
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
-	})
+	}
+	if o.LeaseDuration > 0 {
+		mopts.LeaseDuration, mopts.RenewDeadline, mopts.RetryPeriod = &o.LeaseDuration, &o.RenewDeadline, &o.RetryPeriod
+	}
+	if o.WebhookPort > 0 {
+		mopts.WebhookServer = ctrlwebhook.NewServer(ctrlwebhook.Options{Port: o.WebhookPort, CertDir: o.Certs.CertDir})
+	}
+	return ctrl.NewManager(cfg, mopts)
 }
 
 // Run builds the manager, sets up the selected integrations and blocks until
@@ -160,6 +169,17 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options, reg *workload.Regist
 	if len(ins) == 0 {
 		log.Info("no workload controllers are built into this binary; the manager runs with none")
 	}
+	if o.WebhookPort > 0 {
+		check, err := setupWebhooks(ctx, mgr, o, ins, wopts)
+		if err != nil {
+			return fmt.Errorf("setting up the admission webhooks: %w", err)
+		}
+		if err := mgr.AddReadyzCheck("webhooks", check); err != nil {
+			return err
+		}
+	} else {
+		log.Info("admission webhooks are off (--webhook-port=0); the controllers still validate every object")
+	}
 
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
@@ -172,7 +192,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options, reg *workload.Regist
 		return err
 	}
 
-	log.Info("starting manager", "controllers", names(ins), "namespaces", o.Namespaces)
+	log.Info("starting manager", "version", version.Version, "controllers", names(ins), "namespaces", o.Namespaces)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
 	}

@@ -95,7 +95,7 @@ func TestRunServesProbesFiltersCacheAndStops(t *testing.T) {
 	probe := freeAddr(t)
 	opts, err := ParseFlags([]string{
 		"--controllers=podwatcher", "--namespaces=watched",
-		"--metrics-bind-address=0", "--health-probe-bind-address=" + probe,
+		"--metrics-bind-address=0", "--health-probe-bind-address=" + probe, "--webhook-port=0",
 	}, reg)
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +164,7 @@ func TestRunServesProbesFiltersCacheAndStops(t *testing.T) {
 
 func TestRunRejectsUnknownController(t *testing.T) {
 	reg := testRegistry(t)
-	o, err := ParseFlags(nil, reg)
+	o, err := ParseFlags([]string{"--webhook-port=0"}, reg)
 	if err != nil {
 		t.Fatal(err)
 	}

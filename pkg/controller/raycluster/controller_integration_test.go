@@ -50,7 +50,7 @@ func TestMain(m *testing.M) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	reg := &workload.Registry{}
 	reg.MustRegister(raycluster.Integration())
-	opts, err := app.ParseFlags([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0"}, reg)
+	opts, err := app.ParseFlags([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--webhook-port=0"}, reg)
 	if err != nil {
 		panic(err)
 	}

@@ -35,9 +35,7 @@ func Integration() workload.Integration {
 func setup(_ context.Context, mgr ctrl.Manager, opts workload.Options) error {
 	// KubeRay's environment variables are honoured, read once here.
 	cfg := ConfigFromEnv(os.Getenv, opts.Features)
-	if opts.Features != nil {
-		cfg.AllowWorkerGroupSuspend = opts.Features.Enabled(RayJobDeletionPolicy)
-	}
+	cfg.AllowWorkerGroupSuspend = SpecValidationOptionsFromGates(opts.Features).AllowWorkerGroupSuspend
 	metrics, err := NewClusterMetrics(ctrlmetrics.Registry)
 	if err != nil {
 		return err

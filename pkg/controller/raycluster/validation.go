@@ -11,7 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/component-base/featuregate"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
 )
@@ -80,6 +82,43 @@ func (e *ValidationError) Transient() bool {
 	return e.Layer == ValidationLayerStatus
 }
 
+// FieldError is what the validation functions below return: the offending
+// field for admission (pkg/webhook turns it into a field.ErrorList entry)
+// and, as Error(), KubeRay's message, which the reconciler's events keep.
+type FieldError struct {
+	Field *field.Error
+}
+
+func (e *FieldError) Error() string { return e.Field.Detail }
+
+// AsFieldError returns err's field error, or an Invalid error at fallback
+// carrying err's message when err names no field.
+func AsFieldError(err error, fallback *field.Path) *field.Error {
+	if fe, ok := errors.AsType[*FieldError](err); ok {
+		return fe.Field
+	}
+	return field.Invalid(fallback, field.OmitValueType{}, err.Error())
+}
+
+func invalidf(path *field.Path, value any, format string, args ...any) error {
+	return &FieldError{Field: field.Invalid(path, value, fmt.Sprintf(format, args...))}
+}
+
+func forbiddenf(path *field.Path, format string, args ...any) error {
+	return &FieldError{Field: field.Forbidden(path, fmt.Sprintf(format, args...))}
+}
+
+func requiredf(path *field.Path, format string, args ...any) error {
+	return &FieldError{Field: field.Required(path, fmt.Sprintf(format, args...))}
+}
+
+var (
+	specPath        = field.NewPath("spec")
+	headGroupPath   = specPath.Child("headGroupSpec")
+	workerGroupPath = specPath.Child("workerGroupSpecs")
+	annotationsPath = field.NewPath("metadata", "annotations")
+)
+
 // SpecValidationOptions carries the operator settings some spec rules
 // depend on.
 type SpecValidationOptions struct {
@@ -87,6 +126,17 @@ type SpecValidationOptions struct {
 	// gate: per-group suspend exists for RayJob's deletion policy and is
 	// rejected on a RayCluster unless the gate is on.
 	AllowWorkerGroupSuspend bool
+}
+
+// SpecValidationOptionsFromGates derives the options from the process's
+// feature gates (with the raycluster gates registered, see Integration). The
+// reconciler's setup and the admission webhook both use it, so a spec the
+// webhook admits is one the reconciler accepts.
+func SpecValidationOptionsFromGates(gates featuregate.FeatureGate) SpecValidationOptions {
+	if gates == nil {
+		return SpecValidationOptions{}
+	}
+	return SpecValidationOptions{AllowWorkerGroupSuspend: gates.Enabled(RayJobDeletionPolicy)}
 }
 
 // Validate runs the four layers in KubeRay's order and returns the first
@@ -110,11 +160,12 @@ func Validate(cluster *rayv1.RayCluster, opts SpecValidationOptions) *Validation
 // ValidateRayClusterMetadata checks the cluster name, which is embedded in
 // the names of its Pods and Services.
 func ValidateRayClusterMetadata(objectMeta metav1.ObjectMeta) error {
+	namePath := field.NewPath("metadata", "name")
 	if len(objectMeta.Name) > MaxRayClusterNameLength {
-		return fmt.Errorf("RayCluster name should be no more than %d characters", MaxRayClusterNameLength)
+		return invalidf(namePath, objectMeta.Name, "RayCluster name should be no more than %d characters", MaxRayClusterNameLength)
 	}
 	if errs := validation.IsDNS1035Label(objectMeta.Name); len(errs) > 0 {
-		return fmt.Errorf("RayCluster name should be a valid DNS1035 label: %v", errs)
+		return invalidf(namePath, objectMeta.Name, "RayCluster name should be a valid DNS1035 label: %v", errs)
 	}
 	return nil
 }
@@ -127,13 +178,14 @@ func ValidateRayClusterUpgradeOptions(cluster *rayv1.RayCluster) error {
 	if strategy == nil || strategy.Type == nil {
 		return nil
 	}
+	typePath := specPath.Child("upgradeStrategy", "type")
 	if t := *strategy.Type; t != rayv1.RayClusterRecreate && t != rayv1.RayClusterUpgradeNone {
-		return fmt.Errorf("The RayCluster spec is invalid: Spec.UpgradeStrategy.Type value %s is invalid, valid options are %s or %s",
+		return invalidf(typePath, string(t), "The RayCluster spec is invalid: Spec.UpgradeStrategy.Type value %s is invalid, valid options are %s or %s",
 			t, rayv1.RayClusterRecreate, rayv1.RayClusterUpgradeNone)
 	}
 	switch creator := cluster.Labels[rayv1.RayOriginatedFromCRDLabelKey]; creator {
 	case "RayJob", "RayService":
-		return fmt.Errorf("upgradeStrategy cannot be set when RayCluster is created by %s", creator)
+		return forbiddenf(typePath, "upgradeStrategy cannot be set when RayCluster is created by %s", creator)
 	}
 	return nil
 }
@@ -144,7 +196,8 @@ func ValidateRayClusterStatus(status *rayv1.RayClusterStatus) error {
 	suspending := meta.IsStatusConditionTrue(status.Conditions, string(rayv1.RayClusterSuspending))
 	suspended := meta.IsStatusConditionTrue(status.Conditions, string(rayv1.RayClusterSuspended))
 	if suspending && suspended {
-		return errors.New("invalid RayCluster State: rayv1.RayClusterSuspending and rayv1.RayClusterSuspended conditions should not be both true")
+		return invalidf(field.NewPath("status", "conditions"), field.OmitValueType{},
+			"invalid RayCluster State: rayv1.RayClusterSuspending and rayv1.RayClusterSuspended conditions should not be both true")
 	}
 	return nil
 }
@@ -154,12 +207,12 @@ func ValidateRayClusterStatus(status *rayv1.RayClusterStatus) error {
 // which message a spec with several problems gets.
 func ValidateRayClusterSpec(spec *rayv1.RayClusterSpec, annotations map[string]string, opts SpecValidationOptions) error {
 	if len(spec.HeadGroupSpec.Template.Spec.Containers) == 0 {
-		return errors.New("headGroupSpec should have at least one container")
+		return requiredf(headGroupPath.Child("template", "spec", "containers"), "headGroupSpec should have at least one container")
 	}
-	if err := validateGroupResources("Head", spec.HeadGroupSpec.RayStartParams, spec.HeadGroupSpec.Resources); err != nil {
+	if err := validateGroupResources(headGroupPath, "Head", spec.HeadGroupSpec.RayStartParams, spec.HeadGroupSpec.Resources); err != nil {
 		return err
 	}
-	if err := validateGroupLabels("Head", spec.HeadGroupSpec.RayStartParams, spec.HeadGroupSpec.Labels); err != nil {
+	if err := validateGroupLabels(headGroupPath, "Head", spec.HeadGroupSpec.RayStartParams, spec.HeadGroupSpec.Labels); err != nil {
 		return err
 	}
 	if err := validateWorkerGroups(spec); err != nil {
@@ -181,32 +234,35 @@ func validateWorkerGroups(spec *rayv1.RayClusterSpec) error {
 	seen := make(map[string]struct{}, len(spec.WorkerGroupSpecs))
 	for i := range spec.WorkerGroupSpecs {
 		group := &spec.WorkerGroupSpecs[i]
+		path := workerGroupPath.Index(i)
 		if len(group.Template.Spec.Containers) == 0 {
-			return errors.New("workerGroupSpec should have at least one container")
+			return requiredf(path.Child("template", "spec", "containers"), "workerGroupSpec should have at least one container")
 		}
 		// Group names become Pod name parts and the autoscaler's node types;
 		// two groups with one name would scale each other's Pods.
 		if _, dup := seen[group.GroupName]; dup {
-			return fmt.Errorf("worker group names must be unique: %q is used more than once", group.GroupName)
+			dupErr := field.Duplicate(path.Child("groupName"), group.GroupName)
+			dupErr.Detail = fmt.Sprintf("worker group names must be unique: %q is used more than once", group.GroupName)
+			return &FieldError{Field: dupErr}
 		}
 		seen[group.GroupName] = struct{}{}
 		if group.MinReplicas != nil && *group.MinReplicas < 0 {
-			return fmt.Errorf("worker group %s has negative minReplicas %d", group.GroupName, *group.MinReplicas)
+			return invalidf(path.Child("minReplicas"), *group.MinReplicas, "worker group %s has negative minReplicas %d", group.GroupName, *group.MinReplicas)
 		}
 		if group.MaxReplicas != nil && *group.MaxReplicas < 0 {
-			return fmt.Errorf("worker group %s has negative maxReplicas %d", group.GroupName, *group.MaxReplicas)
+			return invalidf(path.Child("maxReplicas"), *group.MaxReplicas, "worker group %s has negative maxReplicas %d", group.GroupName, *group.MaxReplicas)
 		}
 		if group.MinReplicas != nil && group.MaxReplicas != nil && *group.MinReplicas > *group.MaxReplicas {
-			return fmt.Errorf("worker group %s has minReplicas %d greater than maxReplicas %d",
+			return invalidf(path.Child("minReplicas"), *group.MinReplicas, "worker group %s has minReplicas %d greater than maxReplicas %d",
 				group.GroupName, *group.MinReplicas, *group.MaxReplicas)
 		}
-		if err := validateGroupResources(group.GroupName, group.RayStartParams, group.Resources); err != nil {
+		if err := validateGroupResources(path, group.GroupName, group.RayStartParams, group.Resources); err != nil {
 			return err
 		}
-		if err := validateGroupLabels(group.GroupName, group.RayStartParams, group.Labels); err != nil {
+		if err := validateGroupLabels(path, group.GroupName, group.RayStartParams, group.Labels); err != nil {
 			return err
 		}
-		if err := validateGroupIdleTimeout(group, spec); err != nil {
+		if err := validateGroupIdleTimeout(path, group, spec); err != nil {
 			return err
 		}
 	}
@@ -215,11 +271,11 @@ func validateWorkerGroups(spec *rayv1.RayClusterSpec) error {
 
 // validateGroupResources rejects two sources for the same Ray resources:
 // which one wins would be an accident of the generated command line.
-func validateGroupResources(groupName string, rayStartParams, resources map[string]string) error {
+func validateGroupResources(path *field.Path, groupName string, rayStartParams, resources map[string]string) error {
 	inParams := rayStartParams["num-cpus"] != "" || rayStartParams["num-gpus"] != "" ||
 		rayStartParams["memory"] != "" || rayStartParams["resources"] != ""
 	if inParams && len(resources) > 0 {
-		return fmt.Errorf("resource fields should not be set in both rayStartParams and Resources for %s group; please use only one", groupName)
+		return forbiddenf(path.Child("resources"), "resource fields should not be set in both rayStartParams and Resources for %s group; please use only one", groupName)
 	}
 	return nil
 }
@@ -227,9 +283,9 @@ func validateGroupResources(groupName string, rayStartParams, resources map[stri
 // validateGroupLabels checks the labels field, which is copied onto Pods and
 // so must be valid Kubernetes label syntax. Keys are checked in sorted order
 // so the message is the same on every reconcile.
-func validateGroupLabels(groupName string, rayStartParams, labels map[string]string) error {
+func validateGroupLabels(path *field.Path, groupName string, rayStartParams, labels map[string]string) error {
 	if _, ok := rayStartParams["labels"]; ok {
-		return fmt.Errorf("rayStartParams['labels'] is not supported for %s group; please use the top-level Labels field instead", groupName)
+		return forbiddenf(path.Child("rayStartParams").Key("labels"), "rayStartParams['labels'] is not supported for %s group; please use the top-level Labels field instead", groupName)
 	}
 	keys := make([]string, 0, len(labels))
 	for k := range labels {
@@ -237,7 +293,9 @@ func validateGroupLabels(groupName string, rayStartParams, labels map[string]str
 	}
 	slices.Sort(keys)
 	var problems []string
+	var firstBad string
 	for _, key := range keys {
+		before := len(problems)
 		for _, msg := range validation.IsQualifiedName(key) {
 			problems = append(problems, fmt.Sprintf("invalid label key for %s group: '%s', error: %s", groupName, key, msg))
 		}
@@ -245,29 +303,33 @@ func validateGroupLabels(groupName string, rayStartParams, labels map[string]str
 		for _, msg := range validation.IsValidLabelValue(val) {
 			problems = append(problems, fmt.Sprintf("invalid label value for key '%s' in %s group: '%s', error: %s", key, groupName, val, msg))
 		}
+		if firstBad == "" && len(problems) > before {
+			firstBad = key
+		}
 	}
 	if len(problems) > 0 {
-		return errors.New(strings.Join(problems, "; "))
+		return invalidf(path.Child("labels").Key(firstBad), labels[firstBad], "%s", strings.Join(problems, "; "))
 	}
 	return nil
 }
 
-func validateGroupIdleTimeout(group *rayv1.WorkerGroupSpec, spec *rayv1.RayClusterSpec) error {
+func validateGroupIdleTimeout(path *field.Path, group *rayv1.WorkerGroupSpec, spec *rayv1.RayClusterSpec) error {
 	if group.IdleTimeoutSeconds == nil {
 		return nil
 	}
+	path = path.Child("idleTimeoutSeconds")
 	if *group.IdleTimeoutSeconds < 0 {
-		return fmt.Errorf("worker group %s: idleTimeoutSeconds must be non-negative, got %d", group.GroupName, *group.IdleTimeoutSeconds)
+		return invalidf(path, *group.IdleTimeoutSeconds, "worker group %s: idleTimeoutSeconds must be non-negative, got %d", group.GroupName, *group.IdleTimeoutSeconds)
 	}
 	// Only autoscaler v2 reads a per-group idle timeout; under v1 it would
 	// be silently ignored.
 	if autoscalerV2Requested(spec) {
 		return nil
 	}
-	if env, ok := headEnv(spec, envEnableAutoscalerV2); ok && (env.Value == "1" || env.Value == "true") {
+	if env, _, ok := headEnv(spec, envEnableAutoscalerV2); ok && (env.Value == "1" || env.Value == "true") {
 		return nil
 	}
-	return fmt.Errorf("worker group %s: idleTimeoutSeconds is set, but autoscaler v2 is not enabled. "+
+	return invalidf(path, *group.IdleTimeoutSeconds, "worker group %s: idleTimeoutSeconds is set, but autoscaler v2 is not enabled. "+
 		"Please set .spec.autoscalerOptions.version to 'v2' (or set %s environment variable to 'true' in the head pod if using KubeRay < 1.4.0)",
 		group.GroupName, envEnableAutoscalerV2)
 }
@@ -285,38 +347,41 @@ const (
 func validateGCSFaultTolerance(spec *rayv1.RayClusterSpec, annotations map[string]string) error {
 	ftOptions := spec.GcsFaultToleranceOptions
 	if annotations[rayv1.RayFTEnabledAnnotationKey] != "" && ftOptions != nil {
-		return fmt.Errorf("%s annotation and GcsFaultToleranceOptions are both set. "+
+		return forbiddenf(annotationsPath.Key(rayv1.RayFTEnabledAnnotationKey), "%s annotation and GcsFaultToleranceOptions are both set. "+
 			"Please use only GcsFaultToleranceOptions to configure GCS fault tolerance", rayv1.RayFTEnabledAnnotationKey)
 	}
 	ftEnabled := ftOptions != nil || strings.EqualFold(annotations[rayv1.RayFTEnabledAnnotationKey], "true")
-	_, redisAddressInEnv := headEnv(spec, envRedisAddressForGCS)
+	_, redisAddressPath, redisAddressInEnv := headEnv(spec, envRedisAddressForGCS)
 	if !ftEnabled && redisAddressInEnv {
-		return fmt.Errorf("%s is set which implicitly enables GCS fault tolerance, "+
+		return forbiddenf(redisAddressPath, "%s is set which implicitly enables GCS fault tolerance, "+
 			"but GcsFaultToleranceOptions is not set. Please set GcsFaultToleranceOptions "+
 			"to enable GCS fault tolerance", envRedisAddressForGCS)
 	}
 	if ftOptions != nil {
 		if spec.HeadGroupSpec.RayStartParams["redis-password"] != "" {
-			return errors.New("cannot set `redis-password` in rayStartParams when " +
+			return forbiddenf(headGroupPath.Child("rayStartParams").Key("redis-password"), "cannot set `redis-password` in rayStartParams when "+
 				"GcsFaultToleranceOptions is enabled - use GcsFaultToleranceOptions.RedisPassword instead")
 		}
-		if _, ok := headEnv(spec, envRedisPasswordForGCS); ok {
-			return errors.New("cannot set `REDIS_PASSWORD` env var in head Pod when " +
+		if _, path, ok := headEnv(spec, envRedisPasswordForGCS); ok {
+			return forbiddenf(path, "cannot set `REDIS_PASSWORD` env var in head Pod when "+
 				"GcsFaultToleranceOptions is enabled - use GcsFaultToleranceOptions.RedisPassword instead")
 		}
 		if redisAddressInEnv {
-			return errors.New("cannot set `RAY_REDIS_ADDRESS` env var in head Pod when " +
+			return forbiddenf(redisAddressPath, "cannot set `RAY_REDIS_ADDRESS` env var in head Pod when "+
 				"GcsFaultToleranceOptions is enabled - use GcsFaultToleranceOptions.RedisAddress instead")
 		}
 		if annotations[rayv1.RayExternalStorageNSAnnotationKey] != "" {
-			return errors.New("cannot set `ray.io/external-storage-namespace` annotation when " +
+			return forbiddenf(annotationsPath.Key(rayv1.RayExternalStorageNSAnnotationKey), "cannot set `ray.io/external-storage-namespace` annotation when "+
 				"GcsFaultToleranceOptions is enabled - use GcsFaultToleranceOptions.ExternalStorageNamespace instead")
 		}
 	}
-	_, usernameInEnv := headEnv(spec, envRedisUsernameForGCS)
-	if spec.HeadGroupSpec.RayStartParams["redis-username"] != "" || usernameInEnv {
-		return errors.New("cannot set redis username in rayStartParams or environment variables" +
-			" - use GcsFaultToleranceOptions.RedisUsername instead")
+	const usernameMessage = "cannot set redis username in rayStartParams or environment variables" +
+		" - use GcsFaultToleranceOptions.RedisUsername instead"
+	if spec.HeadGroupSpec.RayStartParams["redis-username"] != "" {
+		return forbiddenf(headGroupPath.Child("rayStartParams").Key("redis-username"), usernameMessage)
+	}
+	if _, path, ok := headEnv(spec, envRedisUsernameForGCS); ok {
+		return forbiddenf(path, usernameMessage)
 	}
 	return nil
 }
@@ -327,7 +392,7 @@ func validateWorkerGroupSuspend(spec *rayv1.RayClusterSpec, opts SpecValidationO
 	}
 	for i := range spec.WorkerGroupSpecs {
 		if spec.WorkerGroupSpecs[i].IsSuspended() {
-			return fmt.Errorf("worker group %s can be suspended only when the RayJobDeletionPolicy feature gate is enabled",
+			return forbiddenf(workerGroupPath.Index(i).Child("suspend"), "worker group %s can be suspended only when the RayJobDeletionPolicy feature gate is enabled",
 				spec.WorkerGroupSpecs[i].GroupName)
 		}
 	}
@@ -335,37 +400,40 @@ func validateWorkerGroupSuspend(spec *rayv1.RayClusterSpec, opts SpecValidationO
 }
 
 func validateAutoscaler(spec *rayv1.RayClusterSpec) error {
-	v2Env, v2EnvSet := headEnv(spec, envEnableAutoscalerV2)
+	v2Env, v2EnvPath, v2EnvSet := headEnv(spec, envEnableAutoscalerV2)
 	if !spec.AutoscalingEnabled() {
 		if v2EnvSet && (v2Env.Value == "1" || v2Env.Value == "true") {
-			return fmt.Errorf("environment variable %s cannot be set to '%s' when enableInTreeAutoscaling is false. "+
+			return invalidf(v2EnvPath.Child("value"), v2Env.Value, "environment variable %s cannot be set to '%s' when enableInTreeAutoscaling is false. "+
 				"Please set enableInTreeAutoscaling: true to use autoscaler v2", envEnableAutoscalerV2, v2Env.Value)
 		}
 	} else {
 		for i := range spec.WorkerGroupSpecs {
 			// The autoscaler would immediately scale a suspended group back up.
 			if spec.WorkerGroupSpecs[i].IsSuspended() {
-				return fmt.Errorf("worker group %s cannot be suspended with Autoscaler enabled", spec.WorkerGroupSpecs[i].GroupName)
+				return forbiddenf(workerGroupPath.Index(i).Child("suspend"), "worker group %s cannot be suspended with Autoscaler enabled", spec.WorkerGroupSpecs[i].GroupName)
 			}
 		}
 		if spec.AutoscalerOptions != nil && spec.AutoscalerOptions.Version != nil && v2EnvSet {
-			return fmt.Errorf("both .spec.autoscalerOptions.version and head Pod env var %s are set, please only use the former", envEnableAutoscalerV2)
+			return forbiddenf(v2EnvPath, "both .spec.autoscalerOptions.version and head Pod env var %s are set, please only use the former", envEnableAutoscalerV2)
 		}
 		if autoscalerV2Requested(spec) {
 			// Autoscaler v2 tells a dead node from a restarting one by the
 			// Pod going away, which a restarting Pod never does.
 			if p := spec.HeadGroupSpec.Template.Spec.RestartPolicy; p != "" && p != corev1.RestartPolicyNever {
-				return errors.New("restartPolicy for head Pod should be Never or unset when using autoscaler V2")
+				return invalidf(headGroupPath.Child("template", "spec", "restartPolicy"), string(p),
+					"restartPolicy for head Pod should be Never or unset when using autoscaler V2")
 			}
 			for i := range spec.WorkerGroupSpecs {
 				if p := spec.WorkerGroupSpecs[i].Template.Spec.RestartPolicy; p != "" && p != corev1.RestartPolicyNever {
-					return fmt.Errorf("restartPolicy for worker group %s should be Never or unset when using autoscaler V2", spec.WorkerGroupSpecs[i].GroupName)
+					return invalidf(workerGroupPath.Index(i).Child("template", "spec", "restartPolicy"), string(p),
+						"restartPolicy for worker group %s should be Never or unset when using autoscaler V2", spec.WorkerGroupSpecs[i].GroupName)
 				}
 			}
 		}
 	}
 	if o := spec.AutoscalerOptions; o != nil && o.IdleTimeoutSeconds != nil && *o.IdleTimeoutSeconds < 0 {
-		return fmt.Errorf("autoscalerOptions.idleTimeoutSeconds must be non-negative, got %d", *o.IdleTimeoutSeconds)
+		return invalidf(specPath.Child("autoscalerOptions", "idleTimeoutSeconds"), *o.IdleTimeoutSeconds,
+			"autoscalerOptions.idleTimeoutSeconds must be non-negative, got %d", *o.IdleTimeoutSeconds)
 	}
 	return nil
 }
@@ -382,28 +450,30 @@ func validateAuth(spec *rayv1.RayClusterSpec) error {
 	k8sAuth := auth != nil && auth.EnableK8sTokenAuth != nil && *auth.EnableK8sTokenAuth
 	// The API documents an empty mode as token.
 	tokenMode := auth != nil && (auth.Mode == rayv1.AuthModeToken || auth.Mode == "")
+	authPath := specPath.Child("authOptions")
+	versionPath := specPath.Child("rayVersion")
 	if !tokenMode {
 		if k8sAuth {
-			return errors.New("authOptions.enableK8sTokenAuth is enabled but authOptions.mode not set to 'token'")
+			return forbiddenf(authPath.Child("enableK8sTokenAuth"), "authOptions.enableK8sTokenAuth is enabled but authOptions.mode not set to 'token'")
 		}
 		return nil
 	}
 	if spec.RayVersion == "" {
-		return errors.New("authOptions.mode is 'token' but RayVersion was not specified. Ray version 2.52.0 or later is required")
+		return requiredf(versionPath, "authOptions.mode is 'token' but RayVersion was not specified. Ray version 2.52.0 or later is required")
 	}
 	rayVersion, err := version.ParseGeneric(spec.RayVersion)
 	if err != nil {
-		return fmt.Errorf("authOptions.mode is 'token' but RayVersion format is invalid: %s, %w", spec.RayVersion, err)
+		return invalidf(versionPath, spec.RayVersion, "authOptions.mode is 'token' but RayVersion format is invalid: %s, %v", spec.RayVersion, err)
 	}
 	if rayVersion.LessThan(minRayVersionForTokenAuth) {
-		return fmt.Errorf("authOptions.mode is 'token' but minimum Ray version is 2.52.0, got %s", spec.RayVersion)
+		return invalidf(versionPath, spec.RayVersion, "authOptions.mode is 'token' but minimum Ray version is 2.52.0, got %s", spec.RayVersion)
 	}
 	if k8sAuth {
 		if rayVersion.LessThan(minRayVersionForK8sAuth) {
-			return fmt.Errorf("authOptions.enableK8sTokenAuth is enabled but minimum Ray version is 2.55.0, got %s", spec.RayVersion)
+			return invalidf(versionPath, spec.RayVersion, "authOptions.enableK8sTokenAuth is enabled but minimum Ray version is 2.55.0, got %s", spec.RayVersion)
 		}
 		if auth.SecretName != nil && *auth.SecretName != "" {
-			return errors.New("authOptions.enableK8sTokenAuth is enabled and authOptions.secretName is also set")
+			return forbiddenf(authPath.Child("secretName"), "authOptions.enableK8sTokenAuth is enabled and authOptions.secretName is also set")
 		}
 	}
 	return nil
@@ -416,17 +486,17 @@ func autoscalerV2Requested(spec *rayv1.RayClusterSpec) bool {
 	return o != nil && o.Version != nil && *o.Version == rayv1.AutoscalerVersionV2
 }
 
-// headEnv finds an env var of the head's Ray container (the first one).
-// Callers run after the containers-present check.
-func headEnv(spec *rayv1.RayClusterSpec, name string) (corev1.EnvVar, bool) {
+// headEnv finds an env var of the head's Ray container (the first one) and
+// its field path. Callers run after the containers-present check.
+func headEnv(spec *rayv1.RayClusterSpec, name string) (corev1.EnvVar, *field.Path, bool) {
 	containers := spec.HeadGroupSpec.Template.Spec.Containers
 	if len(containers) == 0 {
-		return corev1.EnvVar{}, false
+		return corev1.EnvVar{}, nil, false
 	}
-	for _, env := range containers[0].Env {
+	for i, env := range containers[0].Env {
 		if env.Name == name {
-			return env, true
+			return env, headGroupPath.Child("template", "spec", "containers").Index(0).Child("env").Index(i), true
 		}
 	}
-	return corev1.EnvVar{}, false
+	return corev1.EnvVar{}, nil, false
 }

@@ -509,12 +509,12 @@ func TestValidationErrorReporting(t *testing.T) {
 
 func TestLabelErrorsAreDeterministic(t *testing.T) {
 	labels := map[string]string{"b key": "v", "a key": "v", "c key": "v"}
-	first := validateGroupLabels("Head", nil, labels)
+	first := validateGroupLabels(headGroupPath, "Head", nil, labels)
 	if first == nil {
 		t.Fatal("want an error for invalid keys")
 	}
 	for range 20 {
-		if got := validateGroupLabels("Head", nil, labels); got.Error() != first.Error() {
+		if got := validateGroupLabels(headGroupPath, "Head", nil, labels); got.Error() != first.Error() {
 			t.Fatalf("message changed between calls:\n%q\n%q", first, got)
 		}
 	}

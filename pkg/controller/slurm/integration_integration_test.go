@@ -33,7 +33,7 @@ func TestSlurmWorkloadWiring(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{AddToScheme: slurm.Integration().AddToScheme})
 	reg := &workload.Registry{}
 	reg.MustRegister(slurm.Integration())
-	opts, err := app.ParseFlags([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0"}, reg)
+	opts, err := app.ParseFlags([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--webhook-port=0"}, reg)
 	g.Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

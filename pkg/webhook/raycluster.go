@@ -1,0 +1,65 @@
+package webhook
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
+	"github.com/gantry-dev/gantry/pkg/controller/raycluster"
+)
+
+// +kubebuilder:webhook:path=/validate-ray-io-v1-raycluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=ray.io,resources=rayclusters,verbs=create;update,versions=v1,name=vraycluster.ray.io,admissionReviewVersions=v1
+
+// RayClusterValidator admits RayClusters the RayCluster reconciler accepts:
+// it runs the reconciler's metadata, spec and upgrade-option checks with the
+// reconciler's options. Status is the reconciler's own and is not checked.
+// KubeRay's webhook checks only the name and unique group names; these are
+// a subset of the reconciler's rules, which KubeRay applies later, as events.
+type RayClusterValidator struct {
+	Options raycluster.SpecValidationOptions
+}
+
+var _ admission.Validator[*rayv1.RayCluster] = (*RayClusterValidator)(nil)
+
+func setupRayCluster(mgr ctrl.Manager, opts Options) error {
+	return ctrl.NewWebhookManagedBy(mgr, &rayv1.RayCluster{}).
+		WithValidator(&RayClusterValidator{Options: opts.RayCluster}).
+		Complete()
+}
+
+// ValidateCreate implements admission.Validator.
+func (v *RayClusterValidator) ValidateCreate(_ context.Context, obj *rayv1.RayCluster) (admission.Warnings, error) {
+	return nil, v.validate(obj)
+}
+
+// ValidateUpdate implements admission.Validator.
+func (v *RayClusterValidator) ValidateUpdate(_ context.Context, _, newObj *rayv1.RayCluster) (admission.Warnings, error) {
+	if beingDeleted(newObj) {
+		return nil, nil
+	}
+	return nil, v.validate(newObj)
+}
+
+// ValidateDelete implements admission.Validator.
+func (v *RayClusterValidator) ValidateDelete(context.Context, *rayv1.RayCluster) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// validate reports the first failure of each layer; the reconciler stops at
+// the first layer that fails, admission shows them all.
+func (v *RayClusterValidator) validate(c *rayv1.RayCluster) error {
+	var errs field.ErrorList
+	if err := raycluster.ValidateRayClusterMetadata(c.ObjectMeta); err != nil {
+		errs = append(errs, raycluster.AsFieldError(err, field.NewPath("metadata", "name")))
+	}
+	if err := raycluster.ValidateRayClusterSpec(&c.Spec, c.Annotations, v.Options); err != nil {
+		errs = append(errs, raycluster.AsFieldError(err, field.NewPath("spec")))
+	}
+	if err := raycluster.ValidateRayClusterUpgradeOptions(c); err != nil {
+		errs = append(errs, raycluster.AsFieldError(err, field.NewPath("spec", "upgradeStrategy")))
+	}
+	return invalid(rayv1.GroupVersion.WithKind("RayCluster").GroupKind(), c.Name, errs)
+}

@@ -1,0 +1,103 @@
+// Package webhook holds Gantry's admission webhooks: validation for every
+// kind Gantry serves and defaulting for TrainJob. Each family calls the
+// validation its controller uses (raycluster.Validate*, the Trainer runtime
+// framework's Validate), so a spec admitted here is one the controller
+// accepts; the controllers keep validating on their own for clusters that
+// run without webhooks.
+//
+// Every rejection is an apierrors.NewInvalid built from a field.ErrorList,
+// so clients see the field and the rule, e.g.
+//
+//	The RayCluster "x" is invalid: spec.workerGroupSpecs[0].minReplicas: Invalid value: -1: ...
+//
+// Rules shared by all validators: an update of an object that is being
+// deleted is always admitted (a finalizer must be removable from an object
+// created before the webhook existed), and DELETE is never validated.
+package webhook
+
+import (
+	"fmt"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gantry-dev/gantry/pkg/controller/raycluster"
+)
+
+// Workload names accepted by Setup; they match --controllers.
+const (
+	WorkloadRayCluster = "raycluster"
+	WorkloadTrainJob   = "trainjob"
+	WorkloadSlurm      = "slurm"
+)
+
+// Options carry what the validators need from the manager's configuration.
+type Options struct {
+	// RayCluster are the spec rules that depend on operator settings; pass
+	// raycluster.SpecValidationOptionsFromGates(features), the value the
+	// RayCluster reconciler is set up with.
+	RayCluster raycluster.SpecValidationOptions
+
+	// Reader reads the objects admission looks up: the runtime a TrainJob
+	// references, its JobSet, the ConfigMaps a Controller references. Nil
+	// means the manager's API reader: uncached, so an object created just
+	// before the one being admitted is always seen, and no informer is
+	// started for ConfigMaps the cache filters out.
+	Reader client.Reader
+
+	// Clock stamps TrainJob runtime patches; nil means the real clock.
+	Clock clock.PassiveClock
+}
+
+// Setup registers the webhooks of the named workloads ("raycluster",
+// "trainjob", "slurm"; "all" means every one) with mgr's webhook server.
+// Names without webhooks are ignored, so the --controllers selection can be
+// passed as is. The manager's scheme must hold the workloads' API types.
+func Setup(mgr ctrl.Manager, workloads []string, opts Options) error {
+	if opts.Reader == nil {
+		opts.Reader = mgr.GetAPIReader()
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	enabled := func(name string) bool {
+		return slices.Contains(workloads, name) || slices.Contains(workloads, "all")
+	}
+	families := []struct {
+		name  string
+		setup func(ctrl.Manager, Options) error
+	}{
+		{WorkloadRayCluster, setupRayCluster},
+		{WorkloadTrainJob, setupTrainer},
+		{WorkloadSlurm, setupSlurm},
+	}
+	for _, f := range families {
+		if !enabled(f.name) {
+			continue
+		}
+		if err := f.setup(mgr, opts); err != nil {
+			return fmt.Errorf("setting up the %s webhooks: %w", f.name, err)
+		}
+	}
+	return nil
+}
+
+// invalid is the admission error for errs, nil when there are none.
+func invalid(gk schema.GroupKind, name string, errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(gk, name, errs)
+}
+
+// beingDeleted reports an update that only finishes a deletion: such
+// updates (finalizer removal) are admitted without validation.
+func beingDeleted(obj metav1.Object) bool {
+	return obj.GetDeletionTimestamp() != nil
+}

@@ -1,0 +1,297 @@
+package webhook
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+)
+
+func controllerValidator(t *testing.T, objs ...client.Object) *ControllerValidator {
+	t.Helper()
+	s := apiruntime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return &ControllerValidator{Reader: fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build()}
+}
+
+func sampleController(t *testing.T) *slinkyv1beta1.Controller {
+	c := decodeFile[slinkyv1beta1.Controller](t, "config/samples/slinky_v1beta1_controller.yaml")
+	c.Namespace = testNamespace
+	return &c
+}
+
+func configMap(name string, files ...string) *corev1.ConfigMap {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNamespace}, Data: map[string]string{}}
+	for _, f := range files {
+		cm.Data[f] = "# " + f
+	}
+	return cm
+}
+
+func TestControllerValidateCreate(t *testing.T) {
+	tests := []struct {
+		name     string
+		mutate   func(*slinkyv1beta1.Controller)
+		existing []client.Object
+		want     string
+		warning  string
+	}{
+		{name: "sample, Secrets and ConfigMap not created yet", mutate: func(*slinkyv1beta1.Controller) {}},
+		{
+			name: "sample with its ConfigMap", mutate: func(*slinkyv1beta1.Controller) {},
+			existing: []client.Object{configMap("slurm-config-files", "gres.conf")},
+		},
+		{
+			name: "ConfigMap with slurm.conf", mutate: func(*slinkyv1beta1.Controller) {},
+			existing: []client.Object{configMap("slurm-config-files", "gres.conf", "slurm.conf")},
+			want:     `spec.configFileRefs[0].name: Invalid value: "slurm-config-files": the configFile is reserved for slurm-operator use: slurm.conf`,
+		},
+		{
+			name: "ConfigMap with an unknown file", mutate: func(*slinkyv1beta1.Controller) {},
+			existing: []client.Object{configMap("slurm-config-files", "extra.conf")},
+			warning:  "the configFile is unknown to Slurm",
+		},
+		{
+			name:   "cluster name too long",
+			mutate: func(c *slinkyv1beta1.Controller) { c.Spec.ClusterName = strings.Repeat("c", 41) },
+			want:   "spec.clusterName: Invalid value: \"" + strings.Repeat("c", 41) + "\": ClusterName exceeds 40 characters (41)",
+		},
+		{
+			name:   "derived cluster name too long",
+			mutate: func(c *slinkyv1beta1.Controller) { c.Name = strings.Repeat("n", 40) },
+			want:   "ClusterName exceeds 40 characters (48); when clusterName is empty it is <namespace>_<name>",
+		},
+		{
+			name:   "cluster name with a space",
+			mutate: func(c *slinkyv1beta1.Controller) { c.Spec.ClusterName = "my cluster" },
+			want:   `spec.clusterName: Invalid value: "my cluster": must consist of alphanumeric characters`,
+		},
+		{
+			name: "external IPs", mutate: func(c *slinkyv1beta1.Controller) {
+				c.Spec.Service.Spec.ExternalIPs = []string{"10.0.0.1"}
+			},
+			warning: "ExternalIPs may not be set for controller service",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := sampleController(t)
+			tc.mutate(c)
+			warnings, err := controllerValidator(t, tc.existing...).ValidateCreate(context.Background(), c)
+			checkAdmission(t, err, tc.want)
+			if tc.warning != "" && !strings.Contains(strings.Join(warnings, "\n"), tc.warning) {
+				t.Errorf("warnings %v lack %q", warnings, tc.warning)
+			}
+		})
+	}
+}
+
+func TestControllerValidateUpdate(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*slinkyv1beta1.Controller)
+		want   string
+	}{
+		{name: "extraConf", mutate: func(c *slinkyv1beta1.Controller) { c.Spec.ExtraConf = "SlurmctldDebug=debug" }},
+		{name: "same key, other Secret key", mutate: func(c *slinkyv1beta1.Controller) { c.Spec.SlurmKeyRef.Key = "other.key" }},
+		{
+			name:   "clusterName",
+			mutate: func(c *slinkyv1beta1.Controller) { c.Spec.ClusterName = "renamed" },
+			want:   `spec.clusterName: Invalid value: "renamed": cannot change ClusterName after deployment`,
+		},
+		{
+			name:   "clusterName set to the derived value",
+			mutate: func(c *slinkyv1beta1.Controller) { c.Spec.ClusterName = "default_slurm" },
+		},
+		{
+			name:   "slurm key Secret",
+			mutate: func(c *slinkyv1beta1.Controller) { c.Spec.SlurmKeyRef.Name = "other" },
+			want:   `spec.slurmKeyRef.name: Invalid value: "other": cannot change SlurmKeyRef after deployment`,
+		},
+		{
+			name: "jwt key moved to the deprecated field",
+			mutate: func(c *slinkyv1beta1.Controller) {
+				c.Spec.JwtHs256KeyRef, c.Spec.JwtKeyRef = c.Spec.JwtKeyRef, nil
+			},
+		},
+		{
+			name:   "jwt key Secret",
+			mutate: func(c *slinkyv1beta1.Controller) { c.Spec.JwtKeyRef.Name = "other" },
+			want:   "spec.jwtKeyRef: Forbidden: the value of JwtKeyRef or JwtHs256KeyRef cannot be modified after deployment",
+		},
+		{
+			name:   "persistence off",
+			mutate: func(c *slinkyv1beta1.Controller) { c.Spec.Persistence.Enabled = ptr.To(false) },
+			want:   "spec.persistence.enabled: Invalid value: false: cannot change persistence.enabled after deployment",
+		},
+		{
+			name:   "existing claim",
+			mutate: func(c *slinkyv1beta1.Controller) { c.Spec.Persistence.ExistingClaim = "state" },
+			want:   `spec.persistence.existingClaim: Invalid value: "state": cannot change persistence.existingClaim after deployment`,
+		},
+		{
+			name: "being deleted",
+			mutate: func(c *slinkyv1beta1.Controller) {
+				c.Spec.ClusterName = "renamed"
+				c.DeletionTimestamp = ptr.To(metav1.Now())
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			oldC, newC := sampleController(t), sampleController(t)
+			tc.mutate(newC)
+			_, err := controllerValidator(t).ValidateUpdate(context.Background(), oldC, newC)
+			checkAdmission(t, err, tc.want)
+		})
+	}
+}
+
+func sampleNodeSet(t *testing.T) *slinkyv1beta1.NodeSet {
+	n := decodeFile[slinkyv1beta1.NodeSet](t, "config/samples/slinky_v1beta1_nodeset.yaml")
+	n.Namespace = testNamespace
+	return &n
+}
+
+func TestNodeSetValidator(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*slinkyv1beta1.NodeSet)
+		want   string
+	}{
+		{name: "sample", mutate: func(*slinkyv1beta1.NodeSet) {}},
+		{
+			name:   "no controller",
+			mutate: func(n *slinkyv1beta1.NodeSet) { n.Spec.ControllerRef.Name = "" },
+			want:   "spec.controllerRef.name: Required value: controllerRef.name must not be empty",
+		},
+		{
+			name:   "negative replicas",
+			mutate: func(n *slinkyv1beta1.NodeSet) { n.Spec.Replicas = ptr.To[int32](-1) },
+			want:   "spec.replicas: Invalid value: -1: must be greater than or equal to 0",
+		},
+		{
+			name: "zero maxUnavailable",
+			mutate: func(n *slinkyv1beta1.NodeSet) {
+				n.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(0))
+			},
+			want: "spec.updateStrategy.rollingUpdate.maxUnavailable: Invalid value: 0: must be greater than 0",
+		},
+		{
+			name: "0% maxUnavailable",
+			mutate: func(n *slinkyv1beta1.NodeSet) {
+				n.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromString("0%"))
+			},
+			want: `spec.updateStrategy.rollingUpdate.maxUnavailable: Invalid value: "0%": must be a percentage between 1% and 100%`,
+		},
+		{
+			name: "maxUnavailable not a percentage",
+			mutate: func(n *slinkyv1beta1.NodeSet) {
+				n.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromString("half"))
+			},
+			want: `spec.updateStrategy.rollingUpdate.maxUnavailable: Invalid value: "half": a valid percent string must be`,
+		},
+		{
+			name: "25% maxUnavailable",
+			mutate: func(n *slinkyv1beta1.NodeSet) {
+				n.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromString("25%"))
+			},
+		},
+		{
+			name:   "ssh without sssd.conf",
+			mutate: func(n *slinkyv1beta1.NodeSet) { n.Spec.Ssh.Enabled = true },
+			want:   "spec.ssh.sssdConfRef.name: Required value: must be set when ssh is enabled",
+		},
+		{
+			name:   "hostname",
+			mutate: func(n *slinkyv1beta1.NodeSet) { n.Spec.Template.Spec.Hostname = "Slinky_" },
+			want:   `spec.template.spec.hostname: Invalid value: "Slinky_": a lowercase RFC 1123 subdomain`,
+		},
+		{
+			name:   "extraConf item without a value",
+			mutate: func(n *slinkyv1beta1.NodeSet) { n.Spec.ExtraConf = "Features=a Weight" },
+			want:   `spec.extraConf: Invalid value: "Features=a Weight": malformed item "Weight": expected Key=Value`,
+		},
+		{
+			name:   "extraConf with a quote",
+			mutate: func(n *slinkyv1beta1.NodeSet) { n.Spec.ExtraConf = "Features='a'" },
+			want:   "spec.extraConf: Invalid value: \"Features='a'\": must not contain a single quote (')",
+		},
+		{
+			name:   "partition config over two lines",
+			mutate: func(n *slinkyv1beta1.NodeSet) { n.Spec.Partition.Config = "State=UP\nNodeName=evil" },
+			want:   `spec.partition.config: Invalid value: "State=UP\nNodeName=evil": must be a single line`,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			n := sampleNodeSet(t)
+			tc.mutate(n)
+			_, err := (&NodeSetValidator{}).ValidateCreate(context.Background(), n)
+			checkAdmission(t, err, tc.want)
+		})
+	}
+}
+
+func TestNodeSetValidateUpdate(t *testing.T) {
+	oldN := sampleNodeSet(t)
+	newN := sampleNodeSet(t)
+	newN.Spec.Replicas = ptr.To[int32](5)
+	_, err := (&NodeSetValidator{}).ValidateUpdate(context.Background(), oldN, newN)
+	checkAdmission(t, err, "")
+
+	newN.Spec.ControllerRef.Name = "other"
+	_, err = (&NodeSetValidator{}).ValidateUpdate(context.Background(), oldN, newN)
+	checkAdmission(t, err, `spec.controllerRef: Invalid value: {"name":"other"}: cannot change controllerRef after deployment`)
+
+	newN = sampleNodeSet(t)
+	newN.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "scratch"}}}
+	_, err = (&NodeSetValidator{}).ValidateUpdate(context.Background(), oldN, newN)
+	checkAdmission(t, err, "spec.volumeClaimTemplates: Forbidden: cannot change volumeClaimTemplates after deployment")
+}
+
+func TestRestApiValidator(t *testing.T) {
+	sample := func() *slinkyv1beta1.RestApi {
+		r := decodeFile[slinkyv1beta1.RestApi](t, "config/samples/slinky_v1beta1_restapi.yaml")
+		r.Namespace = testNamespace
+		return &r
+	}
+	v := &RestApiValidator{}
+	_, err := v.ValidateCreate(context.Background(), sample())
+	checkAdmission(t, err, "")
+
+	r := sample()
+	r.Spec.ControllerRef.Name = ""
+	_, err = v.ValidateCreate(context.Background(), r)
+	checkAdmission(t, err, "spec.controllerRef.name: Required value: controllerRef.name must not be empty")
+
+	r = sample()
+	r.Spec.Replicas = ptr.To[int32](-2)
+	_, err = v.ValidateCreate(context.Background(), r)
+	checkAdmission(t, err, "spec.replicas: Invalid value: -2: must be greater than or equal to 0")
+
+	r = sample()
+	r.Spec.Service.Spec.ExternalIPs = []string{"10.0.0.1"}
+	warnings, err := v.ValidateCreate(context.Background(), r)
+	checkAdmission(t, err, "")
+	if len(warnings) != 1 {
+		t.Errorf("warnings = %v, want the ExternalIPs warning", warnings)
+	}
+
+	r = sample()
+	r.Spec.ControllerRef.Name = "other"
+	_, err = v.ValidateUpdate(context.Background(), sample(), r)
+	checkAdmission(t, err, `spec.controllerRef: Invalid value: {"name":"other"}: cannot change controllerRef after deployment`)
+}

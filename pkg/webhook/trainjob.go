@@ -1,0 +1,258 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	"github.com/gantry-dev/gantry/pkg/runtime"
+)
+
+// +kubebuilder:webhook:path=/mutate-trainer-kubeflow-org-v1alpha1-trainjob,mutating=true,failurePolicy=fail,sideEffects=None,groups=trainer.kubeflow.org,resources=trainjobs,verbs=create;update,versions=v1alpha1,name=mtrainjob.trainer.kubeflow.org,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-trainer-kubeflow-org-v1alpha1-trainjob,mutating=false,failurePolicy=fail,sideEffects=None,groups=trainer.kubeflow.org,resources=trainjobs,verbs=create;update,versions=v1alpha1,name=vtrainjob.trainer.kubeflow.org,admissionReviewVersions=v1
+
+var (
+	trainJobGK         = trainer.GroupVersion.WithKind(trainer.TrainJobKind).GroupKind()
+	runtimeRefPath     = field.NewPath("spec", "runtimeRef")
+	runtimePatchesPath = field.NewPath("spec", "runtimePatches")
+	trainerPath        = field.NewPath("spec", "trainer")
+)
+
+func setupTrainer(mgr ctrl.Manager, opts Options) error {
+	// The runtime framework only reads through Existing when it builds
+	// objects; validation reads nothing.
+	rt, err := runtime.New(runtime.Options{Existing: opts.Reader})
+	if err != nil {
+		return err
+	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &trainer.TrainJob{}).
+		WithDefaulter(&TrainJobDefaulter{Clock: opts.Clock}).
+		WithValidator(&TrainJobValidator{Runtime: rt, Reader: opts.Reader}).
+		Complete(); err != nil {
+		return err
+	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &trainer.TrainingRuntime{}).
+		WithValidator(&TrainingRuntimeValidator{Runtime: rt}).
+		Complete(); err != nil {
+		return err
+	}
+	return ctrl.NewWebhookManagedBy(mgr, &trainer.ClusterTrainingRuntime{}).
+		WithValidator(&ClusterTrainingRuntimeValidator{Runtime: rt}).
+		Complete()
+}
+
+// TrainJobDefaulter does what Trainer v2.3's defaulter does: it stamps each
+// runtime patch with the time its manager last changed it. It also fills
+// runtimeRef's apiGroup and kind with the CRD's defaults, which the API
+// server has normally applied already.
+type TrainJobDefaulter struct {
+	Clock clock.PassiveClock
+}
+
+var _ admission.Defaulter[*trainer.TrainJob] = (*TrainJobDefaulter)(nil)
+
+// Default implements admission.Defaulter.
+func (d *TrainJobDefaulter) Default(ctx context.Context, job *trainer.TrainJob) error {
+	ref := &job.Spec.RuntimeRef
+	if ref.APIGroup == nil {
+		ref.APIGroup = ptr.To(trainer.GroupVersion.Group)
+	}
+	if ref.Kind == nil {
+		ref.Kind = ptr.To(trainer.ClusterTrainingRuntimeKind)
+	}
+	var old *trainer.TrainJob
+	if req, err := admission.RequestFromContext(ctx); err == nil && req.Operation == admissionv1.Update && len(req.OldObject.Raw) > 0 {
+		old = &trainer.TrainJob{}
+		if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
+			return apierrors.NewBadRequest(fmt.Sprintf("decoding the old TrainJob: %v", err))
+		}
+	}
+	stampRuntimePatches(old, job, metav1.NewTime(d.Clock.Now()))
+	return nil
+}
+
+// stampRuntimePatches sets time on new entries and on entries whose content
+// changed, and keeps the old time on unchanged ones, so the time says when
+// the manager last wrote its patch.
+func stampRuntimePatches(old, job *trainer.TrainJob, now metav1.Time) {
+	previous := map[string]trainer.RuntimePatch{}
+	if old != nil {
+		for _, p := range old.Spec.RuntimePatches {
+			previous[p.Manager] = p
+		}
+	}
+	for i := range job.Spec.RuntimePatches {
+		patch := &job.Spec.RuntimePatches[i]
+		prev, existed := previous[patch.Manager]
+		switch {
+		case !existed:
+			if patch.Time == nil {
+				patch.Time = now.DeepCopy()
+			}
+		case samePatchContent(prev, *patch):
+			patch.Time = prev.Time.DeepCopy()
+		default:
+			patch.Time = now.DeepCopy()
+		}
+	}
+}
+
+func samePatchContent(a, b trainer.RuntimePatch) bool {
+	a.Time, b.Time = nil, nil
+	return equality.Semantic.DeepEqual(a, b)
+}
+
+// TrainJobValidator checks a TrainJob against the runtime it references,
+// with the runtime framework's validation (the checks the controller runs
+// before it builds anything), plus the update rules of Trainer v2.3.
+type TrainJobValidator struct {
+	Runtime *runtime.Runtime
+	// Reader reads the referenced runtime and the job's JobSet.
+	Reader client.Reader
+}
+
+var _ admission.Validator[*trainer.TrainJob] = (*TrainJobValidator)(nil)
+
+// ValidateCreate implements admission.Validator.
+func (v *TrainJobValidator) ValidateCreate(ctx context.Context, job *trainer.TrainJob) (admission.Warnings, error) {
+	return nil, v.validate(ctx, nil, job)
+}
+
+// ValidateUpdate implements admission.Validator.
+func (v *TrainJobValidator) ValidateUpdate(ctx context.Context, oldJob, newJob *trainer.TrainJob) (admission.Warnings, error) {
+	if beingDeleted(newJob) {
+		return nil, nil
+	}
+	return nil, v.validate(ctx, oldJob, newJob)
+}
+
+// ValidateDelete implements admission.Validator.
+func (v *TrainJobValidator) ValidateDelete(context.Context, *trainer.TrainJob) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (v *TrainJobValidator) validate(ctx context.Context, oldJob, newJob *trainer.TrainJob) error {
+	errs := validateTrainerCounts(newJob)
+	for i, p := range newJob.Spec.RuntimePatches {
+		errs = append(errs, validation.IsDomainPrefixedPath(runtimePatchesPath.Index(i).Child("manager"), p.Manager)...)
+	}
+	if oldJob != nil {
+		errs = append(errs, validateTrainJobUpdate(oldJob, newJob)...)
+		patchErrs, err := v.validateRuntimePatchesUpdate(ctx, oldJob, newJob)
+		if err != nil {
+			return err
+		}
+		errs = append(errs, patchErrs...)
+	}
+	runtimeErrs, err := v.validateAgainstRuntime(ctx, oldJob, newJob)
+	if err != nil {
+		return err
+	}
+	errs = append(errs, runtimeErrs...)
+	return invalid(trainJobGK, newJob.Name, errs)
+}
+
+// validateTrainerCounts rejects counts the runtime plugins would silently
+// raise to 1 (numNodes: 0 renders a one-node JobSet).
+func validateTrainerCounts(job *trainer.TrainJob) field.ErrorList {
+	t := job.Spec.Trainer
+	if t == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	if t.NumNodes != nil && *t.NumNodes < 1 {
+		errs = append(errs, field.Invalid(trainerPath.Child("numNodes"), *t.NumNodes, "must be greater than or equal to 1"))
+	}
+	if t.NumProcPerNode != nil && *t.NumProcPerNode < 1 {
+		errs = append(errs, field.Invalid(trainerPath.Child("numProcPerNode"), *t.NumProcPerNode, "must be greater than or equal to 1"))
+	}
+	return errs
+}
+
+// validateTrainJobUpdate repeats the CRD's immutability rules, so they hold
+// on clusters whose CRD predates them.
+func validateTrainJobUpdate(oldJob, newJob *trainer.TrainJob) field.ErrorList {
+	var errs field.ErrorList
+	spec := field.NewPath("spec")
+	errs = append(errs, apivalidation.ValidateImmutableField(newJob.Spec.RuntimeRef, oldJob.Spec.RuntimeRef, runtimeRefPath)...)
+	errs = append(errs, apivalidation.ValidateImmutableField(newJob.Spec.Initializer, oldJob.Spec.Initializer, spec.Child("initializer"))...)
+	errs = append(errs, apivalidation.ValidateImmutableField(newJob.Spec.Trainer, oldJob.Spec.Trainer, trainerPath)...)
+	return errs
+}
+
+// validateRuntimePatchesUpdate is Trainer v2.3's rule: runtime patches may
+// change only when the job is suspended before or after the update (Kueue
+// rewrites them while it suspends or admits a job in one request), and not
+// while the JobSet still has active Jobs, whose pods would not match.
+func (v *TrainJobValidator) validateRuntimePatchesUpdate(ctx context.Context, oldJob, newJob *trainer.TrainJob) (field.ErrorList, error) {
+	if equality.Semantic.DeepEqual(oldJob.Spec.RuntimePatches, newJob.Spec.RuntimePatches) {
+		return nil, nil
+	}
+	if !ptr.Deref(oldJob.Spec.Suspend, false) && !ptr.Deref(newJob.Spec.Suspend, false) {
+		return field.ErrorList{field.Forbidden(runtimePatchesPath,
+			"RuntimePatches can only be modified when the TrainJob is suspended before or after the update")}, nil
+	}
+	jobSet := &jobsetv1alpha2.JobSet{}
+	if err := v.Reader.Get(ctx, client.ObjectKeyFromObject(newJob), jobSet); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, apierrors.NewInternalError(fmt.Errorf("reading the TrainJob's JobSet: %w", err))
+	}
+	var errs field.ErrorList
+	for _, rj := range jobSet.Status.ReplicatedJobsStatus {
+		if rj.Active > 0 {
+			errs = append(errs, field.Forbidden(runtimePatchesPath,
+				fmt.Sprintf("RuntimePatches cannot be modified when the JobSet's ReplicatedJob %s is still active", rj.Name)))
+		}
+	}
+	return errs, nil
+}
+
+// validateAgainstRuntime resolves the runtime and runs the framework's
+// validation. A runtime that vanished after the job was created does not
+// block updates (suspending, labelling, removing finalizers); the
+// controller already reports the job as failed.
+func (v *TrainJobValidator) validateAgainstRuntime(ctx context.Context, oldJob, newJob *trainer.TrainJob) (field.ErrorList, error) {
+	spec, err := runtime.ResolveSpec(ctx, v.Reader, newJob)
+	switch {
+	case err == nil:
+		return v.Runtime.Validate(oldJob, newJob, spec), nil
+	case runtime.IsRuntimeNotFound(err):
+		if oldJob != nil {
+			return nil, nil
+		}
+		kind := ptr.Deref(newJob.Spec.RuntimeRef.Kind, trainer.ClusterTrainingRuntimeKind)
+		nf := field.NotFound(runtimeRefPath, newJob.Spec.RuntimeRef.Name)
+		nf.Detail = fmt.Sprintf("specified %s must be created before the TrainJob is created", kind)
+		return field.ErrorList{nf}, nil
+	case errors.Is(err, runtime.ErrUnsupportedRuntimeKind):
+		return unsupportedRuntimeRef(newJob.Spec.RuntimeRef), nil
+	default:
+		return nil, apierrors.NewInternalError(fmt.Errorf("reading the TrainJob's runtime: %w", err))
+	}
+}
+
+func unsupportedRuntimeRef(ref trainer.RuntimeRef) field.ErrorList {
+	if group := ptr.Deref(ref.APIGroup, trainer.GroupVersion.Group); group != trainer.GroupVersion.Group {
+		return field.ErrorList{field.NotSupported(runtimeRefPath.Child("apiGroup"), group, []string{trainer.GroupVersion.Group})}
+	}
+	return field.ErrorList{field.NotSupported(runtimeRefPath.Child("kind"), ptr.Deref(ref.Kind, ""),
+		[]string{trainer.ClusterTrainingRuntimeKind, trainer.TrainingRuntimeKind})}
+}

@@ -1,0 +1,294 @@
+package webhook
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	"sigs.k8s.io/yaml"
+
+	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
+	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	"github.com/gantry-dev/gantry/test/testenv"
+)
+
+// TestAdmissionThroughAPIServer installs config/webhook/manifests.yaml into
+// a real kube-apiserver, serves the webhooks from a manager set up with
+// Setup, and checks what users see: samples admitted, every corpus file
+// denied with its expected message by the expected layer, immutable fields
+// kept, runtime patches stamped.
+func TestAdmissionThroughAPIServer(t *testing.T) {
+	ctx := context.Background()
+	c := startAdmissionEnv(t)
+
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "admission"}}
+	if err := c.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("shipped runtimes are admitted", func(t *testing.T) {
+		// config/runtimes reuses the names of the samples' runtimes, so
+		// each is removed again before the samples are applied.
+		for _, obj := range manifestsIn(t, "config/runtimes") {
+			if err := c.Create(ctx, obj); err != nil {
+				t.Errorf("%s %s: %v", obj.GetKind(), obj.GetName(), err)
+				continue
+			}
+			if err := c.Delete(ctx, obj); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+
+	t.Run("samples are admitted", func(t *testing.T) {
+		for _, obj := range manifestsIn(t, "config/samples") {
+			setNamespace(obj, ns.Name)
+			if err := c.Create(ctx, obj); err != nil {
+				t.Errorf("%s %s: %v", obj.GetKind(), obj.GetName(), err)
+			}
+		}
+	})
+
+	t.Run("invalid manifests are denied", func(t *testing.T) {
+		byWebhook := 0
+		for _, tc := range loadCorpus(t) {
+			t.Run(tc.File, func(t *testing.T) {
+				setNamespace(tc.Object, ns.Name)
+				err := c.Create(ctx, tc.Object)
+				if err == nil {
+					t.Fatalf("admitted; want %q", tc.Expect)
+				}
+				msg := err.Error()
+				if !strings.Contains(msg, tc.Expect) {
+					t.Fatalf("error does not contain %q:\n%s", tc.Expect, msg)
+				}
+				if fromWebhook := strings.Contains(msg, "admission webhook"); fromWebhook != (tc.RejectedBy == "webhook") {
+					t.Errorf("rejected-by %s, but the error is:\n%s", tc.RejectedBy, msg)
+				} else if fromWebhook {
+					byWebhook++
+				}
+				if !apierrors.IsInvalid(err) {
+					t.Errorf("want reason Invalid (kubectl prints the fields), got %v", apierrors.ReasonForError(err))
+				}
+			})
+		}
+		if byWebhook < 30 {
+			t.Errorf("%d corpus files denied by the webhooks, want at least 30", byWebhook)
+		}
+	})
+
+	t.Run("immutable fields stay", func(t *testing.T) {
+		key := func(name string) client.ObjectKey { return client.ObjectKey{Namespace: ns.Name, Name: name} }
+		expectUpdateDenied(t, c, key("pytorch-mnist"), &trainer.TrainJob{}, func(j *trainer.TrainJob) {
+			j.Spec.RuntimeRef.Name = "mpi-distributed"
+		}, "spec.runtimeRef: Invalid value", "field is immutable")
+		expectUpdateDenied(t, c, key("pytorch-mnist"), &trainer.TrainJob{}, func(j *trainer.TrainJob) {
+			j.Spec.RuntimePatches = []trainer.RuntimePatch{{Manager: "kueue.x-k8s.io/manager"}}
+		}, "spec.runtimePatches: Forbidden: RuntimePatches can only be modified when the TrainJob is suspended")
+		expectUpdateDenied(t, c, key("slinky"), &slinkyv1beta1.NodeSet{}, func(n *slinkyv1beta1.NodeSet) {
+			n.Spec.ControllerRef.Name = "other"
+		}, "spec.controllerRef: Invalid value", "immutable")
+		expectUpdateDenied(t, c, key("slurm"), &slinkyv1beta1.Controller{}, func(s *slinkyv1beta1.Controller) {
+			s.Spec.ClusterName = "renamed"
+		}, `admission webhook "vcontroller.slinky.slurm.net" denied the request`, `spec.clusterName: Invalid value: "renamed": cannot change ClusterName after deployment`)
+		expectUpdateDenied(t, c, key("slurm"), &slinkyv1beta1.RestApi{}, func(r *slinkyv1beta1.RestApi) {
+			r.Spec.ControllerRef.Name = "other"
+		}, "spec.controllerRef: Invalid value", "cannot change controllerRef after deployment")
+
+		// Allowed edits go through.
+		rc := &rayv1.RayCluster{}
+		if err := c.Get(ctx, key("raycluster-minimal"), rc); err != nil {
+			t.Fatal(err)
+		}
+		rc.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](2)
+		if err := c.Update(ctx, rc); err != nil {
+			t.Errorf("scaling a RayCluster: %v", err)
+		}
+		job := &trainer.TrainJob{}
+		if err := c.Get(ctx, key("pytorch-mnist"), job); err != nil {
+			t.Fatal(err)
+		}
+		job.Spec.Suspend = ptr.To(true)
+		job.Spec.RuntimePatches = []trainer.RuntimePatch{{Manager: "kueue.x-k8s.io/manager"}}
+		if err := c.Update(ctx, job); err != nil {
+			t.Errorf("patching a TrainJob while suspending it: %v", err)
+		}
+	})
+
+	t.Run("runtime patches are stamped", func(t *testing.T) {
+		job := &trainer.TrainJob{
+			ObjectMeta: metav1.ObjectMeta{Name: "stamped", Namespace: ns.Name},
+			Spec: trainer.TrainJobSpec{
+				RuntimeRef:     trainer.RuntimeRef{Name: "torch-distributed"},
+				RuntimePatches: []trainer.RuntimePatch{{Manager: "example.com/user"}},
+			},
+		}
+		if err := c.Create(ctx, job); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil {
+			t.Fatal(err)
+		}
+		if job.Spec.RuntimePatches[0].Time == nil {
+			t.Error("runtimePatches[0].time was not set by the mutating webhook")
+		}
+	})
+}
+
+// startAdmissionEnv starts kube-apiserver with the CRDs and the webhook
+// configurations, and a manager serving every webhook; it returns a client.
+func startAdmissionEnv(t *testing.T) client.Client {
+	t.Helper()
+	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	assets, err := testenv.AssetsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobsetCRDs, err := testenv.JobSetCRDDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme := apiruntime.NewScheme()
+	for _, add := range []func(*apiruntime.Scheme) error{
+		clientgoscheme.AddToScheme, rayv1.AddToScheme, trainer.AddToScheme, jobsetv1alpha2.AddToScheme, slinkyv1beta1.AddToScheme,
+	} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root := testenv.RepoRoot()
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     []string{jobsetCRDs, filepath.Join(root, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		Scheme:                scheme,
+		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{filepath.Join(root, "config", "webhook")}},
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("starting kube-apiserver and etcd from %s: %v", assets, err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Logf("stopping the control plane: %v", err)
+		}
+	})
+
+	wh := env.WebhookInstallOptions
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:  scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		WebhookServer: crwebhook.NewServer(crwebhook.Options{
+			Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Setup(mgr, []string{WorkloadRayCluster, WorkloadTrainJob, WorkloadSlurm}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+
+	started := mgr.GetWebhookServer().StartedChecker()
+	deadline := time.Now().Add(time.Minute)
+	for started(&http.Request{}) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the webhook server did not start")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// manifestsIn reads every object under dir (one per file, kustomization
+// files skipped), runtimes first so that TrainJobs find theirs.
+func manifestsIn(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(repoFile(dir), "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*unstructured.Unstructured
+	for _, p := range paths {
+		if filepath.Base(p) == "kustomization.yaml" {
+			continue
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj := map[string]any{}
+		if err := yaml.Unmarshal(data, &obj); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		out = append(out, &unstructured.Unstructured{Object: obj})
+	}
+	rank := func(u *unstructured.Unstructured) int {
+		if strings.HasSuffix(u.GetKind(), "TrainingRuntime") {
+			return 0
+		}
+		return 1
+	}
+	slices.SortStableFunc(out, func(a, b *unstructured.Unstructured) int { return rank(a) - rank(b) })
+	return out
+}
+
+func setNamespace(u *unstructured.Unstructured, ns string) {
+	if u.GetKind() != trainer.ClusterTrainingRuntimeKind {
+		u.SetNamespace(ns)
+	}
+}
+
+// expectUpdateDenied reads key into obj, applies mutate and expects the
+// update to fail with every one of wants in the message.
+func expectUpdateDenied[T client.Object](t *testing.T, c client.Client, key client.ObjectKey, obj T, mutate func(T), wants ...string) {
+	t.Helper()
+	if err := c.Get(context.Background(), key, obj); err != nil {
+		t.Fatal(err)
+	}
+	mutate(obj)
+	err := c.Update(context.Background(), obj)
+	if err == nil {
+		t.Errorf("%T %s: update admitted, want %q", obj, key, wants)
+		return
+	}
+	for _, w := range wants {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%T %s: error does not contain %q:\n%v", obj, key, w, err)
+		}
+	}
+}
