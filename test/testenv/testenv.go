@@ -82,6 +82,9 @@ type Options struct {
 	AddToScheme []func(*apiruntime.Scheme) error
 	// WithoutCRDs skips installing CRDs (faster when a test needs only core types).
 	WithoutCRDs bool
+	// WithoutJobSetCRD installs Gantry's CRDs but not JobSet's, as in a
+	// cluster where JobSet is not installed (yet).
+	WithoutJobSetCRD bool
 }
 
 // Start launches kube-apiserver and etcd, installs the CRDs and stops
@@ -127,7 +130,9 @@ func StartE(opts Options) (*Env, error) {
 		if err != nil {
 			return nil, err
 		}
-		env.CRDDirectoryPaths = []string{jd}
+		if !opts.WithoutJobSetCRD {
+			env.CRDDirectoryPaths = []string{jd}
+		}
 		if gantryCRDs := filepath.Join(RepoRoot(), "config", "crd", "bases"); hasYAML(gantryCRDs) {
 			env.CRDDirectoryPaths = append(env.CRDDirectoryPaths, gantryCRDs)
 		}

@@ -2,9 +2,9 @@ package trainjob
 
 import (
 	"context"
-	"fmt"
 
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -27,18 +27,20 @@ func Integration() workload.Integration {
 }
 
 func setup(_ context.Context, mgr ctrl.Manager, opts workload.Options) error {
-	// Without JobSet's CRD the controller's JobSet watch would fail the
-	// whole manager with an opaque "no matches for kind" later; say what is
-	// missing instead.
-	gvk := jobsetv1alpha2.SchemeGroupVersion.WithKind("JobSet")
-	if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
-		return fmt.Errorf("the trainjob controller needs JobSet's CRD (%s) installed: %w; install JobSet, or leave trainjob out of --controllers", gvk.GroupVersion(), err)
-	}
-	r, err := NewReconcilerForManager(mgr)
+	d, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
 		return err
 	}
-	return r.SetupWithManager(mgr, opts.MaxConcurrentReconciles)
+	// Without JobSet's CRD the controller's JobSet watch could not start.
+	// Rather than failing the whole manager (and with it Ray and Slurm),
+	// the controller waits for the CRD and starts once it is served.
+	return setupWhenJobSetServed(mgr, d, jobSetCRDPollInterval, func() error {
+		r, err := NewReconcilerForManager(mgr)
+		if err != nil {
+			return err
+		}
+		return r.SetupWithManager(mgr, opts.MaxConcurrentReconciles)
+	})
 }
 
 // NewReconcilerForManager wires a reconciler to the manager's cached
