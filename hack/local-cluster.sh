@@ -1,12 +1,21 @@
 #!/usr/bin/env bash
 # `make run` / `make run-down`: a local control plane (kwokctl's binary
 # runtime: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
-# kwok's simulated nodes) with Gantry's CRDs and the manager running against it.
+# kwok's simulated nodes), the Gantry chart installed with helm, and the
+# manager running on this machine as the chart's ServiceAccount.
 #
-#   hack/local-cluster.sh up     start (idempotent) and print how to use it
-#   hack/local-cluster.sh down   stop the manager and the control plane
+#   hack/local-cluster.sh up            start (idempotent) and print how to use it
+#   hack/local-cluster.sh down          stop the managers and the control plane
+#   hack/local-cluster.sh release-up    install one more release on the running
+#                                       control plane and start its manager
+#                                       (GANTRY_RELEASE, GANTRY_RELEASE_NAMESPACE,
+#                                       GANTRY_WEBHOOK_PORT, GANTRY_PROBE_ADDR,
+#                                       GANTRY_METRICS_ADDR, GANTRY_HELM_ARGS)
+#   hack/local-cluster.sh release-down  stop that release's manager and uninstall it
 #
-# USE_EXISTING_CLUSTER=true with KUBECONFIG set skips the local control plane.
+# USE_EXISTING_CLUSTER=true with KUBECONFIG set skips the local control plane
+# and the chart: CRDs are applied and the manager runs with the caller's
+# credentials and no webhooks (that API server cannot call this machine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -20,6 +29,14 @@ export KWOK_WORKDIR=$STATE/kwok
 METRICS_ADDR=${GANTRY_METRICS_ADDR:-127.0.0.1:8080}
 PROBE_ADDR=${GANTRY_PROBE_ADDR:-127.0.0.1:8081}
 MANAGER_ARGS=${GANTRY_MANAGER_ARGS:-}
+WEBHOOK_PORT=${GANTRY_WEBHOOK_PORT:-9443}
+RELEASE=${GANTRY_RELEASE:-gantry}
+RELEASE_NS=${GANTRY_RELEASE_NAMESPACE:-gantry-system}
+# Extra `helm install` arguments, e.g. --set 'controllers={raycluster}'.
+HELM_ARGS=${GANTRY_HELM_ARGS:-}
+# The default release keeps its manager's files in .run/ (manager.log,
+# manager.pid, ...); further releases in .run/release-<name>/.
+if [ "$RELEASE" = gantry ]; then RSTATE=$STATE; else RSTATE=$STATE/release-$RELEASE; fi
 
 # kwokctl logs JSON lines; keep them in a file and show them only on failure.
 kwokctl() {
@@ -31,29 +48,158 @@ kwokctl() {
 kubectl() { "$BIN/kubectl" --kubeconfig "$KUBECONFIG" "$@"; }
 log() { echo "gantry-run: $*"; }
 
+# wait_established waits until every CRD in $1 is Established. kubectl wait
+# exits at once, instead of waiting, when a CRD has no status.conditions
+# yet; retry until Established or a minute passed.
+wait_established() {
+  for _ in $(seq 1 60); do
+    kubectl wait --for=condition=Established --timeout=30s -f "$1" >/dev/null 2>&1 && return 0
+    sleep 1
+  done
+  log "CRDs in $1 did not become Established"; exit 1
+}
+
+local_kubeconfig() {
+  if [ "${USE_EXISTING_CLUSTER:-false}" = "true" ]; then
+    : "${KUBECONFIG:?USE_EXISTING_CLUSTER=true needs KUBECONFIG}"
+  else
+    export KUBECONFIG=$KWOK_WORKDIR/clusters/$CLUSTER/kubeconfig.yaml
+  fi
+}
+
 manager_running() {
-  [ -f "$STATE/manager.pid" ] && kill -0 "$(cat "$STATE/manager.pid")" 2>/dev/null
+  [ -f "$RSTATE/manager.pid" ] && kill -0 "$(cat "$RSTATE/manager.pid")" 2>/dev/null
 }
 
 stop_manager() {
   if manager_running; then
     local pid
-    pid=$(cat "$STATE/manager.pid")
+    pid=$(cat "$RSTATE/manager.pid")
     kill -TERM "$pid"
     for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
     kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" || true
-    log "manager (pid $pid) stopped"
+    log "manager of release $RELEASE (pid $pid) stopped"
   fi
-  rm -f "$STATE/manager.pid"
+  rm -f "$RSTATE/manager.pid"
+}
+
+# start_manager runs bin/manager in the background with the given flags
+# plus this machine's probe and metrics addresses (later flags win).
+start_manager() {
+  mkdir -p "$RSTATE"
+  # shellcheck disable=SC2086
+  nohup "$BIN/manager" "$@" \
+    --metrics-bind-address="$METRICS_ADDR" --health-probe-bind-address="$PROBE_ADDR" \
+    --zap-devel $MANAGER_ARGS >"$RSTATE/manager.log" 2>&1 &
+  echo $! >"$RSTATE/manager.pid"
+}
+
+wait_manager_ready() {
+  for _ in $(seq 1 240); do
+    if ! manager_running; then
+      log "the manager of release $RELEASE exited; last log lines:"; tail -n 30 "$RSTATE/manager.log"; exit 1
+    fi
+    if curl -fsS "http://$PROBE_ADDR/readyz" >/dev/null 2>&1; then return 0; fi
+    sleep 0.5
+  done
+  log "the manager of release $RELEASE did not become ready within 2 minutes; see $RSTATE/manager.log"
+  curl -sS "http://$PROBE_ADDR/readyz?verbose" || true
+  exit 1
+}
+
+# install_chart installs (or upgrades) charts/gantry the way a cluster admin
+# would, with the webhooks pointed at this machine's manager by URL. The
+# chart's Deployment is scaled to 0: the manager that runs is the one on
+# this machine (kwok would only pretend to run the image).
+install_chart() {
+  mkdir -p "$RSTATE"
+  helm_upgrade
+  # Helm cannot create the shipped ClusterTrainingRuntimes in the release
+  # that creates their CRD (it maps every object before creating any); the
+  # chart renders them once the CRD is served, so a second upgrade adds them.
+  wait_established config/crd/bases
+  helm_upgrade
+  log "installed the Gantry chart as release '$RELEASE' in namespace $RELEASE_NS"
+}
+
+helm_upgrade() {
+  # shellcheck disable=SC2086
+  "$BIN/helm" --kubeconfig "$KUBECONFIG" upgrade --install "$RELEASE" charts/gantry \
+    --namespace "$RELEASE_NS" --create-namespace \
+    --set replicas=0 --set "webhook.url=https://localhost:$WEBHOOK_PORT" \
+    $HELM_ARGS >>"$RSTATE/helm.log" 2>&1 || { log "helm install of $RELEASE failed:"; tail -n 20 "$RSTATE/helm.log"; exit 1; }
+}
+
+# manager_kubeconfig writes a kubeconfig that authenticates as the chart's
+# ServiceAccount with a bound token, so the manager has exactly the chart's
+# permissions (never the admin's).
+manager_kubeconfig() {
+  local server ca token sa
+  sa=$(kubectl -n "$RELEASE_NS" get deployment "$1" -o jsonpath='{.spec.template.spec.serviceAccountName}')
+  server=$(kubectl config view --raw --minify --flatten -o jsonpath='{.clusters[0].cluster.server}')
+  ca=$(kubectl config view --raw --minify --flatten -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
+  token=$(kubectl -n "$RELEASE_NS" create token "$sa" --duration=48h)
+  (
+    umask 077
+    cat >"$RSTATE/manager.kubeconfig" <<KUBECONFIG
+apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster:
+    server: $server
+    certificate-authority-data: $ca
+users:
+- name: $sa
+  user:
+    token: $token
+contexts:
+- name: $sa
+  context:
+    cluster: local
+    user: $sa
+    namespace: $RELEASE_NS
+current-context: $sa
+KUBECONFIG
+  )
+  log "the manager of release $RELEASE authenticates as system:serviceaccount:$RELEASE_NS:$sa"
+}
+
+# release_up installs a release and runs its manager with the flags the
+# chart gives its Deployment, as the chart's ServiceAccount, so every request
+# goes through the chart's RBAC, and the API server calls its webhooks at
+# https://localhost:$WEBHOOK_PORT (the chart's webhook.url).
+release_up() {
+  stop_manager
+  install_chart
+  local deploy
+  deploy=$(kubectl -n "$RELEASE_NS" get deployment -l "app.kubernetes.io/instance=$RELEASE" \
+    -o jsonpath='{.items[?(@.spec.template.metadata.labels.app\.kubernetes\.io/component=="manager")].metadata.name}')
+  [ -n "$deploy" ] || { log "release $RELEASE has no manager Deployment"; exit 1; }
+  local -a chart_args
+  mapfile -t chart_args < <(kubectl -n "$RELEASE_NS" get deployment "$deploy" \
+    -o go-template='{{range (index .spec.template.spec.containers 0).args}}{{.}}{{"\n"}}{{end}}')
+  [ ${#chart_args[@]} -gt 0 ] || { log "the chart's Deployment has no manager arguments"; exit 1; }
+  manager_kubeconfig "$deploy"
+  rm -rf "$RSTATE/certs"; mkdir -p "$RSTATE/certs"
+  start_manager "${chart_args[@]}" --kubeconfig "$RSTATE/manager.kubeconfig" \
+    --webhook-port="$WEBHOOK_PORT" --webhook-secret-namespace="$RELEASE_NS" \
+    --webhook-dns-names=localhost --webhook-cert-write --webhook-cert-dir="$RSTATE/certs"
+  wait_manager_ready
+}
+
+release_down() {
+  stop_manager
+  "$BIN/helm" --kubeconfig "$KUBECONFIG" uninstall "$RELEASE" --namespace "$RELEASE_NS" --wait >>"$RSTATE/helm.log" 2>&1 || true
+  log "release $RELEASE uninstalled"
 }
 
 up() {
   mkdir -p "$STATE"
+  local_kubeconfig
   if [ "${USE_EXISTING_CLUSTER:-false}" = "true" ]; then
-    : "${KUBECONFIG:?USE_EXISTING_CLUSTER=true needs KUBECONFIG}"
     log "using the existing cluster in $KUBECONFIG"
   else
-    export KUBECONFIG=$KWOK_WORKDIR/clusters/$CLUSTER/kubeconfig.yaml
     if "$BIN/kwokctl" get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
       log "local control plane '$CLUSTER' exists; starting it if stopped"
       kwokctl start cluster --name "$CLUSTER" || true
@@ -61,6 +207,7 @@ up() {
       log "creating local control plane '$CLUSTER' (kwok, binary runtime)"
       kwokctl create cluster --name "$CLUSTER" --runtime binary \
         --kubeconfig "" \
+        --secure-port=true --kube-authorization=true \
         --kube-apiserver-binary "$BIN/kube-apiserver" \
         --kube-controller-manager-binary "$BIN/kube-controller-manager" \
         --kube-scheduler-binary "$BIN/kube-scheduler" \
@@ -74,45 +221,26 @@ up() {
   for _ in $(seq 1 120); do kubectl get --raw /readyz >/dev/null 2>&1 && break; sleep 0.5; done
   kubectl get --raw /readyz >/dev/null
 
-  # Gantry's CRDs and JobSet's (the TrainJob controller renders JobSets).
-  # Server-side apply: the runtime CRDs exceed the 256 KiB limit of the
-  # last-applied annotation that client-side apply writes.
+  # JobSet's CRDs (the TrainJob controller renders JobSets). Server-side
+  # apply: large CRDs exceed the 256 KiB last-applied annotation of
+  # client-side apply.
   local jobset_crds
   jobset_crds="$(go list -m -f '{{.Dir}}' sigs.k8s.io/jobset)/config/components/crd/bases"
-  for dir in config/crd/bases "$jobset_crds"; do
-    kubectl apply --server-side --force-conflicts --field-manager=gantry-run -f "$dir" >/dev/null
-    # kubectl wait exits at once, instead of waiting, when a CRD has no
-    # status.conditions yet; retry until Established or a minute passed.
-    local ok=false
-    for _ in $(seq 1 60); do
-      if kubectl wait --for=condition=Established --timeout=30s -f "$dir" >/dev/null 2>&1; then ok=true; break; fi
-      sleep 1
-    done
-    [ "$ok" = true ] || { log "CRDs in $dir did not become Established"; exit 1; }
-  done
-  log "installed Gantry's and JobSet's CRDs"
-  # The shipped ClusterTrainingRuntimes, so upstream TrainJob examples work.
-  kubectl apply --server-side --force-conflicts --field-manager=gantry-run -k config/runtimes >/dev/null
+  kubectl apply --server-side --force-conflicts --field-manager=gantry-run -f "$jobset_crds" >/dev/null
+  wait_established "$jobset_crds"
 
-  stop_manager
-  # shellcheck disable=SC2086
-  nohup "$BIN/manager" --kubeconfig "$KUBECONFIG" \
-    --metrics-bind-address "$METRICS_ADDR" --health-probe-bind-address "$PROBE_ADDR" \
-    --zap-devel $MANAGER_ARGS >"$STATE/manager.log" 2>&1 &
-  echo $! >"$STATE/manager.pid"
-  echo "$KUBECONFIG" >"$STATE/kubeconfig-path"
-
-  local ready=false
-  for _ in $(seq 1 240); do
-    if ! manager_running; then
-      log "the manager exited; last log lines:"; tail -n 30 "$STATE/manager.log"; exit 1
-    fi
-    if curl -fsS "http://$PROBE_ADDR/readyz" >/dev/null 2>&1; then ready=true; break; fi
-    sleep 0.5
-  done
-  if [ "$ready" != true ]; then
-    log "the manager did not become ready within 2 minutes; see $STATE/manager.log"; exit 1
+  if [ "${USE_EXISTING_CLUSTER:-false}" = "true" ]; then
+    stop_manager
+    kubectl apply --server-side --force-conflicts --field-manager=gantry-run -f config/crd/bases >/dev/null
+    wait_established config/crd/bases
+    kubectl apply --server-side --force-conflicts --field-manager=gantry-run -k config/runtimes >/dev/null
+    log "installed Gantry's CRDs and the shipped training runtimes"
+    start_manager --kubeconfig "$KUBECONFIG" --webhook-port=0
+    wait_manager_ready
+  else
+    release_up
   fi
+  echo "$KUBECONFIG" >"$STATE/kubeconfig-path"
 
   cat <<MSG
 
@@ -130,7 +258,10 @@ MSG
 }
 
 down() {
-  stop_manager
+  for pidfile in "$STATE"/manager.pid "$STATE"/release-*/manager.pid; do
+    [ -f "$pidfile" ] || continue
+    RSTATE=$(dirname "$pidfile") RELEASE=$(basename "$(dirname "$pidfile")") stop_manager
+  done
   if [ "${USE_EXISTING_CLUSTER:-false}" != "true" ] && [ -x "$BIN/kwokctl" ]; then
     if "$BIN/kwokctl" get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
       mkdir -p "$STATE"
@@ -144,5 +275,7 @@ down() {
 case "${1:-}" in
   up) up ;;
   down) down ;;
-  *) echo "usage: $0 up|down" >&2; exit 2 ;;
+  release-up) local_kubeconfig; release_up ;;
+  release-down) local_kubeconfig; release_down ;;
+  *) echo "usage: $0 up|down|release-up|release-down" >&2; exit 2 ;;
 esac

@@ -1,0 +1,61 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
+)
+
+const rayAutoscalerSample = "ray_v1_raycluster_autoscaler.yaml"
+
+// TestRayClusterAutoscalerSample runs the autoscaler sample. Gantry creates
+// the autoscaler's ServiceAccount, Role and RoleBinding before the pods;
+// the API server lets it create the Role only if the manager itself holds
+// every permission the Role grants (pods/resize included), so under the
+// chart's RBAC this test fails when the chart's ClusterRole lacks one.
+func TestRayClusterAutoscalerSample(t *testing.T) {
+	t.Parallel()
+	g := newGomega(t)
+	ctx := t.Context()
+	ns := newNamespace(t, "ray-autoscaler")
+
+	rc := loadSample[rayv1.RayCluster](t, rayAutoscalerSample)
+	rc.Namespace = ns
+	createStrict(g, ctx, rc)
+
+	g.Eventually(func(g Gomega) {
+		key := types.NamespacedName{Namespace: ns, Name: rc.Name}
+		g.Expect(k8s.Get(ctx, key, &corev1.ServiceAccount{})).To(Succeed(), "autoscaler ServiceAccount")
+		role := &rbacv1.Role{}
+		g.Expect(k8s.Get(ctx, key, role)).To(Succeed(), "autoscaler Role")
+		g.Expect(k8s.Get(ctx, key, &rbacv1.RoleBinding{})).To(Succeed(), "autoscaler RoleBinding")
+		var grantsResize bool
+		for _, r := range role.Rules {
+			for _, res := range r.Resources {
+				grantsResize = grantsResize || res == "pods/resize"
+			}
+		}
+		g.Expect(grantsResize).To(BeTrue(), "the autoscaler Role grants pods/resize, as KubeRay's does")
+	}).Should(Succeed())
+
+	// One worker in small-group; gpu-group starts at zero.
+	g.Eventually(func(g Gomega) {
+		expectClusterPodsReady(g, ctx, rc, 1)
+		expectClusterReady(g, ctx, rc, 1)
+		head := listPods(g, ctx, ns, map[string]string{rayv1.RayClusterLabelKey: rc.Name, rayv1.RayNodeTypeLabelKey: "head"})
+		g.Expect(head).To(HaveLen(1))
+		names := []string{}
+		for _, c := range head[0].Spec.Containers {
+			names = append(names, c.Name)
+		}
+		g.Expect(names).To(ContainElement("autoscaler"), "the head runs the autoscaler sidecar")
+		g.Expect(head[0].Spec.ServiceAccountName).To(Equal(rc.Name), "the head runs as the autoscaler ServiceAccount")
+	}).Should(Succeed())
+}
