@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -57,5 +58,43 @@ func TestRayClusterAutoscalerSample(t *testing.T) {
 		}
 		g.Expect(names).To(ContainElement("autoscaler"), "the head runs the autoscaler sidecar")
 		g.Expect(head[0].Spec.ServiceAccountName).To(Equal(rc.Name), "the head runs as the autoscaler ServiceAccount")
+	}).Should(Succeed())
+}
+
+// TestRayClusterIngressAndAuthSamples runs the Ingress and token-auth
+// samples under the chart's RBAC: the manager creates the dashboard
+// Ingress and the token Secret, and both clusters become ready.
+func TestRayClusterIngressAndAuthSamples(t *testing.T) {
+	t.Parallel()
+	g := newGomega(t)
+	ctx := t.Context()
+	ns := newNamespace(t, "ray-ingress-auth")
+
+	ing := loadSample[rayv1.RayCluster](t, "ray_v1_raycluster_ingress.yaml")
+	ing.Namespace = ns
+	createStrict(g, ctx, ing)
+	auth := loadSample[rayv1.RayCluster](t, "ray_v1_raycluster_auth.yaml")
+	auth.Namespace = ns
+	createStrict(g, ctx, auth)
+
+	g.Eventually(func(g Gomega) {
+		ingress := &networkingv1.Ingress{}
+		g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: ing.Name + "-head-ingress"}, ingress)).To(Succeed())
+		g.Expect(ingress.Spec.Rules).NotTo(BeEmpty())
+		g.Expect(ingress.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name).To(Equal(ing.Name + "-head-svc"))
+		expectClusterPodsReady(g, ctx, ing, 0)
+		expectClusterReady(g, ctx, ing, 0)
+	}).Should(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		secret := &corev1.Secret{}
+		g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: auth.Name}, secret)).To(Succeed())
+		g.Expect(secret.Data["auth_token"]).NotTo(BeEmpty())
+		expectClusterPodsReady(g, ctx, auth, 1)
+		expectClusterReady(g, ctx, auth, 1)
+		for _, p := range listPods(g, ctx, ns, clusterPodLabels(auth.Name)) {
+			g.Expect(p.Spec.Containers[0].Env).To(ContainElement(And(
+				HaveField("Name", "RAY_AUTH_TOKEN"), HaveField("ValueFrom.SecretKeyRef.Name", auth.Name))), "pod %s", p.Name)
+		}
 	}).Should(Succeed())
 }
