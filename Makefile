@@ -112,7 +112,8 @@ image-verify: ## Build the image twice from scratch (binary too) and fail unless
 	rm -rf $(IMAGE_DIR); second=$$($(MAKE) --no-print-directory image | grep '^digest:'); \
 	echo "first build:  $$first"; echo "second build: $$second"; \
 	if [ -z "$$first" ] || [ "$$first" != "$$second" ]; then echo "image-verify: the two builds differ" >&2; exit 1; fi; \
-	echo "image-verify: reproducible"
+	echo "image-verify: reproducible"; \
+	hack/check-image.sh $(IMAGE_DIR)/gantry-$(VERSION).tar '$(IMAGE)' "$$(awk '{print $$2}' <<< "$$first")"
 
 .PHONY: generate
 generate: ## Generate deepcopy code.
@@ -155,9 +156,17 @@ $(KWOK) $(KWOKCTL):
 	@echo "building $(@F) (first time only)"
 	cd $(KWOK_MOD) && $(GO) build -o $@ sigs.k8s.io/kwok/cmd/$(@F)
 
+# The real JobSet controller (its main package is the module root), run
+# out of cluster beside the local control plane by hack/jobset-local.sh.
+JOBSET     := $(BIN)/jobset-controller
+JOBSET_MOD := $(CURDIR)/test/tools/jobset
+$(JOBSET):
+	@echo "building jobset-controller (first time only)"
+	cd $(JOBSET_MOD) && $(GO) build -ldflags "-X sigs.k8s.io/jobset/pkg/version.GitVersion=$$($(GO) list -m -f '{{.Version}}' sigs.k8s.io/jobset)" -o $@ sigs.k8s.io/jobset
+
 $(HELM):
 	@echo "building helm $(HELM_VERSION) (first time only)"
 	GOBIN=$(BIN) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
 .PHONY: tools
-tools: $(KUBE_APISERVER) $(ETCD) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(KUBECTL) $(KWOK) $(KWOKCTL) $(HELM) ## Build every tool.
+tools: $(KUBE_APISERVER) $(ETCD) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(KUBECTL) $(KWOK) $(KWOKCTL) $(JOBSET) $(HELM) ## Build every tool.
