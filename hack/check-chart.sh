@@ -134,7 +134,7 @@ eq "$(count ClusterTrainingRuntime)" 0 "ClusterTrainingRuntimes before their CRD
 dep=$(docs Deployment gantry $ns)
 for want in '--controllers=all' '--leader-elect=true' "--leader-election-namespace=$ns" \
   '--leader-elect-lease-duration=15s' '--leader-elect-renew-deadline=10s' '--leader-elect-retry-period=2s' \
-  '--zap-log-level=info' '--zap-encoder=json' '--webhook-port=9443' '--cert-management=self' \
+  '--zap-log-level=info' '--zap-encoder=json' '--webhook-port=9443' '--cert-management=self' '--webhook-cert-write' \
   '--webhook-cert-dir=/tmp/k8s-webhook-server/serving-certs' '--webhook-secret-name=gantry-webhook-cert' \
   "--webhook-secret-namespace=$ns" '--webhook-service-name=gantry-webhook' \
   '--validating-webhook-configuration=gantry-validating-webhook-configuration' \
@@ -225,6 +225,7 @@ done
 dep=$(docs Deployment)
 for want in '--cert-management=external' 'secretName: gantry-webhook-cert' 'readOnly: true'; do has "$want" "$dep"; done
 lacks 'emptyDir:' "$dep"
+lacks '--webhook-cert-write' "$dep"
 lacksitem gantry-validating-webhook-configuration "$(docs ClusterRole)"
 lacksitem secrets "$(docs Role gantry-manager-release-namespace $ns)"
 render cert-manager-issuer --set certManager.enabled=true --set certManager.issuerRef.kind=ClusterIssuer --set certManager.issuerRef.name=corp-ca

@@ -90,7 +90,7 @@ func ParseFlags(args []string, reg *workload.Registry) (*Options, error) {
 	fs.StringSliceVar(&o.Certs.ExtraDNSNames, "webhook-dns-names", nil, "Extra DNS names for the certificate, e.g. localhost when the API server calls the webhooks by URL.")
 	fs.StringVar(&o.Certs.ValidatingConfiguration, "validating-webhook-configuration", "gantry-validating-webhook-configuration", "ValidatingWebhookConfiguration whose caBundle Gantry keeps current.")
 	fs.StringVar(&o.Certs.MutatingConfiguration, "mutating-webhook-configuration", "gantry-mutating-webhook-configuration", "MutatingWebhookConfiguration whose caBundle Gantry keeps current.")
-	fs.BoolVar(&o.Certs.WriteFiles, "webhook-cert-write", false, "Copy the self-managed certificate from its Secret into --webhook-cert-dir; for managers running outside a cluster, where no kubelet mounts the Secret.")
+	fs.BoolVar(&o.Certs.WriteFiles, "webhook-cert-write", false, "Copy the self-managed certificate from its Secret into --webhook-cert-dir (the chart's in-memory emptyDir, or a directory outside a cluster), instead of relying on a mounted Secret volume.")
 	o.Features.AddFlag(fs)
 
 	goFlags := flag.NewFlagSet("zap", flag.ContinueOnError)

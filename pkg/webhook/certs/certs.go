@@ -62,9 +62,10 @@ type Options struct {
 	// self); an empty name is skipped.
 	ValidatingConfiguration string
 	MutatingConfiguration   string
-	// WriteFiles copies the Secret's certificate into CertDir. In a cluster
-	// the kubelet does that by mounting the Secret; a manager running
-	// outside a cluster needs this.
+	// WriteFiles copies the Secret's certificate into CertDir (the chart
+	// mounts an in-memory emptyDir there; outside a cluster it is any
+	// directory). Without it the Secret must be mounted at CertDir, and a
+	// new certificate appears only after the kubelet refreshes the volume.
 	WriteFiles bool
 }
 
