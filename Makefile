@@ -26,6 +26,9 @@ ETCD    := $(BIN)/etcd
 KWOK    := $(BIN)/kwok
 KWOKCTL := $(BIN)/kwokctl
 HELM    := $(BIN)/helm
+# The real JobSet controller for the local control plane (hack/jobset-local.sh).
+JOBSET     := $(BIN)/jobset-controller
+JOBSET_MOD := $(CURDIR)/test/tools/jobset
 
 # Go test flags; override e.g. `make test GOTEST_FLAGS=-v`.
 GOTEST_FLAGS ?=
@@ -42,7 +45,7 @@ help: ## Show this help.
 
 ##@ Run and test
 .PHONY: run
-run: manager $(KUBE_APISERVER) $(ETCD) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(KUBECTL) $(KWOK) $(KWOKCTL) $(HELM) ## Start a local control plane (kwok, 3 nodes), helm-install the chart and run the manager as the chart's ServiceAccount.
+run: manager $(KUBE_APISERVER) $(ETCD) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(KUBECTL) $(KWOK) $(KWOKCTL) $(HELM) $(JOBSET) ## Start a local control plane (kwok, 3 nodes), helm-install the chart and run the manager as the chart's ServiceAccount.
 	@BIN=$(BIN) hack/local-cluster.sh up
 
 .PHONY: run-down
@@ -158,8 +161,6 @@ $(KWOK) $(KWOKCTL):
 
 # The real JobSet controller (its main package is the module root), run
 # out of cluster beside the local control plane by hack/jobset-local.sh.
-JOBSET     := $(BIN)/jobset-controller
-JOBSET_MOD := $(CURDIR)/test/tools/jobset
 $(JOBSET):
 	@echo "building jobset-controller (first time only)"
 	cd $(JOBSET_MOD) && $(GO) build -ldflags "-X sigs.k8s.io/jobset/pkg/version.GitVersion=$$($(GO) list -m -f '{{.Version}}' sigs.k8s.io/jobset)" -o $@ sigs.k8s.io/jobset

@@ -4,6 +4,10 @@
 # kwok's simulated nodes), the Gantry chart installed with helm, and the
 # manager running on this machine as the chart's ServiceAccount.
 #
+# Pods that a Job owns run for a few seconds and succeed (hack/kwok/stages.yaml),
+# and the real JobSet controller runs beside the manager
+# (hack/jobset-local.sh), so TrainJobs run to Complete or Failed.
+#
 #   hack/local-cluster.sh up            start (idempotent) and print how to use it
 #   hack/local-cluster.sh down          stop the managers and the control plane
 #   hack/local-cluster.sh release-up    install one more release on the running
@@ -77,7 +81,7 @@ stop_manager() {
     pid=$(cat "$RSTATE/manager.pid")
     kill -TERM "$pid"
     for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
-    kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" || true
+    if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" || true; fi
     log "manager of release $RELEASE (pid $pid) stopped"
   fi
   rm -f "$RSTATE/manager.pid"
@@ -208,6 +212,7 @@ up() {
       kwokctl create cluster --name "$CLUSTER" --runtime binary \
         --kubeconfig "" \
         --secure-port=true --kube-authorization=true \
+        --config hack/kwok/stages.yaml \
         --kube-apiserver-binary "$BIN/kube-apiserver" \
         --kube-controller-manager-binary "$BIN/kube-controller-manager" \
         --kube-scheduler-binary "$BIN/kube-scheduler" \
@@ -221,15 +226,14 @@ up() {
   for _ in $(seq 1 120); do kubectl get --raw /readyz >/dev/null 2>&1 && break; sleep 0.5; done
   kubectl get --raw /readyz >/dev/null
 
-  # JobSet's CRDs (the TrainJob controller renders JobSets). Server-side
-  # apply: large CRDs exceed the 256 KiB last-applied annotation of
-  # client-side apply.
-  local jobset_crds
-  jobset_crds="$(go list -m -f '{{.Dir}}' sigs.k8s.io/jobset)/config/components/crd/bases"
-  kubectl apply --server-side --force-conflicts --field-manager=gantry-run -f "$jobset_crds" >/dev/null
-  wait_established "$jobset_crds"
-
   if [ "${USE_EXISTING_CLUSTER:-false}" = "true" ]; then
+    # JobSet's CRDs (the TrainJob controller renders JobSets); the cluster
+    # is expected to run JobSet's controller. Server-side apply: large CRDs
+    # exceed the 256 KiB last-applied annotation of client-side apply.
+    local jobset_crds
+    jobset_crds="$(go list -m -f '{{.Dir}}' sigs.k8s.io/jobset)/config/components/crd/bases"
+    kubectl apply --server-side --force-conflicts --field-manager=gantry-run -f "$jobset_crds" >/dev/null
+    wait_established "$jobset_crds"
     stop_manager
     kubectl apply --server-side --force-conflicts --field-manager=gantry-run -f config/crd/bases >/dev/null
     wait_established config/crd/bases
@@ -238,6 +242,9 @@ up() {
     start_manager --kubeconfig "$KUBECONFIG" --webhook-port=0
     wait_manager_ready
   else
+    # The real JobSet controller (pinned version), its CRDs and webhooks,
+    # running on this machine like the manager.
+    BIN=$BIN JOBSET_STATE_DIR=$STATE/jobset hack/jobset-local.sh up | sed 's/^/gantry-run: /'
     release_up
   fi
   echo "$KUBECONFIG" >"$STATE/kubeconfig-path"
@@ -249,7 +256,8 @@ Gantry is running (manager ready: http://$PROBE_ADDR/readyz, metrics: http://$ME
   export KUBECONFIG=$KUBECONFIG
   $BIN/kubectl get nodes
   $BIN/kubectl apply -f config/samples/ray_v1_raycluster_minimal.yaml   # a Ray cluster that becomes ready
-  $BIN/kubectl apply -f config/samples/trainer_v1alpha1_trainjob.yaml   # a TrainJob -> JobSet (no JobSet controller here)
+  $BIN/kubectl apply -f config/samples/trainer_v1alpha1_trainjob.yaml   # a TrainJob that runs to Complete
+  $BIN/kubectl get trainjob,jobset,jobs,pods -w                         # watch it: Created -> Running -> Complete
   $BIN/kubectl get raycluster,trainjob,pods
   tail -f $STATE/manager.log                                            # manager logs
 
@@ -258,9 +266,16 @@ MSG
 }
 
 down() {
+  if [ "${USE_EXISTING_CLUSTER:-false}" != "true" ]; then
+    local_kubeconfig
+    BIN=$BIN JOBSET_STATE_DIR=$STATE/jobset hack/jobset-local.sh down >/dev/null 2>&1 || true
+  fi
+  local dir
   for pidfile in "$STATE"/manager.pid "$STATE"/release-*/manager.pid; do
     [ -f "$pidfile" ] || continue
-    RSTATE=$(dirname "$pidfile") RELEASE=$(basename "$(dirname "$pidfile")") stop_manager
+    dir=$(dirname "$pidfile")
+    if [ "$dir" = "$STATE" ]; then RELEASE=gantry; else RELEASE=${dir##*/release-}; fi
+    RSTATE=$dir stop_manager
   done
   if [ "${USE_EXISTING_CLUSTER:-false}" != "true" ] && [ -x "$BIN/kwokctl" ]; then
     if "$BIN/kwokctl" get clusters 2>/dev/null | grep -qx "$CLUSTER"; then

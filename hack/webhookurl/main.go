@@ -1,0 +1,164 @@
+// Command webhookurl points admission webhook configurations at a webhook
+// server running on this machine. It reads YAML (or JSON) documents on
+// stdin, keeps only the admissionregistration.k8s.io/v1
+// MutatingWebhookConfiguration and ValidatingWebhookConfiguration objects
+// (kustomize output also carries Services, Deployments, ...; those are
+// dropped), replaces every webhook's clientConfig with
+//
+//	clientConfig:
+//	  url: <--url><the path the clientConfig had>
+//	  caBundle: <base64 of --ca-file>
+//
+// and writes the result to stdout as YAML documents, ready for
+// `kubectl apply -f -`. hack/jobset-local.sh uses it to run the JobSet
+// controller out of cluster:
+//
+//	kubectl kustomize "$jobset_dir/config/default" |
+//	  go run ./hack/webhookurl --url https://localhost:9445 --ca-file .run/jobset/certs/ca.crt
+//
+// It fails when no webhook configuration was found or a webhook has no path
+// to keep, so a changed upstream layout is noticed instead of applied half.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+func main() {
+	base := flag.String("url", "", "base URL of the webhook server, e.g. https://localhost:9445 (required)")
+	caFile := flag.String("ca-file", "", "PEM file of the CA that signed the webhook server's certificate (required)")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: %s --url URL --ca-file FILE < manifests.yaml\n", os.Args[0])
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if *base == "" || *caFile == "" || flag.NArg() != 0 {
+		flag.Usage()
+		os.Exit(2)
+	}
+	ca, err := os.ReadFile(*caFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "webhookurl:", err)
+		os.Exit(1)
+	}
+	if err := rewrite(os.Stdin, os.Stdout, *base, ca); err != nil {
+		fmt.Fprintln(os.Stderr, "webhookurl:", err)
+		os.Exit(1)
+	}
+}
+
+var webhookKinds = map[string]bool{
+	"MutatingWebhookConfiguration":   true,
+	"ValidatingWebhookConfiguration": true,
+}
+
+// rewrite copies the webhook configurations in the YAML stream r to w with
+// every clientConfig pointed at base (scheme://host[:port], no path) and
+// trusting the PEM CA bundle ca.
+func rewrite(r io.Reader, w io.Writer, base string, ca []byte) error {
+	u, err := url.Parse(base)
+	if err != nil {
+		return fmt.Errorf("--url: %w", err)
+	}
+	if u.Scheme != "https" || u.Host == "" || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("--url %q: want https://host[:port] without a path", base)
+	}
+	base = "https://" + u.Host
+	if !bytes.Contains(ca, []byte("-----BEGIN CERTIFICATE-----")) {
+		return errors.New("--ca-file holds no PEM certificate")
+	}
+	caBundle := base64.StdEncoding.EncodeToString(ca)
+
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(r))
+	found := 0
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("reading input: %w", err)
+		}
+		var obj map[string]any
+		if err := yaml.Unmarshal(doc, &obj); err != nil {
+			return fmt.Errorf("parsing document %d: %w", found+1, err)
+		}
+		if obj == nil { // empty document, e.g. a leading "---"
+			continue
+		}
+		kind, _ := obj["kind"].(string)
+		apiVersion, _ := obj["apiVersion"].(string)
+		if !webhookKinds[kind] || apiVersion != "admissionregistration.k8s.io/v1" {
+			continue
+		}
+		name := objectName(obj)
+		webhooks, _ := obj["webhooks"].([]any)
+		for i, wh := range webhooks {
+			hook, ok := wh.(map[string]any)
+			if !ok {
+				return fmt.Errorf("%s %s: webhooks[%d] is not an object", kind, name, i)
+			}
+			path, err := webhookPath(hook["clientConfig"])
+			if err != nil {
+				return fmt.Errorf("%s %s: webhook %v: %w", kind, name, hook["name"], err)
+			}
+			hook["clientConfig"] = map[string]any{
+				"url":      base + path,
+				"caBundle": caBundle,
+			}
+		}
+		out, err := yaml.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "---\n%s", out); err != nil {
+			return err
+		}
+		found++
+	}
+	if found == 0 {
+		return errors.New("no MutatingWebhookConfiguration or ValidatingWebhookConfiguration in the input")
+	}
+	return nil
+}
+
+// webhookPath is the HTTP path a clientConfig calls: service.path, or the
+// path of its url.
+func webhookPath(cc any) (string, error) {
+	m, ok := cc.(map[string]any)
+	if !ok {
+		return "", errors.New("no clientConfig")
+	}
+	var path string
+	if svc, ok := m["service"].(map[string]any); ok {
+		path, _ = svc["path"].(string)
+	} else if raw, ok := m["url"].(string); ok {
+		u, err := url.Parse(raw)
+		if err != nil {
+			return "", fmt.Errorf("clientConfig.url: %w", err)
+		}
+		path = u.Path
+	}
+	if path == "" || !strings.HasPrefix(path, "/") {
+		return "", fmt.Errorf("clientConfig has no absolute path (got %q)", path)
+	}
+	return path, nil
+}
+
+func objectName(obj map[string]any) string {
+	md, _ := obj["metadata"].(map[string]any)
+	name, _ := md["name"].(string)
+	return name
+}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+const testCA = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"
+
+// input mimics `kubectl kustomize config/default` of JobSet: a leading
+// separator, a Service to drop, then both webhook configurations (one
+// clientConfig already by URL) and a JSON document to drop.
+const input = `---
+apiVersion: v1
+kind: Service
+metadata:
+  name: jobset-webhook-service
+  namespace: jobset-system
+spec:
+  ports:
+  - port: 443
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata:
+  labels:
+    app.kubernetes.io/name: jobset
+  name: jobset-mutating-webhook-configuration
+webhooks:
+- admissionReviewVersions: [v1]
+  clientConfig:
+    service:
+      name: jobset-webhook-service
+      namespace: jobset-system
+      path: /mutate-jobset-x-k8s-io-v1alpha2-jobset
+  failurePolicy: Fail
+  name: mjobset.kb.io
+  rules:
+  - apiGroups: [jobset.x-k8s.io]
+    apiVersions: [v1alpha2]
+    operations: [CREATE]
+    resources: [jobsets]
+  sideEffects: None
+- admissionReviewVersions: [v1]
+  clientConfig:
+    url: https://elsewhere.example:443/mutate--v1-pod
+    caBundle: b2xk
+  failurePolicy: Fail
+  name: mpod.kb.io
+  objectSelector:
+    matchExpressions:
+    - key: jobset.sigs.k8s.io/jobset-name
+      operator: Exists
+  sideEffects: None
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata:
+  name: jobset-validating-webhook-configuration
+webhooks:
+- admissionReviewVersions: [v1]
+  clientConfig:
+    service:
+      name: jobset-webhook-service
+      namespace: jobset-system
+      path: /validate-jobset-x-k8s-io-v1alpha2-jobset
+  failurePolicy: Fail
+  name: vjobset.kb.io
+  sideEffects: None
+---
+{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}
+`
+
+func TestRewrite(t *testing.T) {
+	var out bytes.Buffer
+	if err := rewrite(strings.NewReader(input), &out, "https://localhost:9446/", []byte(testCA)); err != nil {
+		t.Fatal(err)
+	}
+
+	written := out.String()
+	var docs [][]byte
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(&out))
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(bytes.TrimSpace(doc)) > 0 {
+			docs = append(docs, doc)
+		}
+	}
+	if len(docs) != 2 {
+		t.Fatalf("got %d documents, want the 2 webhook configurations:\n%s", len(docs), written)
+	}
+
+	var mutating admissionregistrationv1.MutatingWebhookConfiguration
+	if err := yaml.UnmarshalStrict(docs[0], &mutating); err != nil {
+		t.Fatal(err)
+	}
+	var validating admissionregistrationv1.ValidatingWebhookConfiguration
+	if err := yaml.UnmarshalStrict(docs[1], &validating); err != nil {
+		t.Fatal(err)
+	}
+	if mutating.Name != "jobset-mutating-webhook-configuration" || mutating.Labels["app.kubernetes.io/name"] != "jobset" {
+		t.Errorf("mutating metadata changed: %+v", mutating.ObjectMeta)
+	}
+	if validating.Name != "jobset-validating-webhook-configuration" {
+		t.Errorf("validating name = %q", validating.Name)
+	}
+
+	type hook struct {
+		name string
+		cc   admissionregistrationv1.WebhookClientConfig
+	}
+	var hooks []hook
+	for _, w := range mutating.Webhooks {
+		hooks = append(hooks, hook{w.Name, w.ClientConfig})
+	}
+	for _, w := range validating.Webhooks {
+		hooks = append(hooks, hook{w.Name, w.ClientConfig})
+	}
+	want := map[string]string{
+		"mjobset.kb.io": "https://localhost:9446/mutate-jobset-x-k8s-io-v1alpha2-jobset",
+		"mpod.kb.io":    "https://localhost:9446/mutate--v1-pod",
+		"vjobset.kb.io": "https://localhost:9446/validate-jobset-x-k8s-io-v1alpha2-jobset",
+	}
+	if len(hooks) != len(want) {
+		t.Fatalf("got %d webhooks, want %d", len(hooks), len(want))
+	}
+	for _, h := range hooks {
+		if h.cc.Service != nil {
+			t.Errorf("%s: service kept: %+v", h.name, h.cc.Service)
+		}
+		if h.cc.URL == nil || *h.cc.URL != want[h.name] {
+			t.Errorf("%s: url = %v, want %s", h.name, h.cc.URL, want[h.name])
+		}
+		if string(h.cc.CABundle) != testCA {
+			t.Errorf("%s: caBundle = %q, want the CA file", h.name, h.cc.CABundle)
+		}
+	}
+
+	// Everything but clientConfig is kept.
+	if m := mutating.Webhooks[1]; m.ObjectSelector == nil || len(m.ObjectSelector.MatchExpressions) != 1 ||
+		m.FailurePolicy == nil || *m.FailurePolicy != admissionregistrationv1.Fail {
+		t.Errorf("mpod.kb.io lost fields: %+v", m)
+	}
+	if r := mutating.Webhooks[0].Rules; len(r) != 1 || r[0].Resources[0] != "jobsets" {
+		t.Errorf("mjobset.kb.io rules = %+v", r)
+	}
+	if !strings.Contains(written, "caBundle: "+base64.StdEncoding.EncodeToString([]byte(testCA))) {
+		t.Errorf("caBundle is not the base64 of the CA file:\n%s", written)
+	}
+}
+
+func TestRewriteErrors(t *testing.T) {
+	noPath := strings.Replace(input, "      path: /validate-jobset-x-k8s-io-v1alpha2-jobset\n", "", 1)
+	for name, tc := range map[string]struct {
+		in, url, ca, want string
+	}{
+		"no webhook configurations": {"apiVersion: v1\nkind: Service\nmetadata: {name: s}\n", "https://localhost:1", testCA, "no MutatingWebhookConfiguration"},
+		"empty input":               {"", "https://localhost:1", testCA, "no MutatingWebhookConfiguration"},
+		"http url":                  {input, "http://localhost:1", testCA, "want https://"},
+		"url with a path":           {input, "https://localhost:1/x", testCA, "without a path"},
+		"not a PEM CA":              {input, "https://localhost:1", "nope", "no PEM certificate"},
+		"webhook without a path":    {noPath, "https://localhost:1", testCA, "vjobset.kb.io: clientConfig has no absolute path"},
+		"bad yaml":                  {"a: [\n", "https://localhost:1", testCA, "parsing document"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := rewrite(strings.NewReader(tc.in), io.Discard, tc.url, []byte(tc.ca))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
