@@ -146,25 +146,8 @@ func TestTrainJobFailsWhenAPodFails(t *testing.T) {
 	ctx := t.Context()
 	ns := newNamespace(t, "trainjob-fail")
 
-	data, err := os.ReadFile(filepath.Join("..", "..", "config", "runtimes", "torch_distributed.yaml"))
-	g.Expect(err).NotTo(HaveOccurred())
-	shipped := &trainerv1alpha1.ClusterTrainingRuntime{}
-	g.Expect(yaml.UnmarshalStrict(data, shipped)).To(Succeed())
-	rt := &trainerv1alpha1.TrainingRuntime{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "torch-exits-3"},
-		Spec:       *shipped.Spec.DeepCopy(),
-	}
-	node := &rt.Spec.Template.Spec.ReplicatedJobs[0]
-	node.Template.Spec.BackoffLimit = ptr.To[int32](0)
-	node.Template.Spec.Template.Annotations = map[string]string{"gantry.dev/kwok-exit-code": "3"}
-	createStrict(g, ctx, rt)
-
-	tj := &trainerv1alpha1.TrainJob{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "exits-3"},
-		Spec: trainerv1alpha1.TrainJobSpec{RuntimeRef: trainerv1alpha1.RuntimeRef{
-			Name: rt.Name, Kind: ptr.To(trainerv1alpha1.TrainingRuntimeKind), APIGroup: ptr.To(trainerv1alpha1.GroupVersion.Group),
-		}},
-	}
+	rt := torchRuntimeWithPodAnnotations(t, g, ns, "torch-exits-3", map[string]string{"gantry.dev/kwok-exit-code": "3"})
+	tj := trainJobOn(rt, "exits-3")
 	createStrict(g, ctx, tj)
 
 	failed := expectTrainJobCondition(t, g, tj, trainerv1alpha1.TrainJobFailed)
@@ -183,4 +166,134 @@ func TestTrainJobFailsWhenAPodFails(t *testing.T) {
 		}
 	}
 	g.Expect(exitCodes).To(ContainElement(int32(3)), "a trainer container exited with 3")
+}
+
+// torchRuntimeWithPodAnnotations creates, in ns, a TrainingRuntime that is
+// the shipped torch-distributed one with annotations on its node pods (the
+// kwok stages read gantry.dev/kwok-run-seconds and gantry.dev/kwok-exit-code)
+// and no Job retries, so a failure is final at once.
+func torchRuntimeWithPodAnnotations(t *testing.T, g *WithT, ns, name string, annotations map[string]string) *trainerv1alpha1.TrainingRuntime {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "runtimes", "torch_distributed.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	shipped := &trainerv1alpha1.ClusterTrainingRuntime{}
+	g.Expect(yaml.UnmarshalStrict(data, shipped)).To(Succeed())
+	rt := &trainerv1alpha1.TrainingRuntime{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       *shipped.Spec.DeepCopy(),
+	}
+	node := &rt.Spec.Template.Spec.ReplicatedJobs[0]
+	node.Template.Spec.BackoffLimit = ptr.To[int32](0)
+	node.Template.Spec.Template.Annotations = annotations
+	createStrict(g, t.Context(), rt)
+	return rt
+}
+
+func trainJobOn(rt *trainerv1alpha1.TrainingRuntime, name string) *trainerv1alpha1.TrainJob {
+	return &trainerv1alpha1.TrainJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: rt.Namespace, Name: name},
+		Spec: trainerv1alpha1.TrainJobSpec{RuntimeRef: trainerv1alpha1.RuntimeRef{
+			Name: rt.Name, Kind: ptr.To(trainerv1alpha1.TrainingRuntimeKind), APIGroup: ptr.To(trainerv1alpha1.GroupVersion.Group),
+		}},
+	}
+}
+
+// TestShippedRuntimesRunToCompletion: a TrainJob on each shipped
+// ClusterTrainingRuntime, with the runtime's own defaults, runs to Complete
+// on the JobSet controller; MPI jobs get their SSH Secret and hostfile.
+func TestShippedRuntimesRunToCompletion(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob(filepath.Join("..", "..", "config", "runtimes", "*_distributed.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no shipped runtimes in config/runtimes: %v", err)
+	}
+	ns := newNamespace(t, "runtimes")
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shipped := &trainerv1alpha1.ClusterTrainingRuntime{}
+		if err := yaml.UnmarshalStrict(data, shipped); err != nil {
+			t.Fatal(err)
+		}
+		t.Run(shipped.Name, func(t *testing.T) {
+			t.Parallel()
+			g := newGomega(t)
+			ctx := t.Context()
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(shipped), &trainerv1alpha1.ClusterTrainingRuntime{})).
+				To(Succeed(), "the chart installs the shipped runtime %s", shipped.Name)
+			tj := &trainerv1alpha1.TrainJob{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "on-" + shipped.Name},
+				Spec:       trainerv1alpha1.TrainJobSpec{RuntimeRef: trainerv1alpha1.RuntimeRef{Name: shipped.Name}},
+			}
+			createStrict(g, ctx, tj)
+			if shipped.Spec.MLPolicy != nil && shipped.Spec.MLPolicy.MPI != nil {
+				g.Eventually(func(g Gomega) {
+					secret := &corev1.Secret{}
+					g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: tj.Name + trainerv1alpha1.MPISSHAuthSecretSuffix}, secret)).To(Succeed())
+					g.Expect(secret.Data).NotTo(BeEmpty())
+					cm := &corev1.ConfigMap{}
+					g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: tj.Name + trainerv1alpha1.MPIHostfileConfigMapSuffix}, cm)).To(Succeed())
+					g.Expect(cm.Data).NotTo(BeEmpty())
+				}).Should(Succeed())
+			}
+			c := expectTrainJobCondition(t, g, tj, trainerv1alpha1.TrainJobComplete)
+			t.Logf("%s: Complete (%s)", tj.Name, c.Reason)
+		})
+	}
+}
+
+// TestTrainJobSuspendResumeWhileRunning: suspending a running TrainJob
+// takes its pods down and marks it Suspended; resuming brings pods back and
+// the job then completes.
+func TestTrainJobSuspendResumeWhileRunning(t *testing.T) {
+	t.Parallel()
+	g := newGomega(t)
+	ctx := t.Context()
+	ns := newNamespace(t, "trainjob-suspend")
+	rt := torchRuntimeWithPodAnnotations(t, g, ns, "torch-runs-15s", map[string]string{"gantry.dev/kwok-run-seconds": "15"})
+	tj := trainJobOn(rt, "suspended-midway")
+	createStrict(g, ctx, tj)
+	sel := map[string]string{jobsetv1alpha2.JobSetNameKey: tj.Name}
+
+	g.Eventually(func(g Gomega) {
+		pods := listPods(g, ctx, ns, sel)
+		g.Expect(pods).NotTo(BeEmpty())
+		for i := range pods {
+			g.Expect(pods[i].Status.Phase).To(Equal(corev1.PodRunning))
+		}
+	}).Should(Succeed())
+
+	update(g, ctx, tj, func(tj *trainerv1alpha1.TrainJob) { tj.Spec.Suspend = ptr.To(true) })
+	expectTrainJobCondition(t, g, tj, trainerv1alpha1.TrainJobSuspended)
+	g.Eventually(func(g Gomega) {
+		g.Expect(listPods(g, ctx, ns, sel)).To(BeEmpty(), "pods of a suspended TrainJob")
+	}).Should(Succeed())
+
+	update(g, ctx, tj, func(tj *trainerv1alpha1.TrainJob) { tj.Spec.Suspend = ptr.To(false) })
+	g.Eventually(func(g Gomega) {
+		g.Expect(listPods(g, ctx, ns, sel)).NotTo(BeEmpty(), "pods after resume")
+	}).Should(Succeed())
+	expectTrainJobCondition(t, g, tj, trainerv1alpha1.TrainJobComplete)
+}
+
+// TestTrainJobActiveDeadline: a TrainJob still running when its
+// activeDeadlineSeconds pass fails with DeadlineExceeded and its JobSet is
+// deleted.
+func TestTrainJobActiveDeadline(t *testing.T) {
+	t.Parallel()
+	g := newGomega(t)
+	ctx := t.Context()
+	ns := newNamespace(t, "trainjob-deadline")
+	rt := torchRuntimeWithPodAnnotations(t, g, ns, "torch-runs-long", map[string]string{"gantry.dev/kwok-run-seconds": "600"})
+	tj := trainJobOn(rt, "too-slow")
+	tj.Spec.ActiveDeadlineSeconds = ptr.To[int64](8)
+	createStrict(g, ctx, tj)
+
+	failed := expectTrainJobCondition(t, g, tj, trainerv1alpha1.TrainJobFailed)
+	g.Expect(failed.Reason).To(Equal(trainerv1alpha1.TrainJobDeadlineExceededReason))
+	g.Eventually(func(g Gomega) {
+		expectGone(g, ctx, &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tj.Name}})
+	}).Should(Succeed())
 }
