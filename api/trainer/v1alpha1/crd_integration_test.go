@@ -97,8 +97,8 @@ func testSamples(ctx context.Context, t *testing.T, c client.Client, ns string) 
 	checkEqual(t, "suspend", ptr.Deref(job.Spec.Suspend, true), false)
 	checkEqual(t, "managedBy", ptr.Deref(job.Spec.ManagedBy, ""), trainer.TrainJobControllerManagedBy)
 	checkEqual(t, "trainer.numNodes", ptr.Deref(job.Spec.Trainer.NumNodes, 0), int32(2))
-	if gpus := job.Spec.Trainer.ResourcesPerNode.Limits["nvidia.com/gpu"]; gpus.Value() != 1 {
-		t.Errorf("trainer.resourcesPerNode GPU limit = %s, want 1", gpus.String())
+	if cpus := job.Spec.Trainer.ResourcesPerNode.Requests["cpu"]; cpus.Value() != 1 {
+		t.Errorf("trainer.resourcesPerNode CPU request = %s, want 1", cpus.String())
 	}
 }
 
