@@ -32,7 +32,7 @@ func TestNodeSetIntegration(t *testing.T) {
 	SetDefaultConsistentlyDuration(2 * time.Second)
 	g := NewWithT(t)
 	h.namespace(g, "slurm-it")
-	for _, name := range []string{"slurm", "norest", "offline"} {
+	for _, name := range []string{"slurm", "norest", "offline", "pending"} {
 		g.Expect(h.c.Create(h.ctx, testutil.MakeController(name, h.ns).Keys("keys").Obj())).To(Succeed())
 	}
 	slurmd := h.clients.add(h.key("slurm"))
@@ -296,6 +296,34 @@ func TestNodeSetIntegration(t *testing.T) {
 		h.updateNodeSet(g, "plain", func(n *slinkyv1beta1.NodeSet) { n.Spec.Replicas = ptr.To[int32](0) })
 		g.Eventually(h.liveNames("plain")).Should(BeEmpty())
 		g.Expect(meta.FindStatusCondition(h.nodeSet(g, "plain").Status.Conditions, nodeset.ConditionSlurmReachable)).To(BeNil())
+	})
+
+	t.Run("with a RestApi whose Slurm client is not known yet nothing that may run jobs is deleted", func(t *testing.T) {
+		// After a manager restart or failover, or while the JWT key cannot
+		// be read, the Controller has a RestApi but no client is known. That
+		// is not "no RestApi": Slurm may be running jobs on every node.
+		g := NewWithT(t)
+		g.Expect(h.c.Create(h.ctx, testutil.MakeRestApi("pending-rest", h.ns, "pending").Obj())).To(Succeed())
+		g.Expect(h.c.Create(h.ctx, testutil.MakeNodeSet("wait", h.ns, "pending").Obj())).To(Succeed())
+		g.Eventually(h.liveNames("wait")).Should(Equal([]string{"wait-0"}))
+		h.kubelet(g, "wait", nil)
+		g.Eventually(func(g Gomega) *metav1.Condition {
+			return meta.FindStatusCondition(h.nodeSet(g, "wait").Status.Conditions, nodeset.ConditionSlurmReachable)
+		}).Should(And(Not(BeNil()), HaveField("Status", metav1.ConditionFalse),
+			HaveField("Message", ContainSubstring("pending-rest"))))
+
+		h.updateNodeSet(g, "wait", func(n *slinkyv1beta1.NodeSet) { n.Spec.Replicas = ptr.To[int32](0) })
+		g.Consistently(h.liveNames("wait")).Should(Equal([]string{"wait-0"}),
+			"a running pod was deleted while Slurm's state was unknown")
+
+		// The client becomes known: the node is drained, found idle, and
+		// only then deleted.
+		pending := h.clients.add(h.key("pending"))
+		pending.SetNode(slurm.Node{Name: "wait-0", State: []slurm.NodeState{slurm.NodeStateIdle}})
+		h.poke(g, "wait-0")
+		g.Eventually(h.liveNames("wait")).Should(BeEmpty())
+		node, _ := pending.Node("wait-0")
+		g.Expect(node.IsDrain()).To(BeTrue(), "wait-0 was deleted without being drained first")
 	})
 
 	t.Run("with slurmrestd down pods are created but none that may run jobs is deleted", func(t *testing.T) {

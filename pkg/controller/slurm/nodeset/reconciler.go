@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -28,7 +29,6 @@ import (
 	"github.com/gantry-dev/gantry/pkg/framework/expectations"
 	"github.com/gantry-dev/gantry/pkg/framework/requeue"
 	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
-	"github.com/gantry-dev/gantry/pkg/slurm"
 )
 
 // Name is the reconciler's name in the manager, its events and logs.
@@ -165,13 +165,39 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 func (r *Reconciler) loadSlurm(ctx context.Context, n *slinkyv1beta1.NodeSet) *slurmView {
-	var c slurm.Client
 	if r.clients != nil {
-		if got, ok := r.clients.Get(n.ControllerKey()); ok {
-			c = got
+		if c, ok := r.clients.Get(n.ControllerKey()); ok {
+			return loadSlurmView(ctx, c, r.Now())
 		}
 	}
-	return loadSlurmView(ctx, c, r.Now())
+	// No client. Only a Controller without any RestApi keeps upstream's
+	// rule that Slurm state is unknowable and nodes count as drained. A
+	// RestApi whose client is not known yet (a manager restart or failover,
+	// an unreadable JWT key) means Slurm may be running jobs on every node:
+	// fail closed and delete nothing until the client is known.
+	rest, err := r.restAPIFor(ctx, n.ControllerKey())
+	switch {
+	case err != nil:
+		return unknownSlurmView(fmt.Errorf("looking for the RestApi of Controller %s: %w", n.ControllerKey(), err))
+	case rest != "":
+		return unknownSlurmView(fmt.Errorf("the Slurm client of RestApi %s for Controller %s is not known yet; "+
+			"no pod that may run jobs is deleted until it is", rest, n.ControllerKey()))
+	}
+	return loadSlurmView(ctx, nil, r.Now())
+}
+
+// restAPIFor names a RestApi that serves the Controller, or "" when none does.
+func (r *Reconciler) restAPIFor(ctx context.Context, controller types.NamespacedName) (string, error) {
+	list := &slinkyv1beta1.RestApiList{}
+	if err := r.client.List(ctx, list, client.InNamespace(controller.Namespace)); err != nil {
+		return "", err
+	}
+	for i := range list.Items {
+		if list.Items[i].Spec.ControllerRef.Name == controller.Name {
+			return list.Items[i].Name, nil
+		}
+	}
+	return "", nil
 }
 
 // steps are the NodeSet's sync steps in upstream's order: shared objects,

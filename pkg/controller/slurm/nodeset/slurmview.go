@@ -34,6 +34,9 @@ type ClientSource interface {
 // since steps run in slow-start batches.
 type slurmView struct {
 	client slurm.Client
+	// pending marks a Controller that has a RestApi whose client is not
+	// known yet; client is nil and err says why.
+	pending bool
 	// err is why Slurm could not be read this reconcile.
 	err error
 
@@ -95,8 +98,15 @@ func nodeDeadlines(jobs []slurm.Job, now time.Time) map[string]time.Time {
 	return out
 }
 
+// unknownSlurmView is the view of a Controller that has a RestApi whose
+// client is not known: configured, never reachable, so nothing that may
+// run jobs is deleted and no Slurm state is written.
+func unknownSlurmView(err error) *slurmView {
+	return &slurmView{pending: true, err: err, nodes: map[string]slurm.Node{}, deadlines: map[string]time.Time{}}
+}
+
 // configured reports whether the Controller has a RestApi.
-func (v *slurmView) configured() bool { return v.client != nil }
+func (v *slurmView) configured() bool { return v.client != nil || v.pending }
 
 // reachable reports whether Slurm state is known this reconcile.
 func (v *slurmView) reachable() bool { return v.client != nil && v.err == nil }
@@ -133,9 +143,10 @@ func isUnresponsive(n slurm.Node) bool {
 
 // mayRunJobs reports whether deleting the pod could kill a Slurm job, i.e.
 // whether a delete must wait for the node to drain. A pod that never ran
-// slurmd cannot run jobs; without a RestApi Slurm state cannot be known and
-// nodes count as drained (upstream behaviour); with an unreachable
-// slurmrestd nothing is known, so every running pod may run jobs.
+// slurmd cannot run jobs; without any RestApi Slurm state cannot be known
+// and nodes count as drained (upstream behaviour); with an unreachable
+// slurmrestd, or a RestApi whose client is not known yet, nothing is known,
+// so every running pod may run jobs.
 func (v *slurmView) mayRunJobs(pod *corev1.Pod) bool {
 	if pod.Status.Phase != corev1.PodRunning || !v.configured() {
 		return false
