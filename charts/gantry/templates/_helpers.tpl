@@ -97,7 +97,7 @@ trainer.kubeflow.org/v1alpha1/ClusterTrainingRuntime. */ -}}
 {{- end -}}
 {{- end -}}
 
-{{- /* Webhook object names (CONTRACT: the manager gets the same names as flags). */ -}}
+{{- /* Webhook object names; the manager gets the same names as flags. */ -}}
 {{- define "gantry.webhook.serviceName" -}}
 {{- include "gantry.fullname" . }}-webhook
 {{- end -}}
