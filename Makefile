@@ -45,7 +45,14 @@ help: ## Show this help.
 
 ##@ Run and test
 .PHONY: run
-run: manager $(KUBE_APISERVER) $(ETCD) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(KUBECTL) $(KWOK) $(KWOKCTL) $(HELM) $(JOBSET) ## Start a local control plane (kwok, 3 nodes), helm-install the chart and run the manager as the chart's ServiceAccount.
+RUN_TOOLS := $(KUBE_APISERVER) $(ETCD) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(KUBECTL) $(KWOK) $(KWOKCTL) $(HELM) $(JOBSET)
+run: manager ## Start a local control plane (kwok, 3 nodes), helm-install the chart and run the manager as the chart's ServiceAccount.
+	@missing=(); for t in $(RUN_TOOLS); do [ -x "$$t" ] || missing+=("$$t"); done; \
+	n=$${#missing[@]}; i=0; \
+	for t in "$${missing[@]}"; do i=$$((i + 1)); \
+		echo "make run: building $${t##*/}, $$i of $$n missing tools (first run only; kube-apiserver takes longest)"; \
+		$(MAKE) --no-print-directory "$$t"; \
+	done
 	@BIN=$(BIN) hack/local-cluster.sh up
 
 .PHONY: run-down
