@@ -80,6 +80,13 @@ test-e2e: ## End-to-end tests on `make run`'s control plane (started and stopped
 		KUBECONFIG="$$(cat .run/kubeconfig-path)" $(GOTESTSUM) -- -tags e2e -count=1 -timeout 20m $(GOTEST_FLAGS) ./test/e2e/...; \
 	fi
 
+# For machines with Docker: a kind cluster, the image from `make image`
+# loaded into it, the chart (with JobSet) installed with helm, and the e2e
+# suite against the in-cluster manager. It cannot run on Docker-less CI.
+.PHONY: kind-e2e
+kind-e2e: ## End-to-end tests against Gantry installed in a kind cluster (needs Docker; KIND_KEEP=true keeps the cluster).
+	@hack/kind-e2e.sh
+
 .PHONY: test-assets
 test-assets: ## Build kube-apiserver and etcd for envtest unless KUBEBUILDER_ASSETS is set.
 	@if [ -z "$$KUBEBUILDER_ASSETS" ]; then $(MAKE) --no-print-directory $(KUBE_APISERVER) $(ETCD); fi

@@ -319,3 +319,23 @@ func statusOf(obj runtime.Object) any {
 	}
 	return nil
 }
+
+// requireSimulatedKubelet skips a test that steers pods through kwok's
+// stages (hack/kwok/stages.yaml: pods that run for a set time or exit with a
+// set code on an annotation, slurmd pods Ready without a slurmctld): on a
+// cluster with real nodes, such as kind, a real kubelet runs the containers
+// instead. The local control plane's nodes carry kwok's annotation.
+func requireSimulatedKubelet(t *testing.T) {
+	t.Helper()
+	nodes := &corev1.NodeList{}
+	if err := k8s.List(t.Context(), nodes); err != nil {
+		t.Fatalf("listing nodes: %v", err)
+	}
+	for _, n := range nodes.Items {
+		if n.Annotations["kwok.x-k8s.io/node"] == "fake" {
+			return
+		}
+	}
+	t.Skip("needs kwok's simulated kubelet (pods steered by hack/kwok/stages.yaml annotations); " +
+		"this cluster's nodes are real, so it runs only in `make test-e2e` on the local control plane")
+}

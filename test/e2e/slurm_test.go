@@ -36,6 +36,8 @@ const (
 // PersistentVolumeClaim, which stays Pending where no storage provisioner
 // runs (the local control plane has none).
 func TestSlurmNodeSetScale(t *testing.T) {
+	// slurmd pods become Ready only under kwok: real ones need a slurmctld.
+	requireSimulatedKubelet(t)
 	t.Parallel()
 	g := newGomega(t)
 	ctx := t.Context()

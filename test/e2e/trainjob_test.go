@@ -141,6 +141,7 @@ func TestTrainJobRunsToCompletion(t *testing.T) {
 // fails its Job, the JobSet and so the TrainJob, with the reason on the
 // TrainJob's Failed condition.
 func TestTrainJobFailsWhenAPodFails(t *testing.T) {
+	requireSimulatedKubelet(t)
 	t.Parallel()
 	g := newGomega(t)
 	ctx := t.Context()
@@ -248,6 +249,7 @@ func TestShippedRuntimesRunToCompletion(t *testing.T) {
 // takes its pods down and marks it Suspended; resuming brings pods back and
 // the job then completes.
 func TestTrainJobSuspendResumeWhileRunning(t *testing.T) {
+	requireSimulatedKubelet(t)
 	t.Parallel()
 	g := newGomega(t)
 	ctx := t.Context()
@@ -282,6 +284,7 @@ func TestTrainJobSuspendResumeWhileRunning(t *testing.T) {
 // activeDeadlineSeconds pass fails with DeadlineExceeded and its JobSet is
 // deleted.
 func TestTrainJobActiveDeadline(t *testing.T) {
+	requireSimulatedKubelet(t)
 	t.Parallel()
 	g := newGomega(t)
 	ctx := t.Context()
