@@ -1,13 +1,8 @@
 package webhook
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,56 +12,18 @@ import (
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	"github.com/gantry-dev/gantry/test/testenv"
 )
 
-// corpusDir holds the invalid manifests shared with the e2e suite.
-const corpusDir = "test/testdata/invalid"
-
-// corpusCase is one file of the corpus.
-type corpusCase struct {
-	File       string
-	Expect     string // substring of the API server's error
-	RejectedBy string // "webhook" or "schema"
-	Object     *unstructured.Unstructured
-}
-
-func loadCorpus(t *testing.T) []corpusCase {
+// loadCorpus reads test/testdata/invalid, the corpus shared with the e2e
+// suite.
+func loadCorpus(t *testing.T) []testenv.InvalidManifest {
 	t.Helper()
-	paths, err := filepath.Glob(filepath.Join(repoFile(corpusDir), "*.yaml"))
+	cases, err := testenv.InvalidManifests()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []corpusCase
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := corpusCase{File: filepath.Base(p)}
-		sc := bufio.NewScanner(bytes.NewReader(data))
-		for sc.Scan() {
-			line := sc.Text()
-			if v, ok := strings.CutPrefix(line, "# expect: "); ok {
-				c.Expect = v
-			}
-			if v, ok := strings.CutPrefix(line, "# rejected-by: "); ok {
-				c.RejectedBy = v
-			}
-		}
-		if !strings.HasPrefix(string(data), "# expect: ") || c.Expect == "" {
-			t.Errorf("%s: the first line must be `# expect: <substring>`", c.File)
-		}
-		if c.RejectedBy != "webhook" && c.RejectedBy != "schema" {
-			t.Errorf("%s: `# rejected-by:` must be webhook or schema, got %q", c.File, c.RejectedBy)
-		}
-		obj := map[string]any{}
-		if err := yaml.Unmarshal(data, &obj); err != nil {
-			t.Fatalf("%s: %v", c.File, err)
-		}
-		c.Object = &unstructured.Unstructured{Object: obj}
-		out = append(out, c)
-	}
-	return out
+	return cases
 }
 
 func TestCorpusShape(t *testing.T) {

@@ -26,7 +26,7 @@ var _ admission.Validator[*rayv1.RayCluster] = (*RayClusterValidator)(nil)
 
 func setupRayCluster(mgr ctrl.Manager, opts Options) error {
 	return ctrl.NewWebhookManagedBy(mgr, &rayv1.RayCluster{}).
-		WithValidator(&RayClusterValidator{Options: opts.RayCluster}).
+		WithValidator(&RayClusterValidator{Options: raycluster.SpecValidationOptionsFromGates(opts.Features)}).
 		Complete()
 }
 

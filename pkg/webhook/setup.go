@@ -23,11 +23,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/gantry-dev/gantry/pkg/controller/raycluster"
 )
 
 // Workload names accepted by Setup; they match --controllers.
@@ -39,10 +38,10 @@ const (
 
 // Options carry what the validators need from the manager's configuration.
 type Options struct {
-	// RayCluster are the spec rules that depend on operator settings; pass
-	// raycluster.SpecValidationOptionsFromGates(features), the value the
-	// RayCluster reconciler is set up with.
-	RayCluster raycluster.SpecValidationOptions
+	// Features are the manager's feature gates; the RayCluster webhook
+	// derives its spec options from them exactly as the RayCluster
+	// reconciler does (raycluster.SpecValidationOptionsFromGates).
+	Features featuregate.FeatureGate
 
 	// Reader reads the objects admission looks up: the runtime a TrainJob
 	// references, its JobSet, the ConfigMaps a Controller references. Nil

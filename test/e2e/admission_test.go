@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"os"
 	"os/exec"
@@ -13,11 +12,10 @@ import (
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	trainerv1alpha1 "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	"github.com/gantry-dev/gantry/test/testenv"
 )
 
 // kubectlPath is the kubectl the tests run: $KUBECTL, the repo's bin/, or PATH.
@@ -47,30 +45,6 @@ func kubectl(t *testing.T, args ...string) (string, error) {
 	return out.String(), err
 }
 
-// corpusExpectation reads the `# expect:` and `# rejected-by:` header of a
-// file of test/testdata/invalid (see its README).
-func corpusExpectation(t *testing.T, file string) (expect, rejectedBy string) {
-	t.Helper()
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		line := sc.Text()
-		if v, ok := strings.CutPrefix(line, "# expect: "); ok {
-			expect = v
-		}
-		if v, ok := strings.CutPrefix(line, "# rejected-by: "); ok {
-			rejectedBy = v
-		}
-	}
-	if expect == "" {
-		t.Fatalf("%s has no `# expect:` line", file)
-	}
-	return expect, rejectedBy
-}
-
 // TestAdmissionRejectsInvalidManifests applies every manifest of
 // test/testdata/invalid with kubectl, as a user would, and expects the
 // API server to refuse each with the message the file names: most through
@@ -91,41 +65,37 @@ func TestAdmissionRejectsInvalidManifests(t *testing.T) {
 	rt.Namespace = ns
 	createStrict(g, ctx, rt)
 
-	files, err := filepath.Glob(filepath.Join("..", "testdata", "invalid", "*.yaml"))
+	corpus, err := testenv.InvalidManifests()
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(len(files)).To(BeNumerically(">=", 30), "the invalid-manifest corpus")
+	g.Expect(len(corpus)).To(BeNumerically(">=", 30), "the invalid-manifest corpus")
 	byWebhook := 0
-	for _, f := range files {
-		expect, rejectedBy := corpusExpectation(t, f)
-		out, err := kubectl(t, "apply", "--server-side", "--field-manager=e2e", "-n", ns, "-f", f)
+	for _, m := range corpus {
+		out, err := kubectl(t, "apply", "--server-side", "--field-manager=e2e", "-n", ns, "-f", m.Path)
 		if err == nil {
-			t.Errorf("%s was accepted; want it rejected with %q", filepath.Base(f), expect)
+			t.Errorf("%s was accepted; want it rejected with %q", m.File, m.Expect)
 			continue
 		}
-		if !strings.Contains(out, expect) {
-			t.Errorf("%s: kubectl said\n%s\nwant it to contain %q", filepath.Base(f), out, expect)
+		if !strings.Contains(out, m.Expect) {
+			t.Errorf("%s: kubectl said\n%s\nwant it to contain %q", m.File, out, m.Expect)
 			continue
 		}
-		if rejectedBy == "webhook" {
+		if m.RejectedBy == "webhook" {
 			// kubectl prints only the field error; the API error itself
 			// says which admission webhook denied it. A server-side dry run
 			// through the client shows that without storing anything.
-			obj := &unstructured.Unstructured{}
-			data, err := os.ReadFile(f)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(yaml.Unmarshal(data, &obj.Object)).To(Succeed())
+			obj := m.Object.DeepCopy()
 			if obj.GetKind() != "ClusterTrainingRuntime" {
 				obj.SetNamespace(ns)
 			}
 			err = k8s.Create(ctx, obj, client.DryRunAll)
 			if err == nil || !strings.Contains(err.Error(), "admission webhook") || !strings.Contains(err.Error(), "denied the request") {
-				t.Errorf("%s: expected one of Gantry's admission webhooks to deny it, the API server said: %v", filepath.Base(f), err)
+				t.Errorf("%s: expected one of Gantry's admission webhooks to deny it, the API server said: %v", m.File, err)
 				continue
 			}
 			byWebhook++
 		}
 	}
-	t.Logf("%d manifests rejected, %d of them by Gantry's webhooks", len(files), byWebhook)
+	t.Logf("%d manifests rejected, %d of them by Gantry's webhooks", len(corpus), byWebhook)
 	g.Expect(byWebhook).To(BeNumerically(">=", 30), "manifests rejected by the webhooks")
 }
 

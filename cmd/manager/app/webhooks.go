@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"slices"
 	"sync/atomic"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/gantry-dev/gantry/pkg/controller/raycluster"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 	"github.com/gantry-dev/gantry/pkg/webhook"
 	"github.com/gantry-dev/gantry/pkg/webhook/certs"
@@ -34,12 +32,7 @@ func setupWebhooks(ctx context.Context, mgr manager.Manager, o *Options, ins []w
 	}
 	var serving atomic.Pointer[healthz.Checker]
 	certMgr, err := certs.Setup(ctx, mgr, live, o.Certs, func() error {
-		wh := webhook.Options{}
-		if slices.Contains(names(ins), raycluster.Name) {
-			// The same spec options the RayCluster reconciler uses.
-			wh.RayCluster = raycluster.SpecValidationOptionsFromGates(wopts.Features)
-		}
-		if err := webhook.Setup(mgr, names(ins), wh); err != nil {
+		if err := webhook.Setup(mgr, names(ins), webhook.Options{Features: wopts.Features}); err != nil {
 			return err
 		}
 		started := mgr.GetWebhookServer().StartedChecker()

@@ -28,6 +28,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/gantry-dev/gantry/pkg/framework/builder"
 )
 
 // Modes of certificate management.
@@ -225,7 +227,7 @@ func ensureSecret(ctx context.Context, c client.Client, key types.NamespacedName
 	}
 	s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
 		Namespace: key.Namespace, Name: key.Name,
-		Labels: map[string]string{"app.kubernetes.io/managed-by": "gantry", "app.kubernetes.io/component": "webhook-cert"},
+		Labels: map[string]string{builder.LabelManagedBy: builder.ManagedByGantry, builder.LabelComponent: "webhook-cert"},
 	}}
 	if err := c.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating the webhook certificate Secret %s: %w", key, err)
