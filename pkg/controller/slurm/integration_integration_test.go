@@ -2,6 +2,9 @@ package slurm_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -33,7 +36,8 @@ func TestSlurmWorkloadWiring(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{AddToScheme: slurm.Integration().AddToScheme})
 	reg := &workload.Registry{}
 	reg.MustRegister(slurm.Integration())
-	opts, err := app.ParseFlags([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--webhook-port=0"}, reg)
+	opts, err := app.ParseFlags([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--webhook-port=0",
+		"--feature-gates=" + string(slurm.SlurmrestdURLOverride) + "=true"}, reg)
 	g.Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -76,4 +80,31 @@ func TestSlurmWorkloadWiring(t *testing.T) {
 		g.Expect(cond.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(cond.Message).To(ContainSubstring("slurm-restapi." + ns + ".svc:6820"))
 	}, 60*time.Second).Should(Succeed())
+
+	// Pointing the RestApi at a slurmrestd this process can reach (as `make
+	// run` does for a manager outside the cluster) reaches the NodeSet through
+	// the RestApi watch, well before its 30 s Slurm poll.
+	restd := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		var file string
+		switch req.URL.Path {
+		case "/slurm/v0.0.44/nodes", "/slurm/v0.0.44/nodes/":
+			file = "nodes.json"
+		case "/slurm/v0.0.44/jobs", "/slurm/v0.0.44/jobs/":
+			file = "jobs.json"
+		default:
+			http.NotFound(w, req)
+			return
+		}
+		http.ServeFile(w, req, filepath.Join("..", "..", "slurm", "testdata", file))
+	}))
+	t.Cleanup(restd.Close)
+	ra := &slinkyv1beta1.RestApi{}
+	g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "slurm"}, ra)).To(Succeed())
+	ra.Annotations = map[string]string{slinkyv1beta1.AnnotationSlurmrestdURL: restd.URL}
+	g.Expect(c.Update(ctx, ra)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		cond := meta.FindStatusCondition(nodeSet(g).Status.Conditions, nodeset.ConditionSlurmReachable)
+		g.Expect(cond).NotTo(BeNil())
+		g.Expect(cond.Status).To(Equal(metav1.ConditionTrue), cond.Message)
+	}, 20*time.Second).Should(Succeed())
 }

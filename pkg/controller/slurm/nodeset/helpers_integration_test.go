@@ -29,17 +29,32 @@ import (
 )
 
 // fakeClients is the ClientSource of the tests: one fake slurmrestd per
-// Controller, absent for Controllers "without a RestApi".
+// Controller. A Controller without one has no RestApi, unless a RestApi
+// object names it: then, as after a manager restart with an unreadable JWT
+// key, its client cannot be had.
 type fakeClients struct {
-	mu sync.Mutex
-	m  map[types.NamespacedName]*fake.Client
+	reader client.Reader
+	mu     sync.Mutex
+	m      map[types.NamespacedName]*fake.Client
 }
 
-func (f *fakeClients) Get(key types.NamespacedName) (slurm.Client, bool) {
+func (f *fakeClients) ClientFor(ctx context.Context, key types.NamespacedName) (slurm.Client, string, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	c, ok := f.m[key]
-	return c, ok
+	f.mu.Unlock()
+	if ok {
+		return c, "fake-restapi", nil
+	}
+	list := &slinkyv1beta1.RestApiList{}
+	if err := f.reader.List(ctx, list, client.InNamespace(key.Namespace)); err != nil {
+		return nil, "", err
+	}
+	for _, ra := range list.Items {
+		if ra.Spec.ControllerRef.Name == key.Name {
+			return nil, ra.Name, fmt.Errorf("no fake client for %s yet", key)
+		}
+	}
+	return nil, "", nil
 }
 
 func (f *fakeClients) add(key types.NamespacedName) *fake.Client {
@@ -64,7 +79,7 @@ type harness struct {
 func startHarness(t *testing.T) *harness {
 	t.Helper()
 	env := testenv.Start(t, testenv.Options{AddToScheme: []func(*runtime.Scheme) error{slinkyv1beta1.AddToScheme}})
-	clients := &fakeClients{m: map[types.NamespacedName]*fake.Client{}}
+	clients := &fakeClients{reader: env.Client, m: map[types.NamespacedName]*fake.Client{}}
 	mgr := testutil.StartManager(t, env, func(mgr ctrl.Manager) error { return nodeset.SetupWithManager(mgr, clients, 2) })
 	return &harness{t: t, ctx: context.Background(), c: env.Client, mgr: mgr, clients: clients}
 }

@@ -326,6 +326,46 @@ func TestNodeSetIntegration(t *testing.T) {
 		g.Expect(node.IsDrain()).To(BeTrue(), "wait-0 was deleted without being drained first")
 	})
 
+	t.Run("a Ready pod whose node Slurm does not list is kept and reported", func(t *testing.T) {
+		// slurmd registered under another name (e.g. the host's FQDN): Gantry
+		// cannot see the node's jobs, so it must not delete the pod.
+		g := NewWithT(t)
+		g.Expect(h.c.Create(h.ctx, testutil.MakeController("renamed", h.ns).Keys("keys").Obj())).To(Succeed())
+		renamed := h.clients.add(h.key("renamed"))
+		g.Expect(h.c.Create(h.ctx, testutil.MakeNodeSet("named", h.ns, "renamed").Obj())).To(Succeed())
+		g.Eventually(h.liveNames("named")).Should(Equal([]string{"named-0"}))
+		h.kubelet(g, "named", nil)
+		renamed.SetNode(slurm.Node{Name: "named-0.example.org", State: []slurm.NodeState{slurm.NodeStateAllocated}})
+
+		h.updateNodeSet(g, "named", func(n *slinkyv1beta1.NodeSet) { n.Spec.Replicas = ptr.To[int32](0) })
+		g.Eventually(func(g Gomega) *metav1.Condition {
+			return meta.FindStatusCondition(h.nodeSet(g, "named").Status.Conditions, nodeset.ConditionSlurmNodesFound)
+		}).Should(And(Not(BeNil()), HaveField("Status", metav1.ConditionFalse),
+			HaveField("Reason", nodeset.ReasonSlurmNodeNotFound), HaveField("Message", ContainSubstring("pod named-0 (node named-0)"))))
+		g.Consistently(h.liveNames("named")).Should(Equal([]string{"named-0"}),
+			"a Ready pod whose Slurm node is unknown was deleted")
+		g.Eventually(func(g Gomega) []string {
+			list := &eventsv1.EventList{}
+			g.Expect(h.c.List(h.ctx, list, client.InNamespace(h.ns))).To(Succeed())
+			var notes []string
+			for _, e := range list.Items {
+				if e.Regarding.Name == "named" && e.Reason == nodeset.ReasonSlurmNodeNotFound && e.Type == corev1.EventTypeWarning {
+					notes = append(notes, e.Note)
+				}
+			}
+			return notes
+		}).Should(ContainElement(ContainSubstring("named-0")))
+
+		// slurmd registers under the pod's name: drained, idle, deleted, and
+		// the condition goes.
+		renamed.SetNode(slurm.Node{Name: "named-0", State: []slurm.NodeState{slurm.NodeStateIdle}})
+		h.poke(g, "named-0")
+		g.Eventually(h.liveNames("named")).Should(BeEmpty())
+		g.Eventually(func(g Gomega) *metav1.Condition {
+			return meta.FindStatusCondition(h.nodeSet(g, "named").Status.Conditions, nodeset.ConditionSlurmNodesFound)
+		}).Should(BeNil())
+	})
+
 	t.Run("with slurmrestd down pods are created but none that may run jobs is deleted", func(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(h.c.Create(h.ctx, testutil.MakeNodeSet("dark", h.ns, "offline").Obj())).To(Succeed())

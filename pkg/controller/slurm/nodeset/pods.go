@@ -58,16 +58,31 @@ func ordinalOf(pod *corev1.Pod) int {
 	return ordinal
 }
 
-// SlurmNodeName is the name slurmd registers the pod as: its hostname,
-// or the Kubernetes node's name on the host network.
+// SlurmNodeName is the name slurmd registers the pod as. slurmd runs with
+// -Z and no -N, so it registers its short hostname (up to the first dot):
+// on the host network the Kubernetes node's hostname, which kubelet also
+// uses as the Node's name unless overridden; otherwise the pod's hostname,
+// which is spec.hostname or the pod's name, cut to 63 characters as
+// kubelet cuts it.
 func SlurmNodeName(pod *corev1.Pod) string {
 	if pod.Spec.HostNetwork && pod.Spec.NodeName != "" {
-		return pod.Spec.NodeName
+		short, _, _ := strings.Cut(pod.Spec.NodeName, ".")
+		return short
 	}
 	if pod.Spec.Hostname != "" {
 		return pod.Spec.Hostname
 	}
-	return pod.Name
+	return podHostname(pod.Name)
+}
+
+// podHostname is kubelet's hostname for a pod named name: at most 63
+// characters, with no trailing '-' or '.' after the cut.
+func podHostname(name string) string {
+	const maxLen = 63
+	if len(name) <= maxLen {
+		return name
+	}
+	return strings.TrimRight(name[:maxLen], "-.")
 }
 
 // PodInputs are what a worker pod depends on besides the NodeSet.

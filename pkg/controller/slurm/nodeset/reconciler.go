@@ -17,10 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -55,6 +53,8 @@ const (
 // +kubebuilder:rbac:groups=slinky.slurm.net,resources=nodesets/scale,verbs=get;update;patch
 // +kubebuilder:rbac:groups=slinky.slurm.net,resources=nodesets/finalizers,verbs=update
 // +kubebuilder:rbac:groups=slinky.slurm.net,resources=controllers,verbs=get;list;watch
+// +kubebuilder:rbac:groups=slinky.slurm.net,resources=restapis,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
@@ -77,8 +77,6 @@ type Reconciler struct {
 	Images common.Images
 	// Now is the clock; tests replace it.
 	Now func() time.Time
-	// clientChanges names Controllers whose Slurm client changed.
-	clientChanges <-chan event.GenericEvent
 }
 
 // NewReconciler returns a reconciler writing through c, reading fresh
@@ -165,39 +163,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 func (r *Reconciler) loadSlurm(ctx context.Context, n *slinkyv1beta1.NodeSet) *slurmView {
-	if r.clients != nil {
-		if c, ok := r.clients.Get(n.ControllerKey()); ok {
-			return loadSlurmView(ctx, c, r.Now())
-		}
+	if r.clients == nil {
+		return loadSlurmView(ctx, nil, r.Now())
 	}
-	// No client. Only a Controller without any RestApi keeps upstream's
-	// rule that Slurm state is unknowable and nodes count as drained. A
-	// RestApi whose client is not known yet (a manager restart or failover,
-	// an unreadable JWT key) means Slurm may be running jobs on every node:
-	// fail closed and delete nothing until the client is known.
-	rest, err := r.restAPIFor(ctx, n.ControllerKey())
+	// Only a Controller without any RestApi keeps upstream's rule that Slurm
+	// state is unknowable and nodes count as drained. A RestApi whose client
+	// cannot be had (its Controller or JWT key unreadable, a bad endpoint)
+	// means Slurm may be running jobs on every node: fail closed and delete
+	// nothing that may run jobs until it can.
+	c, rest, err := r.clients.ClientFor(ctx, n.ControllerKey())
 	switch {
-	case err != nil:
+	case err != nil && rest == "":
 		return unknownSlurmView(fmt.Errorf("looking for the RestApi of Controller %s: %w", n.ControllerKey(), err))
-	case rest != "":
-		return unknownSlurmView(fmt.Errorf("the Slurm client of RestApi %s for Controller %s is not known yet; "+
-			"no pod that may run jobs is deleted until it is", rest, n.ControllerKey()))
+	case err != nil:
+		return unknownSlurmView(fmt.Errorf("the Slurm client of RestApi %s for Controller %s is not usable; "+
+			"no pod that may run jobs is deleted until it is: %w", rest, n.ControllerKey(), err))
 	}
-	return loadSlurmView(ctx, nil, r.Now())
-}
-
-// restAPIFor names a RestApi that serves the Controller, or "" when none does.
-func (r *Reconciler) restAPIFor(ctx context.Context, controller types.NamespacedName) (string, error) {
-	list := &slinkyv1beta1.RestApiList{}
-	if err := r.client.List(ctx, list, client.InNamespace(controller.Namespace)); err != nil {
-		return "", err
-	}
-	for i := range list.Items {
-		if list.Items[i].Spec.ControllerRef.Name == controller.Name {
-			return list.Items[i].Name, nil
-		}
-	}
-	return "", nil
+	return loadSlurmView(ctx, c, r.Now())
 }
 
 // steps are the NodeSet's sync steps in upstream's order: shared objects,

@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
@@ -36,23 +35,9 @@ const (
 // SetupWithManager registers a NodeSet reconciler built from the manager's
 // client, API reader and event recorder, taking Slurm clients from clients
 // (nil when no Controller will ever have a RestApi).
-func SetupWithManager(mgr ctrl.Manager, clients ClientSource, concurrency int, opts ...SetupOption) error {
+func SetupWithManager(mgr ctrl.Manager, clients ClientSource, concurrency int) error {
 	r := NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), clients, mgr.GetEventRecorder(Name))
-	for _, o := range opts {
-		o(r)
-	}
 	return r.SetupWithManager(mgr, concurrency)
-}
-
-// SetupOption tunes SetupWithManager.
-type SetupOption func(*Reconciler)
-
-// WithClientChanges reconciles a Controller's NodeSets whenever an event
-// naming that Controller arrives on ch: the RestApi reconciler sends one
-// when it publishes or drops the Controller's Slurm client, which no
-// Kubernetes watch of the NodeSet's own objects would notice.
-func WithClientChanges(ch <-chan event.GenericEvent) SetupOption {
-	return func(r *Reconciler) { r.clientChanges = ch }
 }
 
 // SetupWithManager registers r, its watches and the indexes they use.
@@ -78,11 +63,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 		return err
 	}
 	cache := mgr.GetClient()
-	b := ctrl.NewControllerManagedBy(mgr)
-	if r.clientChanges != nil {
-		b = b.WatchesRawSource(source.Channel(r.clientChanges, handler.EnqueueRequestsFromMapFunc(controllerToNodeSets(cache))))
-	}
-	return b.
+	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
 		For(&slinkyv1beta1.NodeSet{}).
 		Watches(&corev1.Pod{}, r.expectations.Handler(podOwnerKey, handler.EnqueueRequestsFromMapFunc(podToNodeSet))).
@@ -90,6 +71,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 		Watches(&policyv1.PodDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(sharedToNodeSets)).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nodeToNodeSets(cache)), builder.WithPredicates(cordonChanged())).
 		Watches(&slinkyv1beta1.Controller{}, handler.EnqueueRequestsFromMapFunc(controllerToNodeSets(cache))).
+		Watches(&slinkyv1beta1.RestApi{}, handler.EnqueueRequestsFromMapFunc(restAPIToNodeSets(cache))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(concurrency, 1)}).
 		Complete(r)
 }
@@ -189,16 +171,34 @@ func nodeToNodeSets(reader client.Reader) handler.MapFunc {
 // controllerToNodeSets maps a Controller to its NodeSets (any namespace).
 func controllerToNodeSets(reader client.Reader) handler.MapFunc {
 	return func(ctx context.Context, o client.Object) []reconcile.Request {
-		list := &slinkyv1beta1.NodeSetList{}
-		key := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}.String()
-		if err := reader.List(ctx, list, client.MatchingFields{common.IndexNodeSetController: key}); err != nil {
-			log.FromContext(ctx).Error(err, "listing NodeSets of a Controller", "controller", key)
+		return nodeSetsOf(ctx, reader, types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()})
+	}
+}
+
+// restAPIToNodeSets maps a RestApi to the NodeSets of its Controller: a
+// RestApi appearing, changing its endpoint or going away changes how (and
+// whether) they reach Slurm.
+func restAPIToNodeSets(reader client.Reader) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		ra, ok := o.(*slinkyv1beta1.RestApi)
+		if !ok {
 			return nil
 		}
-		reqs := make([]reconcile.Request, 0, len(list.Items))
-		for i := range list.Items {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-		return reqs
+		return nodeSetsOf(ctx, reader, types.NamespacedName{Namespace: ra.Namespace, Name: ra.Spec.ControllerRef.Name})
 	}
+}
+
+// nodeSetsOf lists the NodeSets joining the Controller.
+func nodeSetsOf(ctx context.Context, reader client.Reader, controller types.NamespacedName) []reconcile.Request {
+	list := &slinkyv1beta1.NodeSetList{}
+	key := controller.String()
+	if err := reader.List(ctx, list, client.MatchingFields{common.IndexNodeSetController: key}); err != nil {
+		log.FromContext(ctx).Error(err, "listing NodeSets of a Controller", "controller", key)
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
 }

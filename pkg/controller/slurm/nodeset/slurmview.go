@@ -3,6 +3,7 @@ package nodeset
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -21,10 +22,12 @@ const reasonPrefix = "slurm-operator: "
 // maxReasonLength bounds reasons taken from user input (a Node annotation).
 const maxReasonLength = 256
 
-// ClientSource hands out the slurmrestd client of a Controller; false means
-// the Controller has no RestApi (yet). *slurm.Registry satisfies it.
+// ClientSource finds the slurmrestd client of a Controller when a reconcile
+// asks (restapi.ClientResolver in the manager). An empty restApi with no
+// error means no RestApi serves the Controller; a restApi with an error
+// means Slurm is configured but not usable now.
 type ClientSource interface {
-	Get(controller types.NamespacedName) (slurm.Client, bool)
+	ClientFor(ctx context.Context, controller types.NamespacedName) (c slurm.Client, restApi string, err error)
 }
 
 // slurmView is one reconcile's picture of Slurm: the node list and job
@@ -43,6 +46,9 @@ type slurmView struct {
 	mu        sync.Mutex
 	nodes     map[string]slurm.Node
 	deadlines map[string]time.Time
+	// unknown maps pods kept because their Slurm node is not in Slurm's
+	// node list to that node name.
+	unknown map[string]string
 }
 
 // loadSlurmView reads the nodes and jobs of the Controller's cluster. A nil
@@ -145,8 +151,9 @@ func isUnresponsive(n slurm.Node) bool {
 // whether a delete must wait for the node to drain. A pod that never ran
 // slurmd cannot run jobs; without any RestApi Slurm state cannot be known
 // and nodes count as drained (upstream behaviour); with an unreachable
-// slurmrestd, or a RestApi whose client is not known yet, nothing is known,
-// so every running pod may run jobs.
+// slurmrestd, or a RestApi whose client cannot be had, nothing is known,
+// so every running pod may run jobs; so may a Ready pod whose node name
+// Slurm does not list.
 func (v *slurmView) mayRunJobs(pod *corev1.Pod) bool {
 	if pod.Status.Phase != corev1.PodRunning || !v.configured() {
 		return false
@@ -154,12 +161,38 @@ func (v *slurmView) mayRunJobs(pod *corev1.Pod) bool {
 	if !v.reachable() {
 		return true
 	}
-	n, ok := v.node(SlurmNodeName(pod))
+	name := SlurmNodeName(pod)
+	n, ok := v.node(name)
 	if !ok {
-		// slurmd never registered or the node is gone: nothing runs there.
-		return false
+		// A pod whose slurmd is not Ready never registered (or is starting):
+		// nothing runs there. A Ready one whose node Slurm does not list
+		// registered under another name, or Slurm lost it: either way jobs
+		// may run there, so the pod is kept and the mismatch reported.
+		if !isPodReady(pod) {
+			return false
+		}
+		v.mu.Lock()
+		if v.unknown == nil {
+			v.unknown = map[string]string{}
+		}
+		v.unknown[pod.Name] = name
+		v.mu.Unlock()
+		return true
 	}
 	return !n.IsDrained()
+}
+
+// unknownNodes describes the pods kept because Slurm does not list their
+// node, sorted, e.g. "pod slinky-0 (node slinky-0)"; empty when none.
+func (v *slurmView) unknownNodes() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := make([]string, 0, len(v.unknown))
+	for pod, node := range v.unknown {
+		out = append(out, fmt.Sprintf("pod %s (node %s)", pod, node))
+	}
+	slices.Sort(out)
+	return out
 }
 
 // drain puts the pod's node in DRAIN with reason. A node already draining

@@ -34,7 +34,9 @@ func TestMayRunJobs(t *testing.T) {
 		{"drained and idle", fake.New(slurmNode("ns-0", "x", slurm.NodeStateIdle, slurm.NodeStateDrain)), running, false},
 		{"draining with a job", fake.New(slurmNode("ns-0", "x", slurm.NodeStateMixed, slurm.NodeStateDrain)), running, true},
 		{"draining while completing", fake.New(slurmNode("ns-0", "x", slurm.NodeStateIdle, slurm.NodeStateDrain, slurm.NodeStateCompleting)), running, true},
-		{"never registered", fake.New(), running, false},
+		{"never registered, slurmd not Ready", fake.New(), running, false},
+		{"Ready but its node is not listed: may run jobs", fake.New(), makePod("ns-0").ready(t0).obj(), true},
+		{"Ready but only another name is listed", fake.New(slurmNode("ns-0.cluster.local", "", slurm.NodeStateIdle, slurm.NodeStateDrain)), makePod("ns-0").ready(t0).obj(), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

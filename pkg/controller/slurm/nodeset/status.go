@@ -2,6 +2,8 @@ package nodeset
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +20,17 @@ import (
 // NodeSet's last reconcile. It is absent while the Controller has no
 // RestApi, since then Slurm is not consulted at all.
 const ConditionSlurmReachable = "SlurmReachable"
+
+// ConditionSlurmNodesFound is False while a Ready pod that should go
+// (scale-in, rollout) is kept because Slurm does not list its node: slurmd
+// registered under another name, or Slurm lost the node. Gantry cannot tell
+// whether jobs run there, so it does not delete the pod. It is absent
+// otherwise.
+const ConditionSlurmNodesFound = "SlurmNodesFound"
+
+// ReasonSlurmNodeNotFound is ConditionSlurmNodesFound's reason and the
+// Warning event's.
+const ReasonSlurmNodeNotFound = "SlurmNodeNotFound"
 
 // Reasons of ConditionSlurmReachable.
 const (
@@ -82,7 +95,25 @@ func computeStatus(n *slinkyv1beta1.NodeSet, pods []*corev1.Pod, view *slurmView
 			ObservedGeneration: n.Generation,
 		})
 	}
+	if unknown := view.unknownNodes(); len(unknown) > 0 {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: ConditionSlurmNodesFound, Status: metav1.ConditionFalse, Reason: ReasonSlurmNodeNotFound,
+			Message: "kept because Slurm does not list their node, so jobs may run there: " + joinCapped(unknown, 10) +
+				"; check that slurmd registers under the pod's node name",
+			ObservedGeneration: n.Generation,
+		})
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, ConditionSlurmNodesFound)
+	}
 	return st
+}
+
+// joinCapped joins at most limit items, noting how many were left out.
+func joinCapped(items []string, limit int) string {
+	if len(items) <= limit {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:limit], ", "), len(items)-limit)
 }
 
 // updateStatus writes the status when it changed, reports a new loss of
@@ -91,12 +122,17 @@ func computeStatus(n *slinkyv1beta1.NodeSet, pods []*corev1.Pod, view *slurmView
 func (r *Reconciler) updateStatus(ctx context.Context, n *slinkyv1beta1.NodeSet, run *syncRun, pods []*corev1.Pod) error {
 	now := r.Now()
 	wasReachable := !meta.IsStatusConditionFalse(n.Status.Conditions, ConditionSlurmReachable)
+	wasNodeNotFound := meta.IsStatusConditionFalse(n.Status.Conditions, ConditionSlurmNodesFound)
 	_, err := status.Update(ctx, r.client, n, func(obj *slinkyv1beta1.NodeSet) error {
 		obj.Status = computeStatus(obj, pods, run.slurm, run.revisions, now)
 		return nil
 	})
 	if wasReachable && run.slurm.configured() && !run.slurm.reachable() {
 		r.recordf(n, corev1.EventTypeWarning, ReasonSlurmUnreachable, "Slurm is unreachable: %v", run.slurm.err)
+	}
+	if unknown := run.slurm.unknownNodes(); len(unknown) > 0 && !wasNodeNotFound {
+		r.recordf(n, corev1.EventTypeWarning, ReasonSlurmNodeNotFound,
+			"Not deleting %s: Slurm does not list the node, so jobs may run there", joinCapped(unknown, 10))
 	}
 	if n.Spec.MinReadySeconds > 0 && n.Status.ReadyReplicas != n.Status.AvailableReplicas {
 		run.requeue.After(time.Duration(n.Spec.MinReadySeconds)*time.Second + time.Second)

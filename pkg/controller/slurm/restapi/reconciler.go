@@ -45,8 +45,6 @@ type Reconciler struct {
 	recorder events.EventRecorder
 	// Images fill in the slurmrestd image when the RestApi leaves it empty.
 	Images common.Images
-	// clients receives a Slurm client per Controller (nil: none).
-	clients *clientPublisher
 }
 
 // NewReconciler returns a reconciler writing through c, reading Secrets
@@ -71,9 +69,6 @@ type syncRun struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ra := &slinkyv1beta1.RestApi{}
 	if err := r.client.Get(ctx, req.NamespacedName, ra); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.clients.forget(req.NamespacedName)
-		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if ra.DeletionTimestamp != nil {
@@ -127,13 +122,6 @@ func (r *Reconciler) steps(run *syncRun) []syncsteps.Step[*slinkyv1beta1.RestApi
 				return r.sync(ctx, BuildDeployment(ra, DeploymentInputs{
 					Controller: run.controller, SlurmKeyHash: keyHash, Image: r.Images.Slurmrestd,
 				}), &run.changes)
-			},
-		},
-		{
-			// The NodeSet reconciler reaches Slurm through this client.
-			Name: "SlurmClient",
-			Sync: func(ctx context.Context, ra *slinkyv1beta1.RestApi) error {
-				return r.publishClient(ctx, ra, run.controller)
 			},
 		},
 	}

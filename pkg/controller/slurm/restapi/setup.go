@@ -5,7 +5,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,12 +23,6 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// Images override the default images field by field.
 	Images common.Images
-	// Clients, when set, receives a Slurm client for each RestApi's
-	// Controller (the NodeSet reconciler reads them).
-	Clients ClientRegistry
-	// OnClientChange is told the Controller whose client was published,
-	// replaced or dropped.
-	OnClientChange func(controller types.NamespacedName)
 }
 
 // SetupWithManager registers a RestApi reconciler built from the manager's
@@ -50,10 +43,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts ...Options) error {
 		o = opts[0]
 	}
 	r.Images = o.Images.Or(r.Images)
-	if o.Clients != nil {
-		r.WithClientRegistry(o.Clients)
-		r.clients.onChange = o.OnClientChange
-	}
 	if err := common.RegisterIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}

@@ -1,0 +1,151 @@
+package restapi_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/restapi"
+	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
+	"github.com/gantry-dev/gantry/pkg/slurm"
+	"github.com/gantry-dev/gantry/pkg/slurm/fake"
+	"github.com/gantry-dev/gantry/test/testenv"
+)
+
+// builtConfigs records the configs a registry built clients from.
+type builtConfigs struct {
+	mu   sync.Mutex
+	cfgs []slurm.Config
+}
+
+func (b *builtConfigs) factory(cfg slurm.Config) (slurm.Client, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.cfgs = append(b.cfgs, cfg)
+	return fake.New(), nil
+}
+
+func (b *builtConfigs) count() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.cfgs)
+}
+
+func (b *builtConfigs) last() slurm.Config {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.cfgs[len(b.cfgs)-1]
+}
+
+// TestClientResolver resolves a Controller's Slurm client from the cluster
+// as it is when asked: no reconciler has to have published anything first,
+// which is what makes a NodeSet reconciled right after a manager restart or
+// a leader change see Slurm.
+func TestClientResolver(t *testing.T) {
+	g := NewWithT(t)
+	env := testenv.Start(t, testenv.Options{AddToScheme: []func(*runtime.Scheme) error{slinkyv1beta1.AddToScheme}})
+	// The RestApi reconciler is what registers the field indexes and the
+	// Secret metadata watch in the manager; it is set up but never needed.
+	mgr := testutil.StartManager(t, env, func(mgr ctrl.Manager) error { return restapi.SetupWithManager(mgr) })
+	built := &builtConfigs{}
+	reg := slurm.NewRegistry(built.factory)
+	resolver := restapi.NewClientResolver(mgr.GetClient(), mgr.GetAPIReader(), restapi.ResolverOptions{Registry: reg})
+	overriding := restapi.NewClientResolver(mgr.GetClient(), mgr.GetAPIReader(),
+		restapi.ResolverOptions{Registry: slurm.NewRegistry(built.factory), AllowEndpointOverride: true})
+
+	ctx := context.Background()
+	c := env.Client
+	const ns = "resolver-it"
+	controller := types.NamespacedName{Namespace: ns, Name: "slurm"}
+	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	g.Expect(c.Create(ctx, testutil.MakeSecret("keys", ns, map[string]string{"slurm.key": "k1", "jwt.key": "j1"}))).To(Succeed())
+	g.Expect(c.Create(ctx, testutil.MakeController("slurm", ns).Keys("keys").Obj())).To(Succeed())
+
+	t.Run("no RestApi means no client and no error", func(t *testing.T) {
+		g := NewWithT(t)
+		sc, rest, err := resolver.ClientFor(ctx, controller)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(rest).To(BeEmpty())
+		g.Expect(sc).To(BeNil())
+	})
+
+	ra := testutil.MakeRestApi("rest", ns, "slurm").Obj()
+	ra.Annotations = map[string]string{slinkyv1beta1.AnnotationSlurmrestdURL: "http://127.0.0.1:6999/"}
+	g.Expect(c.Create(ctx, ra)).To(Succeed())
+
+	t.Run("a RestApi gives a client for its Service, signed with the Controller's JWT key", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Eventually(func(g Gomega) {
+			sc, rest, err := resolver.ClientFor(ctx, controller)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(rest).To(Equal("rest"))
+			g.Expect(sc).NotTo(BeNil())
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		cfg := built.last()
+		g.Expect(cfg.URL).To(Equal("http://rest-restapi." + ns + ".svc:6820"), "the annotation is ignored unless overrides are allowed")
+		g.Expect(cfg.JWTKey).To(Equal([]byte("j1")))
+	})
+
+	t.Run("an unchanged RestApi and key reuse the client", func(t *testing.T) {
+		g := NewWithT(t)
+		before := built.count()
+		first, _, err := resolver.ClientFor(ctx, controller)
+		g.Expect(err).NotTo(HaveOccurred())
+		second, _, err := resolver.ClientFor(ctx, controller)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(second).To(BeIdenticalTo(first))
+		g.Expect(built.count()).To(Equal(before))
+	})
+
+	t.Run("with overrides allowed the annotation is the endpoint", func(t *testing.T) {
+		g := NewWithT(t)
+		_, rest, err := overriding.ClientFor(ctx, controller)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(rest).To(Equal("rest"))
+		g.Expect(built.last().URL).To(Equal("http://127.0.0.1:6999"))
+	})
+
+	t.Run("a rotated JWT key gives a new client", func(t *testing.T) {
+		g := NewWithT(t)
+		secret := &corev1.Secret{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "keys"}, secret)).To(Succeed())
+		secret.Data["jwt.key"] = []byte("j2")
+		g.Expect(c.Update(ctx, secret)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			_, _, err := resolver.ClientFor(ctx, controller)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(built.last().JWTKey).To(Equal([]byte("j2")))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+	})
+
+	t.Run("an unreadable JWT key is an error naming the RestApi, never 'no RestApi'", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(c.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "keys"}})).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			sc, rest, err := resolver.ClientFor(ctx, controller)
+			g.Expect(err).To(HaveOccurred())
+			g.Expect(refresolver.IsNotFound(err)).To(BeTrue(), "%v", err)
+			g.Expect(rest).To(Equal("rest"))
+			g.Expect(sc).To(BeNil())
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+	})
+
+	t.Run("a bad override is an error naming the annotation", func(t *testing.T) {
+		g := NewWithT(t)
+		bad := ra.DeepCopy()
+		bad.Annotations[slinkyv1beta1.AnnotationSlurmrestdURL] = "slurmrestd:6820"
+		_, err := overriding.Endpoint(bad)
+		g.Expect(err).To(MatchError(ContainSubstring(slinkyv1beta1.AnnotationSlurmrestdURL)))
+	})
+}
