@@ -38,7 +38,7 @@ const FieldOwner = "gantry-slurm"
 // +kubebuilder:rbac:groups=slinky.slurm.net,resources=controllers/finalizers,verbs=update
 // +kubebuilder:rbac:groups=slinky.slurm.net,resources=nodesets,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -118,6 +118,11 @@ func (r *Reconciler) steps(run *syncRun) []syncsteps.Step[*slinkyv1beta1.Control
 		},
 	}
 	return []syncsteps.Step[*slinkyv1beta1.Controller]{
+		{
+			// Before the StatefulSet step, which reads the keys.
+			Name: "AuthKeys",
+			Sync: r.ensureAuthKeys,
+		},
 		{
 			Name: "InternalService",
 			Sync: r.unlessExternal(func(ctx context.Context, c *slinkyv1beta1.Controller) error {
