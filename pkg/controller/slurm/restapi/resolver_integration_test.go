@@ -93,7 +93,7 @@ func TestClientResolver(t *testing.T) {
 			g.Expect(sc).NotTo(BeNil())
 		}).WithTimeout(30 * time.Second).Should(Succeed())
 		cfg := built.last()
-		g.Expect(cfg.URL).To(Equal("http://rest-restapi." + ns + ".svc:6820"), "the annotation is ignored unless overrides are allowed")
+		g.Expect(cfg.URL).To(Equal("http://rest-restapi."+ns+".svc:6820"), "the annotation is ignored unless overrides are allowed")
 		g.Expect(cfg.JWTKey).To(Equal([]byte("j1")))
 	})
 
