@@ -13,10 +13,14 @@
 #   KIND_CLUSTER      default gantry-e2e
 #   KIND_NODE_IMAGE   optional node image (kindest/node:vX.Y.Z)
 #   KIND_KEEP=true    keep the cluster afterwards
-#   E2E_ARGS          extra `go test` flags, e.g. -run TestRayCluster
+#   E2E_LABELS        Ginkgo label filter, e.g. ray or 'trainjob || manager'
+#   E2E_ARGS          extra ginkgo flags, e.g. --focus 'RayCluster' or -v
 #
-# Tests that need kwok's simulated kubelet (pods that finish on an
-# annotation) skip on kind and say so.
+# The suite runs as `make test-e2e` runs it (the ginkgo CLI, parallel
+# processes, JUnit report in _artifacts/junit-e2e.xml). The in-cluster
+# manager's log is followed into .run/kind/manager.log, which failed specs
+# show the end of (GANTRY_MANAGER_LOG). Specs that need kwok's simulated
+# kubelet (pods that finish on an annotation) skip on kind and say so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -39,7 +43,9 @@ export KUBECONFIG=$STATE/kubeconfig
 kubectl() { "$BIN/kubectl" "$@"; }
 helm() { "$BIN/helm" "$@"; }
 
+log_pid=
 cleanup() {
+  if [ -n "$log_pid" ]; then kill "$log_pid" 2>/dev/null || true; fi
   if [ "${KIND_KEEP:-false}" = "true" ]; then
     log "keeping cluster $CLUSTER (KUBECONFIG=$KUBECONFIG); delete it with: kind delete cluster --name $CLUSTER"
   else
@@ -73,6 +79,13 @@ done
 kubectl -n "$RELEASE_NS" rollout status deployment --timeout 3m
 kubectl wait --for=condition=Established crd --all --timeout 2m >/dev/null
 
+# The manager's log, for the failure output of the specs.
+manager_log=$STATE/manager.log
+# (the binary itself, not the kubectl function, so that $! is its PID)
+"$BIN/kubectl" -n "$RELEASE_NS" logs -f "deployment/$RELEASE" --all-containers --timestamps >"$manager_log" 2>&1 &
+log_pid=$!
+
 log "running the e2e suite against $CLUSTER"
-USE_EXISTING_CLUSTER=true KUBECONFIG=$KUBECONFIG GOTEST_FLAGS="${E2E_ARGS:-}" \
+USE_EXISTING_CLUSTER=true KUBECONFIG=$KUBECONFIG GANTRY_MANAGER_LOG=$manager_log \
+  E2E_LABELS="${E2E_LABELS:-}" GOTEST_FLAGS="${E2E_ARGS:-}" \
   make --no-print-directory test-e2e

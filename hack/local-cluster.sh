@@ -16,6 +16,8 @@
 #                                       GANTRY_WEBHOOK_PORT, GANTRY_PROBE_ADDR,
 #                                       GANTRY_METRICS_ADDR, GANTRY_HELM_ARGS)
 #   hack/local-cluster.sh release-down  stop that release's manager and uninstall it
+#   hack/local-cluster.sh restart-manager  kill -9 the release's manager and start
+#                                       it again (the e2e restart-safety spec)
 #
 # USE_EXISTING_CLUSTER=true with KUBECONFIG set skips the local control plane
 # and the chart: CRDs are applied and the manager runs with the caller's
@@ -94,7 +96,7 @@ start_manager() {
   # shellcheck disable=SC2086
   nohup "$BIN/manager" "$@" \
     --metrics-bind-address="$METRICS_ADDR" --health-probe-bind-address="$PROBE_ADDR" \
-    --zap-devel $MANAGER_ARGS >"$RSTATE/manager.log" 2>&1 &
+    --zap-devel $MANAGER_ARGS >>"$RSTATE/manager.log" 2>&1 &
   echo $! >"$RSTATE/manager.pid"
 }
 
@@ -176,6 +178,15 @@ KUBECONFIG
 release_up() {
   stop_manager
   install_chart
+  : >"$RSTATE/manager.log"
+  run_release_manager
+}
+
+# run_release_manager starts the release's manager with its Deployment's
+# flags. The manager runs outside the cluster, so it may take slurmrestd's
+# URL from a RestApi's gantry.dev/slurmrestd-url annotation
+# (SlurmrestdURLOverride; the chart leaves it off).
+run_release_manager() {
   local deploy
   deploy=$(kubectl -n "$RELEASE_NS" get deployment -l "app.kubernetes.io/instance=$RELEASE" \
     -o jsonpath='{.items[?(@.spec.template.metadata.labels.app\.kubernetes\.io/component=="manager")].metadata.name}')
@@ -188,14 +199,61 @@ release_up() {
   rm -rf "$RSTATE/certs"; mkdir -p "$RSTATE/certs"
   start_manager "${chart_args[@]}" --kubeconfig "$RSTATE/manager.kubeconfig" \
     --webhook-port="$WEBHOOK_PORT" --webhook-secret-namespace="$RELEASE_NS" \
-    --webhook-dns-names=localhost --webhook-cert-write --webhook-cert-dir="$RSTATE/certs"
+    --webhook-dns-names=localhost --webhook-cert-write --webhook-cert-dir="$RSTATE/certs" \
+    --feature-gates=SlurmrestdURLOverride=true
   wait_manager_ready
+}
+
+# restart_manager kills the release's manager without warning (SIGKILL: no
+# lease release, no cleanup) and starts it again, as a crash and a restart
+# by its Deployment would.
+restart_manager() {
+  if manager_running; then
+    local pid
+    pid=$(cat "$RSTATE/manager.pid")
+    kill -KILL "$pid"
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    log "manager of release $RELEASE (pid $pid) killed"
+  fi
+  rm -f "$RSTATE/manager.pid"
+  echo "--- restarted by hack/local-cluster.sh restart-manager at $(date -u +%FT%TZ)" >>"$RSTATE/manager.log"
+  run_release_manager
+  log "manager of release $RELEASE restarted"
 }
 
 release_down() {
   stop_manager
   "$BIN/helm" --kubeconfig "$KUBECONFIG" uninstall "$RELEASE" --namespace "$RELEASE_NS" --wait >>"$RSTATE/helm.log" 2>&1 || true
   log "release $RELEASE uninstalled"
+}
+
+# local_pvs creates 8 hostPath PersistentVolumes of 10Gi for PVCs to bind to
+# (e.g. slurmctld's state in the Controller sample): the local control plane
+# has no storage provisioner and no default StorageClass, and a PVC naming no
+# class binds only to a PV whose storageClassName is "". Idempotent; a PV
+# left Released by a deleted PVC is made Available again.
+local_pvs() {
+  local i manifest="" pv
+  for i in $(seq 0 7); do
+    manifest+="---
+apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: gantry-local-pv-$i
+  labels: {gantry.dev/local-pv: \"true\"}
+spec:
+  storageClassName: \"\"
+  capacity: {storage: 10Gi}
+  accessModes: [ReadWriteOnce, ReadWriteMany]
+  persistentVolumeReclaimPolicy: Retain
+  hostPath: {path: /tmp/gantry-local-pv/$i, type: DirectoryOrCreate}
+"
+  done
+  kubectl apply -f - <<<"$manifest" >/dev/null
+  for pv in $(kubectl get pv -l gantry.dev/local-pv -o jsonpath='{.items[?(@.status.phase=="Released")].metadata.name}'); do
+    kubectl patch pv "$pv" --type=json -p='[{"op":"remove","path":"/spec/claimRef"}]' >/dev/null
+  done
+  log "8 local PersistentVolumes (hostPath, 10Gi, label gantry.dev/local-pv) for PVCs"
 }
 
 up() {
@@ -239,9 +297,11 @@ up() {
     wait_established config/crd/bases
     kubectl apply --server-side --force-conflicts --field-manager=gantry-run -k config/runtimes >/dev/null
     log "installed Gantry's CRDs and the shipped training runtimes"
+    : >"$RSTATE/manager.log"
     start_manager --kubeconfig "$KUBECONFIG" --webhook-port=0
     wait_manager_ready
   else
+    local_pvs
     # The real JobSet controller (pinned version), its CRDs and webhooks,
     # running on this machine like the manager.
     BIN=$BIN JOBSET_STATE_DIR=$STATE/jobset hack/jobset-local.sh up | sed 's/^/gantry-run: /'
@@ -292,5 +352,6 @@ case "${1:-}" in
   down) down ;;
   release-up) local_kubeconfig; release_up ;;
   release-down) local_kubeconfig; release_down ;;
-  *) echo "usage: $0 up|down|release-up|release-down" >&2; exit 2 ;;
+  restart-manager) local_kubeconfig; restart_manager ;;
+  *) echo "usage: $0 up|down|release-up|release-down|restart-manager" >&2; exit 2 ;;
 esac

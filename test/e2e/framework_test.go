@@ -3,15 +3,18 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
-	"testing"
 	"time"
 
+	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,9 +38,10 @@ import (
 )
 
 const (
-	// convergeTimeout bounds every wait for the cluster to converge. It is
-	// generous because the control plane shares two cores with other work;
-	// a healthy run converges in seconds.
+	// convergeTimeout bounds every wait for the cluster to converge (it is
+	// Eventually's default timeout). It is generous because the control
+	// plane shares two cores with other work; a healthy run converges in
+	// seconds.
 	convergeTimeout = 2 * time.Minute
 	pollInterval    = 250 * time.Millisecond
 
@@ -45,25 +50,21 @@ const (
 	e2eLabel = "gantry.dev/e2e"
 )
 
+// repoRoot is the repository, relative to this package's directory (where
+// go test and ginkgo run the test binary).
+var repoRoot = filepath.Join("..", "..")
+
 var (
 	// k8s reads straight from the API server (no cache), so every poll sees
 	// the cluster as it is now.
 	k8s       client.Client
 	clientset kubernetes.Interface
+	// restConfig is the KUBECONFIG the clients were built from.
+	restConfig *rest.Config
 )
 
-func TestMain(m *testing.M) {
-	if err := connect(); err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		os.Exit(1)
-	}
-	os.Exit(m.Run())
-}
-
-// connect builds the clients and checks what every test needs: Gantry's
-// CRDs and at least one Ready node. Failing here (rather than skipping)
-// keeps a broken setup from passing as "nothing to test".
-func connect() error {
+// newClients builds the clients from KUBECONFIG.
+func newClients() error {
 	if os.Getenv("KUBECONFIG") == "" {
 		return errors.New("KUBECONFIG is not set; run `make test-e2e` (local control plane), " +
 			"or `USE_EXISTING_CLUSTER=true KUBECONFIG=<file> make test-e2e` against a cluster running Gantry")
@@ -84,25 +85,33 @@ func connect() error {
 			return err
 		}
 	}
-	if k8s, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
 		return fmt.Errorf("connecting to %s: %w", cfg.Host, err)
 	}
-	if clientset, err = kubernetes.NewForConfig(cfg); err != nil {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
 		return err
 	}
+	k8s, clientset, restConfig = c, cs, cfg
+	return nil
+}
 
-	ctx, cancel := context.WithTimeout(context.Background(), convergeTimeout)
+// checkCluster checks what every spec needs: Gantry's and JobSet's CRDs
+// and at least one Ready node.
+func checkCluster(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, convergeTimeout)
 	defer cancel()
 	for _, list := range []client.ObjectList{
 		&rayv1.RayClusterList{}, &trainerv1alpha1.TrainJobList{},
 		&slinkyv1beta1.NodeSetList{}, &jobsetv1alpha2.JobSetList{},
 	} {
 		if err := k8s.List(ctx, list, client.Limit(1)); err != nil {
-			return fmt.Errorf("listing %T at %s failed (are Gantry's and JobSet's CRDs installed?): %w", list, cfg.Host, err)
+			return fmt.Errorf("listing %T at %s failed (are Gantry's and JobSet's CRDs installed?): %w", list, restConfig.Host, err)
 		}
 	}
 	var lastNodes string
-	err = wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
 		nodes := &corev1.NodeList{}
 		if err := k8s.List(ctx, nodes); err != nil {
 			lastNodes = err.Error()
@@ -117,7 +126,7 @@ func connect() error {
 		return false, nil
 	})
 	if err != nil {
-		return fmt.Errorf("no Ready node at %s: %s", cfg.Host, lastNodes)
+		return fmt.Errorf("no Ready node at %s: %s", restConfig.Host, lastNodes)
 	}
 	return nil
 }
@@ -131,81 +140,74 @@ func nodeReady(n *corev1.Node) bool {
 	return false
 }
 
-// newGomega returns a Gomega whose Eventually uses the suite's timeout and
-// polling interval.
-func newGomega(t *testing.T) *WithT {
-	g := NewWithT(t)
-	g.SetDefaultEventuallyTimeout(convergeTimeout)
-	g.SetDefaultEventuallyPollingInterval(pollInterval)
-	return g
-}
-
-// newNamespace creates a namespace for one test and deletes it when the
-// test ends, waiting until it is gone so the next test (and the next run
-// on a long-lived cluster) starts clean. When the test failed, the
-// namespace's pods, events and Gantry objects are logged first.
-func newNamespace(t *testing.T, prefix string) string {
-	t.Helper()
-	g := newGomega(t)
+// newNamespace creates a namespace for the current spec (or, called in a
+// BeforeAll, for an Ordered container's specs) and deletes it when the spec
+// ends, waiting until it is gone so the next spec (and the next run on a
+// long-lived cluster) starts clean. When a spec fails, the namespace's
+// pods, Gantry objects and events, and the manager log lines that name it,
+// are added to the spec's report before any cleanup runs.
+func newNamespace(ctx context.Context, prefix string) string {
+	GinkgoHelper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		GenerateName: "e2e-" + prefix + "-",
 		Labels:       map[string]string{e2eLabel: "true"},
 	}}
-	g.Expect(k8s.Create(t.Context(), ns)).To(Succeed())
+	Expect(k8s.Create(ctx, ns)).To(Succeed())
 	name := ns.Name
-	t.Logf("namespace %s", name)
+	GinkgoWriter.Printf("namespace %s\n", name)
 
-	t.Cleanup(func() {
-		// t.Context() is already cancelled when cleanups run.
-		ctx := context.Background()
-		if t.Failed() {
-			dumpNamespace(t, ctx, name)
-		}
+	DeferCleanup(func(ctx SpecContext) {
 		err := k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 		if apierrors.IsNotFound(err) {
 			return
 		}
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Eventually(func(g Gomega) {
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(ctx, func(g Gomega) {
 			expectGone(g, ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
-		}).WithContext(ctx).Should(Succeed(), "namespace %s was not deleted", name)
+		}).Should(Succeed(), "namespace %s was not deleted", name)
 	})
+	// Registered after the cleanup, so it runs first (and DeferOnFailure
+	// runs before any cleanup anyway).
+	DeferOnFailure(func(ctx SpecContext) {
+		AddReportEntry("state of namespace "+name, dumpNamespace(ctx, name))
+		if lines, source := managerLogLinesNaming(name, managerLogLines); source != "" {
+			AddReportEntry(fmt.Sprintf("manager log: last %d lines naming %s, of %s", managerLogLines, name, source), lines)
+		}
+	}, NodeTimeout(30*time.Second))
 
 	// Pods name the "default" ServiceAccount, and admission rejects them
 	// until kube-controller-manager has created it.
-	g.Eventually(func() error {
-		return k8s.Get(t.Context(), types.NamespacedName{Namespace: name, Name: "default"}, &corev1.ServiceAccount{})
+	Eventually(ctx, func() error {
+		return k8s.Get(ctx, types.NamespacedName{Namespace: name, Name: "default"}, &corev1.ServiceAccount{})
 	}).Should(Succeed(), "the default ServiceAccount of %s was not created", name)
 	return name
 }
 
 // loadSample decodes a file of config/samples strictly: a field the Go
-// type does not know fails the test, so samples and API types cannot
+// type does not know fails the spec, so samples and API types cannot
 // drift apart unnoticed.
-func loadSample[T any](t *testing.T, file string) *T {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", file))
-	if err != nil {
-		t.Fatalf("reading sample: %v", err)
-	}
+func loadSample[T any](file string) *T {
+	GinkgoHelper()
+	data, err := os.ReadFile(filepath.Join(repoRoot, "config", "samples", file))
+	Expect(err).NotTo(HaveOccurred(), "reading sample")
 	obj := new(T)
-	if err := yaml.UnmarshalStrict(data, obj); err != nil {
-		t.Fatalf("sample %s does not decode strictly: %v", file, err)
-	}
+	Expect(yaml.UnmarshalStrict(data, obj)).To(Succeed(), "sample %s does not decode strictly", file)
 	return obj
 }
 
 // createStrict creates obj with server-side strict field validation, so the
 // CRD schema must know every field too (unknown fields are an error, not a
 // warning that silently drops them).
-func createStrict(g *WithT, ctx context.Context, obj client.Object) {
-	g.Expect(k8s.Create(ctx, obj, client.FieldValidation(metav1.FieldValidationStrict))).To(Succeed())
+func createStrict(ctx context.Context, obj client.Object) {
+	GinkgoHelper()
+	Expect(k8s.Create(ctx, obj, client.FieldValidation(metav1.FieldValidationStrict))).To(Succeed())
 }
 
 // update re-reads obj, applies mutate and writes it, retrying conflicts
 // with the operator's own writes.
-func update[T client.Object](g *WithT, ctx context.Context, obj T, mutate func(T)) {
-	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+func update[T client.Object](ctx context.Context, obj T, mutate func(T)) {
+	GinkgoHelper()
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			return err
 		}
@@ -220,6 +222,7 @@ func expectGone(g Gomega, ctx context.Context, obj client.Object) {
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T %s still exists (err=%v)", obj, obj.GetName(), err)
 }
 
+// listPods lists the pods of ns with the given labels (all for nil).
 func listPods(g Gomega, ctx context.Context, ns string, labels map[string]string) []corev1.Pod {
 	pods := &corev1.PodList{}
 	g.Expect(k8s.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels(labels))).To(Succeed())
@@ -268,10 +271,9 @@ func conditionTrue(conditions []metav1.Condition, condType string) bool {
 	return meta.IsStatusConditionTrue(conditions, condType)
 }
 
-// dumpNamespace logs what a failed test left behind: usually enough to tell
-// a scheduling problem from an operator problem without a live cluster.
-func dumpNamespace(t *testing.T, ctx context.Context, ns string) {
-	t.Helper()
+// dumpNamespace describes what a failed spec left behind: usually enough to
+// tell a scheduling problem from an operator problem without a live cluster.
+func dumpNamespace(ctx context.Context, ns string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "--- state of namespace %s\n", ns)
 	pods := &corev1.PodList{}
@@ -280,6 +282,8 @@ func dumpNamespace(t *testing.T, ctx context.Context, ns string) {
 			fmt.Fprintf(&b, "pod %s node=%q phase=%s ready=%t deleting=%t\n",
 				p.Name, p.Spec.NodeName, p.Status.Phase, podConditionTrue(&p, corev1.PodReady), p.DeletionTimestamp != nil)
 		}
+	} else {
+		fmt.Fprintf(&b, "listing pods: %v\n", err)
 	}
 	objects := []client.ObjectList{
 		&rayv1.RayClusterList{}, &trainerv1alpha1.TrainJobList{}, &jobsetv1alpha2.JobSetList{},
@@ -300,8 +304,10 @@ func dumpNamespace(t *testing.T, ctx context.Context, ns string) {
 		for _, e := range events.Items {
 			fmt.Fprintf(&b, "event %s %s %s/%s: %s\n", e.Type, e.Reason, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message)
 		}
+	} else {
+		fmt.Fprintf(&b, "listing events: %v\n", err)
 	}
-	t.Log(b.String())
+	return b.String()
 }
 
 func statusOf(obj runtime.Object) any {
@@ -320,22 +326,142 @@ func statusOf(obj runtime.Object) any {
 	return nil
 }
 
-// requireSimulatedKubelet skips a test that steers pods through kwok's
+// requireSimulatedKubelet skips a spec that steers pods through kwok's
 // stages (hack/kwok/stages.yaml: pods that run for a set time or exit with a
 // set code on an annotation, slurmd pods Ready without a slurmctld): on a
 // cluster with real nodes, such as kind, a real kubelet runs the containers
 // instead. The local control plane's nodes carry kwok's annotation.
-func requireSimulatedKubelet(t *testing.T) {
-	t.Helper()
+func requireSimulatedKubelet(ctx context.Context) {
+	GinkgoHelper()
 	nodes := &corev1.NodeList{}
-	if err := k8s.List(t.Context(), nodes); err != nil {
-		t.Fatalf("listing nodes: %v", err)
-	}
+	Expect(k8s.List(ctx, nodes)).To(Succeed(), "listing nodes")
 	for _, n := range nodes.Items {
 		if n.Annotations["kwok.x-k8s.io/node"] == "fake" {
 			return
 		}
 	}
-	t.Skip("needs kwok's simulated kubelet (pods steered by hack/kwok/stages.yaml annotations); " +
+	Skip("needs kwok's simulated kubelet (pods steered by hack/kwok/stages.yaml annotations); " +
 		"this cluster's nodes are real, so it runs only in `make test-e2e` on the local control plane")
+}
+
+// kubectlPath is the kubectl the specs run: $KUBECTL, the repo's bin/, or PATH.
+func kubectlPath() string {
+	GinkgoHelper()
+	if k := os.Getenv("KUBECTL"); k != "" {
+		return k
+	}
+	if k, err := filepath.Abs(filepath.Join(repoRoot, "bin", "kubectl")); err == nil {
+		if _, err := os.Stat(k); err == nil {
+			return k
+		}
+	}
+	k, err := exec.LookPath("kubectl")
+	if err != nil {
+		Fail("no kubectl: set KUBECTL, run `make tools`, or put kubectl on PATH")
+	}
+	return k
+}
+
+// kubectl runs kubectl against KUBECONFIG and returns its combined output.
+func kubectl(ctx context.Context, args ...string) (string, error) {
+	GinkgoHelper()
+	cmd := exec.CommandContext(ctx, kubectlPath(), args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// managerLogPath is the log of the manager under test: $GANTRY_MANAGER_LOG,
+// else .run/manager.log of `make run`'s control plane unless
+// .run/kubeconfig-path shows that the cluster under test is another one.
+// "" when there is none (e.g. the manager runs in-cluster).
+func managerLogPath() string {
+	if p := os.Getenv("GANTRY_MANAGER_LOG"); p != "" {
+		return p
+	}
+	run := filepath.Join(repoRoot, ".run")
+	p, err := filepath.Abs(filepath.Join(run, "manager.log"))
+	if err != nil {
+		return ""
+	}
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	if local, err := os.ReadFile(filepath.Join(run, "kubeconfig-path")); err == nil {
+		if filepath.Clean(strings.TrimSpace(string(local))) != filepath.Clean(os.Getenv("KUBECONFIG")) {
+			return "" // the local control plane runs, but these specs talk to another cluster
+		}
+	}
+	return p
+}
+
+// readManagerLog returns up to the last maxBytes of the manager log and
+// where it came from (with its age), or source "" when there is no log.
+func readManagerLog(maxBytes int64) (text, source string) {
+	p := managerLogPath()
+	if p == "" {
+		return "", ""
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return "", ""
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return "", ""
+	}
+	if info.Size() > maxBytes {
+		if _, err := f.Seek(info.Size()-maxBytes, io.SeekStart); err != nil {
+			return "", ""
+		}
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return "", ""
+	}
+	if info.Size() > maxBytes {
+		// Drop the partial first line.
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			data = data[i+1:]
+		}
+	}
+	return string(data), fmt.Sprintf("%s (written %s ago)", p, time.Since(info.ModTime()).Round(time.Second))
+}
+
+// managerLogTail returns the last n lines of the manager log and where they
+// came from, or source "" when there is no manager log to read.
+func managerLogTail(n int) (lines, source string) {
+	text, source := readManagerLog(1 << 20)
+	return tail(strings.TrimRight(text, "\n"), n), source
+}
+
+// managerLogLinesNaming returns the last n lines of the manager log that
+// contain s (a namespace, say): under parallel specs the plain tail is
+// mostly other specs' lines.
+func managerLogLinesNaming(s string, n int) (lines, source string) {
+	text, source := readManagerLog(16 << 20)
+	if source == "" {
+		return "", ""
+	}
+	var matching []string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.Contains(line, s) {
+			matching = append(matching, line)
+		}
+	}
+	if len(matching) == 0 {
+		return "", ""
+	}
+	return tail(strings.Join(matching, "\n"), n), source
+}
+
+// tail returns the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }

@@ -9,9 +9,9 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"testing"
 	"time"
 
+	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,57 +48,58 @@ func httpGet(ctx context.Context, url string) (status int, body string, err erro
 	return resp.StatusCode, string(data), err
 }
 
-// TestManagerHealthAndMetrics: the manager answers its readiness probe and
-// exports the workload series of the objects that exist, and only of those.
-// It needs the manager's endpoints on this machine (`make run`); against a
-// cluster where the manager runs in-cluster it skips.
-func TestManagerHealthAndMetrics(t *testing.T) {
-	t.Parallel()
-	ctx := t.Context()
-	readyz := "http://" + probeAddr() + "/readyz"
-	metrics := "http://" + metricsAddr() + "/metrics"
-	for _, url := range []string{readyz, metrics} {
-		if _, _, err := httpGet(ctx, url); err != nil {
-			t.Skipf("the manager is not reachable at %s (%v); it probably runs in-cluster. "+
-				"Set GANTRY_PROBE_ADDR and GANTRY_METRICS_ADDR (e.g. to a port-forward) to run this test", url, err)
+var _ = Describe("Manager", Label(labelManager), func() {
+	// The manager answers its readiness probe and exports the workload
+	// series of the objects that exist, and only of those. It needs the
+	// manager's endpoints on this machine (`make run`); against a cluster
+	// where the manager runs in-cluster it skips. Other specs' objects live
+	// in other namespaces, and the series are selected by namespace, so it
+	// runs in parallel with them.
+	It("answers its probes and exports metrics of existing objects only", func(ctx SpecContext) {
+		readyz := "http://" + probeAddr() + "/readyz"
+		metrics := "http://" + metricsAddr() + "/metrics"
+		for _, url := range []string{readyz, metrics} {
+			if _, _, err := httpGet(ctx, url); err != nil {
+				Skip(fmt.Sprintf("the manager is not reachable at %s (%v); it probably runs in-cluster. "+
+					"Set GANTRY_PROBE_ADDR and GANTRY_METRICS_ADDR (e.g. to a port-forward) to run this spec", url, err))
+			}
 		}
-	}
-	g := newGomega(t)
-	for _, probe := range []string{readyz, "http://" + probeAddr() + "/healthz"} {
-		status, body, err := httpGet(ctx, probe)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(status).To(Equal(http.StatusOK), "%s: %s", probe, body)
-	}
+		for _, probe := range []string{readyz, "http://" + probeAddr() + "/healthz"} {
+			status, body, err := httpGet(ctx, probe)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(status).To(Equal(http.StatusOK), "%s: %s", probe, body)
+		}
 
-	ns := newNamespace(t, "metrics")
-	rc := createMinimalRayCluster(t, g, ns)
-	tj := loadSample[trainerv1alpha1.TrainJob](t, trainJobSample)
-	tj.Namespace = ns
-	createStrict(g, ctx, tj)
+		ns := newNamespace(ctx, "metrics")
+		rc := createMinimalRayCluster(ctx, ns)
+		tj := loadSample[trainerv1alpha1.TrainJob](trainJobSample)
+		tj.Namespace = ns
+		createStrict(ctx, tj)
 
-	clusterInfo := series{name: "kuberay_cluster_info", labels: map[string]string{"namespace": ns, "name": rc.Name}}
-	// The TrainJob runs to completion on the JobSet controller, so whichever
-	// state it is in when scraped, exactly one of its state series is 1.
-	trainJobStates := series{name: "gantry_trainjob_status", labels: map[string]string{"namespace": ns, "name": tj.Name}}
-	g.Eventually(func(g Gomega) {
-		exposition := scrape(g, ctx, metrics)
-		g.Expect(clusterInfo.valueIn(exposition)).To(Equal("1"), "%s", clusterInfo)
-		g.Expect(trainJobStates.valuesIn(exposition)).To(ContainElement("1"), "%s", trainJobStates)
-	}).Should(Succeed())
+		clusterInfo := series{name: "kuberay_cluster_info", labels: map[string]string{"namespace": ns, "name": rc.Name}}
+		// The TrainJob runs to completion on the JobSet controller, so whichever
+		// state it is in when scraped, exactly one of its state series is 1.
+		trainJobStates := series{name: "gantry_trainjob_status", labels: map[string]string{"namespace": ns, "name": tj.Name}}
+		Eventually(ctx, func(g Gomega) {
+			exposition := scrape(g, ctx, metrics)
+			g.Expect(clusterInfo.valueIn(exposition)).To(Equal("1"), "%s", clusterInfo)
+			g.Expect(trainJobStates.valuesIn(exposition)).To(ContainElement("1"), "%s", trainJobStates)
+		}).Should(Succeed())
 
-	// Series of deleted objects must go, or a long-running manager's
-	// metrics grow with every object ever created.
-	anyTrainJobState := series{name: "gantry_trainjob_status", labels: map[string]string{"namespace": ns, "name": tj.Name}}
-	g.Expect(k8s.Delete(ctx, rc, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
-	g.Expect(k8s.Delete(ctx, tj, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		expectGone(g, ctx, &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: rc.Name}})
-		expectGone(g, ctx, &trainerv1alpha1.TrainJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tj.Name}})
-		exposition := scrape(g, ctx, metrics)
-		g.Expect(clusterInfo.valueIn(exposition)).To(BeEmpty(), "%s after deletion", clusterInfo)
-		g.Expect(anyTrainJobState.valueIn(exposition)).To(BeEmpty(), "%s after deletion", anyTrainJobState)
-	}).Should(Succeed())
-}
+		// Series of deleted objects must go, or a long-running manager's
+		// metrics grow with every object ever created.
+		anyTrainJobState := series{name: "gantry_trainjob_status", labels: map[string]string{"namespace": ns, "name": tj.Name}}
+		Expect(k8s.Delete(ctx, rc, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		Expect(k8s.Delete(ctx, tj, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			expectGone(g, ctx, &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: rc.Name}})
+			expectGone(g, ctx, &trainerv1alpha1.TrainJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tj.Name}})
+			exposition := scrape(g, ctx, metrics)
+			g.Expect(clusterInfo.valueIn(exposition)).To(BeEmpty(), "%s after deletion", clusterInfo)
+			g.Expect(anyTrainJobState.valueIn(exposition)).To(BeEmpty(), "%s after deletion", anyTrainJobState)
+		}).Should(Succeed())
+	})
+})
 
 func scrape(g Gomega, ctx context.Context, url string) string {
 	status, body, err := httpGet(ctx, url)

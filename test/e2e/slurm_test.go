@@ -7,8 +7,8 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"testing"
 
+	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -28,114 +28,113 @@ const (
 	slurmAuthSecret = "slurm-auth"
 )
 
-// TestSlurmNodeSetScale: a Controller and a NodeSet of two from the samples
-// give a slurmctld StatefulSet and Ready slurmd pods <nodeset>-0 and -1;
-// scaling the NodeSet to zero deletes them. Without a RestApi the operator
-// cannot ask Slurm to drain, so it treats the nodes as drained and deletes
-// at once. The slurmctld pod itself is not asserted: the sample asks for a
-// PersistentVolumeClaim, which stays Pending where no storage provisioner
-// runs (the local control plane has none).
-func TestSlurmNodeSetScale(t *testing.T) {
-	// slurmd pods become Ready only under kwok: real ones need a slurmctld.
-	requireSimulatedKubelet(t)
-	t.Parallel()
-	g := newGomega(t)
-	ctx := t.Context()
-	ns := newNamespace(t, "slurm")
+var _ = Describe("Slurm", Label(labelSlurm), func() {
+	// A Controller and a NodeSet of two from the samples give a slurmctld
+	// StatefulSet and Ready slurmd pods <nodeset>-0 and -1; scaling the
+	// NodeSet to zero deletes them. Without a RestApi the operator cannot
+	// ask Slurm to drain, so it treats the nodes as drained and deletes at
+	// once. The slurmctld pod itself is not asserted: the sample asks for a
+	// PersistentVolumeClaim, which stays Pending where no storage
+	// provisioner runs (the local control plane has none).
+	It("scales a NodeSet from the samples to two and to zero, with its kubectl columns", func(ctx SpecContext) {
+		// slurmd pods become Ready only under kwok: real ones need a slurmctld.
+		requireSimulatedKubelet(ctx)
+		ns := newNamespace(ctx, "slurm")
 
-	g.Expect(k8s.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: slurmAuthSecret},
-		Data:       map[string][]byte{"slurm.key": randomKey(t), "jwt.key": randomKey(t)},
-	})).To(Succeed())
-
-	controller := loadSample[slinkyv1beta1.Controller](t, slurmControllerSample)
-	controller.Namespace = ns
-	controller.Spec.SlurmKeyRef.Name = slurmAuthSecret
-	controller.Spec.JwtKeyRef.Name = slurmAuthSecret
-	// The sample mounts extra Slurm config files from these ConfigMaps; the
-	// operator stops before the StatefulSet while one is missing.
-	for _, ref := range controller.Spec.ConfigFileRefs {
-		g.Expect(k8s.Create(ctx, &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ref.Name},
-			Data:       map[string]string{"cgroup.conf": "CgroupPlugin=disabled\n"},
+		Expect(k8s.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: slurmAuthSecret},
+			Data:       map[string][]byte{"slurm.key": randomKey(), "jwt.key": randomKey()},
 		})).To(Succeed())
-	}
-	createStrict(g, ctx, controller)
 
-	nodeSet := loadSample[slinkyv1beta1.NodeSet](t, slurmNodeSetSample)
-	nodeSet.Namespace = ns
-	g.Expect(nodeSet.Spec.ControllerRef.Name).To(Equal(controller.Name), "the NodeSet sample joins the Controller sample")
-	nodeSet.Spec.Replicas = ptr.To[int32](2)
-	createStrict(g, ctx, nodeSet)
-
-	g.Eventually(func(g Gomega) {
-		sts := &appsv1.StatefulSet{}
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: controller.Name + "-controller"}, sts)).To(Succeed())
-		expectControlledBy(g, sts, controller)
-		g.Expect(sts.Spec.Template.Spec.Containers).To(ContainElement(HaveField("Name", "slurmctld")))
-	}).Should(Succeed())
-
-	podNames := []string{nodeSet.Name + "-0", nodeSet.Name + "-1"}
-	g.Eventually(func(g Gomega) {
-		for _, name := range podNames {
-			pod := &corev1.Pod{}
-			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod)).To(Succeed())
-			expectScheduledRunningReady(g, pod)
-			expectControlledBy(g, pod, nodeSet)
+		controller := loadSample[slinkyv1beta1.Controller](slurmControllerSample)
+		controller.Namespace = ns
+		controller.Spec.SlurmKeyRef.Name = slurmAuthSecret
+		controller.Spec.JwtKeyRef.Name = slurmAuthSecret
+		// The sample mounts extra Slurm config files from these ConfigMaps; the
+		// operator stops before the StatefulSet while one is missing.
+		for _, ref := range controller.Spec.ConfigFileRefs {
+			Expect(k8s.Create(ctx, &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ref.Name},
+				Data:       map[string]string{"cgroup.conf": "CgroupPlugin=disabled\n"},
+			})).To(Succeed())
 		}
-	}).Should(Succeed())
-	g.Eventually(func(g Gomega) {
-		got := &slinkyv1beta1.NodeSet{}
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(nodeSet), got)).To(Succeed())
-		g.Expect(got.Status.Replicas).To(Equal(int32(2)), "status.replicas")
-		g.Expect(got.Status.ReadyReplicas).To(Equal(int32(2)), "status.readyReplicas")
-		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation), "status.observedGeneration")
-	}).Should(Succeed())
+		createStrict(ctx, controller)
 
-	// `kubectl get nodeset`: the default columns and their values.
-	g.Eventually(func(g Gomega) {
-		columns := nodeSetTable(g, ctx, nodeSet)
-		// The server names its own column "Name"; kubectl upper-cases headers.
-		g.Expect(columns).To(HaveKeyWithValue("Name", nodeSet.Name))
-		for _, count := range []string{"DESIRED", "REPLICAS", "UPDATED", "READY"} {
-			g.Expect(columns).To(HaveKeyWithValue(count, "2"), "column %s", count)
-		}
-		g.Expect(columns).To(HaveKey("AGE"))
-		g.Expect(columns).To(HaveLen(6), "default columns: %v", columns)
-	}).Should(Succeed())
+		nodeSet := loadSample[slinkyv1beta1.NodeSet](slurmNodeSetSample)
+		nodeSet.Namespace = ns
+		Expect(nodeSet.Spec.ControllerRef.Name).To(Equal(controller.Name), "the NodeSet sample joins the Controller sample")
+		nodeSet.Spec.Replicas = ptr.To[int32](2)
+		createStrict(ctx, nodeSet)
 
-	// As `kubectl scale nodeset/slinky --replicas=0` does: the scale subresource.
-	scale := &autoscalingv1.Scale{}
-	g.Expect(k8s.SubResource("scale").Get(ctx, nodeSet, scale)).To(Succeed())
-	g.Expect(scale.Spec.Replicas).To(Equal(int32(2)))
-	g.Expect(scale.Status.Replicas).To(Equal(int32(2)))
-	scale.Spec.Replicas = 0
-	g.Expect(k8s.SubResource("scale").Update(ctx, nodeSet, client.WithSubResourceBody(scale))).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			sts := &appsv1.StatefulSet{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: controller.Name + "-controller"}, sts)).To(Succeed())
+			expectControlledBy(g, sts, controller)
+			g.Expect(sts.Spec.Template.Spec.Containers).To(ContainElement(HaveField("Name", "slurmctld")))
+		}).Should(Succeed())
 
-	g.Eventually(func(g Gomega) {
-		for _, name := range podNames {
-			expectGone(g, ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
-		}
-		got := &slinkyv1beta1.NodeSet{}
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(nodeSet), got)).To(Succeed())
-		g.Expect(got.Status.Replicas).To(BeZero(), "status.replicas")
-		g.Expect(got.Status.ReadyReplicas).To(BeZero(), "status.readyReplicas")
-	}).Should(Succeed())
-	// Zero counts are omitted from the status (as upstream), so kubectl
-	// prints empty cells; what matters is that no stale "2" remains.
-	g.Eventually(func(g Gomega) {
-		columns := nodeSetTable(g, ctx, nodeSet)
-		for _, count := range []string{"DESIRED", "REPLICAS", "UPDATED", "READY"} {
-			g.Expect(columns[count]).To(BeElementOf("", "0"), "column %s after scaling to 0", count)
-		}
-	}).Should(Succeed())
-}
+		podNames := []string{nodeSet.Name + "-0", nodeSet.Name + "-1"}
+		Eventually(ctx, func(g Gomega) {
+			for _, name := range podNames {
+				pod := &corev1.Pod{}
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod)).To(Succeed())
+				expectScheduledRunningReady(g, pod)
+				expectControlledBy(g, pod, nodeSet)
+			}
+		}).Should(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			got := &slinkyv1beta1.NodeSet{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(nodeSet), got)).To(Succeed())
+			g.Expect(got.Status.Replicas).To(Equal(int32(2)), "status.replicas")
+			g.Expect(got.Status.ReadyReplicas).To(Equal(int32(2)), "status.readyReplicas")
+			g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation), "status.observedGeneration")
+		}).Should(Succeed())
 
-func randomKey(t *testing.T) []byte {
+		// `kubectl get nodeset`: the default columns and their values.
+		Eventually(ctx, func(g Gomega) {
+			columns := nodeSetTable(g, ctx, nodeSet)
+			// The server names its own column "Name"; kubectl upper-cases headers.
+			g.Expect(columns).To(HaveKeyWithValue("Name", nodeSet.Name))
+			for _, count := range []string{"DESIRED", "REPLICAS", "UPDATED", "READY"} {
+				g.Expect(columns).To(HaveKeyWithValue(count, "2"), "column %s", count)
+			}
+			g.Expect(columns).To(HaveKey("AGE"))
+			g.Expect(columns).To(HaveLen(6), "default columns: %v", columns)
+		}).Should(Succeed())
+
+		// As `kubectl scale nodeset/slinky --replicas=0` does: the scale subresource.
+		scale := &autoscalingv1.Scale{}
+		Expect(k8s.SubResource("scale").Get(ctx, nodeSet, scale)).To(Succeed())
+		Expect(scale.Spec.Replicas).To(Equal(int32(2)))
+		Expect(scale.Status.Replicas).To(Equal(int32(2)))
+		scale.Spec.Replicas = 0
+		Expect(k8s.SubResource("scale").Update(ctx, nodeSet, client.WithSubResourceBody(scale))).To(Succeed())
+
+		Eventually(ctx, func(g Gomega) {
+			for _, name := range podNames {
+				expectGone(g, ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+			}
+			got := &slinkyv1beta1.NodeSet{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(nodeSet), got)).To(Succeed())
+			g.Expect(got.Status.Replicas).To(BeZero(), "status.replicas")
+			g.Expect(got.Status.ReadyReplicas).To(BeZero(), "status.readyReplicas")
+		}).Should(Succeed())
+		// Zero counts are omitted from the status (as upstream), so kubectl
+		// prints empty cells; what matters is that no stale "2" remains.
+		Eventually(ctx, func(g Gomega) {
+			columns := nodeSetTable(g, ctx, nodeSet)
+			for _, count := range []string{"DESIRED", "REPLICAS", "UPDATED", "READY"} {
+				g.Expect(columns[count]).To(BeElementOf("", "0"), "column %s after scaling to 0", count)
+			}
+		}).Should(Succeed())
+	})
+})
+
+func randomKey() []byte {
+	GinkgoHelper()
 	key := make([]byte, 64)
-	if _, err := rand.Read(key); err != nil {
-		t.Fatal(err)
-	}
+	_, err := rand.Read(key)
+	Expect(err).NotTo(HaveOccurred())
 	return key
 }
 

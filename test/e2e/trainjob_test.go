@@ -3,10 +3,11 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"path/filepath"
-	"testing"
 
+	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -29,67 +30,234 @@ const (
 	trainerJob   = "node"
 )
 
-// TestTrainJobOnShippedRuntime: the sample TrainJob on the shipped
-// torch-distributed runtime becomes a JobSet the TrainJob controls; deleting
-// the TrainJob lets the garbage collector delete the JobSet (deleted here
-// right away; TestTrainJobRunsToCompletion follows a whole life).
-func TestTrainJobOnShippedRuntime(t *testing.T) {
-	t.Parallel()
-	g := newGomega(t)
-	ctx := t.Context()
-	g.Expect(k8s.Get(ctx, types.NamespacedName{Name: torchRuntime}, &trainerv1alpha1.ClusterTrainingRuntime{})).
-		To(Succeed(), "the shipped runtimes (config/runtimes) must be installed")
-	ns := newNamespace(t, "trainjob")
+// The shipped runtimes, read when the spec tree is built so that each is a
+// table entry of its own; a read error fails the "has ..." spec.
+var shippedRuntimeFiles, shippedRuntimeFilesErr = filepath.Glob(filepath.Join(repoRoot, "config", "runtimes", "*_distributed.yaml"))
 
-	tj := loadSample[trainerv1alpha1.TrainJob](t, trainJobSample)
-	tj.Namespace = ns
-	createStrict(g, ctx, tj)
+var _ = Describe("TrainJob", Label(labelTrainJob), func() {
+	// The sample TrainJob on the shipped torch-distributed runtime becomes a
+	// JobSet the TrainJob controls; deleting the TrainJob lets the garbage
+	// collector delete the JobSet (deleted here right away; "runs to
+	// completion" follows a whole life).
+	It("on the shipped runtime becomes a JobSet it controls, deleted with it", func(ctx SpecContext) {
+		Expect(k8s.Get(ctx, types.NamespacedName{Name: torchRuntime}, &trainerv1alpha1.ClusterTrainingRuntime{})).
+			To(Succeed(), "the shipped runtimes (config/runtimes) must be installed")
+		ns := newNamespace(ctx, "trainjob")
 
-	jobSet := &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tj.Name}}
-	g.Eventually(func(g Gomega) {
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(jobSet), jobSet)).To(Succeed())
-		expectControlledBy(g, jobSet, tj)
-	}).Should(Succeed())
+		tj := loadSample[trainerv1alpha1.TrainJob](trainJobSample)
+		tj.Namespace = ns
+		createStrict(ctx, tj)
 
-	// The TrainJob's trainer settings reach the JobSet the runtime renders.
-	var node *jobsetv1alpha2.ReplicatedJob
-	for i := range jobSet.Spec.ReplicatedJobs {
-		if jobSet.Spec.ReplicatedJobs[i].Name == trainerJob {
-			node = &jobSet.Spec.ReplicatedJobs[i]
+		jobSet := &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tj.Name}}
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(jobSet), jobSet)).To(Succeed())
+			expectControlledBy(g, jobSet, tj)
+		}).Should(Succeed())
+
+		// The TrainJob's trainer settings reach the JobSet the runtime renders.
+		var node *jobsetv1alpha2.ReplicatedJob
+		for i := range jobSet.Spec.ReplicatedJobs {
+			if jobSet.Spec.ReplicatedJobs[i].Name == trainerJob {
+				node = &jobSet.Spec.ReplicatedJobs[i]
+			}
 		}
-	}
-	g.Expect(node).NotTo(BeNil(), "replicated job %q in JobSet %s", trainerJob, jobSet.Name)
-	g.Expect(node.Template.Spec.Parallelism).To(HaveValue(Equal(*tj.Spec.Trainer.NumNodes)), "parallelism = numNodes")
-	g.Expect(node.Template.Spec.Template.Spec.Containers).To(ContainElement(And(
-		HaveField("Name", trainerJob),
-		HaveField("Image", *tj.Spec.Trainer.Image),
-		HaveField("Command", tj.Spec.Trainer.Command),
-	)), "the trainer container carries the TrainJob's image and command")
+		Expect(node).NotTo(BeNil(), "replicated job %q in JobSet %s", trainerJob, jobSet.Name)
+		Expect(node.Template.Spec.Parallelism).To(HaveValue(Equal(*tj.Spec.Trainer.NumNodes)), "parallelism = numNodes")
+		Expect(node.Template.Spec.Template.Spec.Containers).To(ContainElement(And(
+			HaveField("Name", trainerJob),
+			HaveField("Image", *tj.Spec.Trainer.Image),
+			HaveField("Command", tj.Spec.Trainer.Command),
+		)), "the trainer container carries the TrainJob's image and command")
 
-	g.Eventually(func(g Gomega) {
+		Eventually(ctx, func(g Gomega) {
+			got := &trainerv1alpha1.TrainJob{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tj), got)).To(Succeed())
+			g.Expect(conditionTrue(got.Status.Conditions, trainerv1alpha1.TrainJobCreated)).To(BeTrue(),
+				"condition %s: %v", trainerv1alpha1.TrainJobCreated, got.Status.Conditions)
+		}).Should(Succeed())
+
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tj), tj)).To(Succeed())
+		Expect(tj.Finalizers).To(BeEmpty(), "the JobSet's deletion below is the garbage collector's only without a finalizer")
+		Expect(k8s.Delete(ctx, tj, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			expectGone(g, ctx, &trainerv1alpha1.TrainJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tj.Name}})
+			expectGone(g, ctx, &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: jobSet.Name}})
+		}).Should(Succeed())
+	})
+
+	// The sample TrainJob runs its whole life on the real JobSet controller:
+	// JobSet → Jobs → Pods that run and succeed (kwok's stages) → JobSet
+	// Completed → TrainJob Complete. Deleting it cascades through the JobSet
+	// and Jobs to the Pods.
+	It("runs to completion on the JobSet controller and cascades its deletion", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "trainjob-complete")
+		tj := loadSample[trainerv1alpha1.TrainJob](trainJobSample)
+		tj.Namespace = ns
+		createStrict(ctx, tj)
+
+		// Both nodes' pods exist and belong to the JobSet's Jobs.
+		Eventually(ctx, func(g Gomega) {
+			pods := listPods(g, ctx, ns, map[string]string{jobsetv1alpha2.JobSetNameKey: tj.Name})
+			g.Expect(pods).To(HaveLen(int(*tj.Spec.Trainer.NumNodes)))
+		}).Should(Succeed())
+
+		complete := expectTrainJobCondition(ctx, tj, trainerv1alpha1.TrainJobComplete)
+		GinkgoWriter.Printf("TrainJob Complete: %s: %s\n", complete.Reason, complete.Message)
+		js := &jobsetv1alpha2.JobSet{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tj), js)).To(Succeed())
+		Expect(conditionTrue(js.Status.Conditions, string(jobsetv1alpha2.JobSetCompleted))).To(BeTrue(), "JobSet %v", js.Status.Conditions)
+		for _, p := range listPods(Default, ctx, ns, map[string]string{jobsetv1alpha2.JobSetNameKey: tj.Name}) {
+			Expect(p.Status.Phase).To(Equal(corev1.PodSucceeded), "pod %s", p.Name)
+		}
+
+		Expect(k8s.Delete(ctx, tj, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			expectGone(g, ctx, &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tj.Name}})
+			jobs := &batchv1.JobList{}
+			g.Expect(k8s.List(ctx, jobs, client.InNamespace(ns))).To(Succeed())
+			g.Expect(jobs.Items).To(BeEmpty(), "Jobs left after the TrainJob was deleted")
+			g.Expect(listPods(g, ctx, ns, nil)).To(BeEmpty(), "Pods left after the TrainJob was deleted")
+		}).Should(Succeed())
+	})
+
+	// A trainer pod exiting with code 3 (kwok's gantry.dev/kwok-exit-code
+	// annotation, set in the runtime's pod template) fails its Job, the
+	// JobSet and so the TrainJob, with the reason on the TrainJob's Failed
+	// condition.
+	It("fails when a trainer pod fails", func(ctx SpecContext) {
+		requireSimulatedKubelet(ctx)
+		ns := newNamespace(ctx, "trainjob-fail")
+
+		rt := torchRuntimeWithPodAnnotations(ctx, ns, "torch-exits-3", map[string]string{"gantry.dev/kwok-exit-code": "3"})
+		tj := trainJobOn(rt, "exits-3")
+		createStrict(ctx, tj)
+
+		failed := expectTrainJobCondition(ctx, tj, trainerv1alpha1.TrainJobFailed)
+		GinkgoWriter.Printf("TrainJob Failed: %s: %s\n", failed.Reason, failed.Message)
+		Expect(failed.Reason).NotTo(BeEmpty())
+		Expect(failed.Message).NotTo(BeEmpty())
 		got := &trainerv1alpha1.TrainJob{}
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tj), got)).To(Succeed())
-		g.Expect(conditionTrue(got.Status.Conditions, trainerv1alpha1.TrainJobCreated)).To(BeTrue(),
-			"condition %s: %v", trainerv1alpha1.TrainJobCreated, got.Status.Conditions)
-	}).Should(Succeed())
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tj), got)).To(Succeed())
+		Expect(conditionTrue(got.Status.Conditions, trainerv1alpha1.TrainJobComplete)).To(BeFalse())
+		var exitCodes []int32
+		for _, p := range listPods(Default, ctx, ns, map[string]string{jobsetv1alpha2.JobSetNameKey: tj.Name}) {
+			for _, cs := range p.Status.ContainerStatuses {
+				if cs.State.Terminated != nil {
+					exitCodes = append(exitCodes, cs.State.Terminated.ExitCode)
+				}
+			}
+		}
+		Expect(exitCodes).To(ContainElement(int32(3)), "a trainer container exited with 3")
+	})
 
-	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tj), tj)).To(Succeed())
-	g.Expect(tj.Finalizers).To(BeEmpty(), "the JobSet's deletion below is the garbage collector's only without a finalizer")
-	g.Expect(k8s.Delete(ctx, tj, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		expectGone(g, ctx, &trainerv1alpha1.TrainJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tj.Name}})
-		expectGone(g, ctx, &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: jobSet.Name}})
-	}).Should(Succeed())
+	// A TrainJob on each shipped ClusterTrainingRuntime, with the runtime's
+	// own defaults, runs to Complete on the JobSet controller; MPI jobs get
+	// their SSH Secret and hostfile.
+	It("has shipped runtimes in config/runtimes", func() {
+		Expect(shippedRuntimeFilesErr).NotTo(HaveOccurred())
+		Expect(shippedRuntimeFiles).NotTo(BeEmpty(), "no shipped runtimes in config/runtimes")
+	})
+	DescribeTable("on a shipped ClusterTrainingRuntime runs to Complete", func(ctx SpecContext, file string) {
+		data, err := os.ReadFile(file)
+		Expect(err).NotTo(HaveOccurred())
+		shipped := &trainerv1alpha1.ClusterTrainingRuntime{}
+		Expect(yaml.UnmarshalStrict(data, shipped)).To(Succeed(), "%s does not decode strictly", file)
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(shipped), &trainerv1alpha1.ClusterTrainingRuntime{})).
+			To(Succeed(), "the chart installs the shipped runtime %s", shipped.Name)
+		ns := newNamespace(ctx, "runtimes")
+		tj := &trainerv1alpha1.TrainJob{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "on-" + shipped.Name},
+			Spec:       trainerv1alpha1.TrainJobSpec{RuntimeRef: trainerv1alpha1.RuntimeRef{Name: shipped.Name}},
+		}
+		createStrict(ctx, tj)
+		if shipped.Spec.MLPolicy != nil && shipped.Spec.MLPolicy.MPI != nil {
+			Eventually(ctx, func(g Gomega) {
+				secret := &corev1.Secret{}
+				g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: tj.Name + trainerv1alpha1.MPISSHAuthSecretSuffix}, secret)).To(Succeed())
+				g.Expect(secret.Data).NotTo(BeEmpty())
+				cm := &corev1.ConfigMap{}
+				g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: tj.Name + trainerv1alpha1.MPIHostfileConfigMapSuffix}, cm)).To(Succeed())
+				g.Expect(cm.Data).NotTo(BeEmpty())
+			}).Should(Succeed())
+		}
+		c := expectTrainJobCondition(ctx, tj, trainerv1alpha1.TrainJobComplete)
+		GinkgoWriter.Printf("%s: Complete (%s)\n", tj.Name, c.Reason)
+	}, shippedRuntimeEntries())
+
+	// Suspending a running TrainJob takes its pods down and marks it
+	// Suspended; resuming brings pods back and the job then completes.
+	It("suspends and resumes while running", func(ctx SpecContext) {
+		requireSimulatedKubelet(ctx)
+		ns := newNamespace(ctx, "trainjob-suspend")
+		rt := torchRuntimeWithPodAnnotations(ctx, ns, "torch-runs-15s", map[string]string{"gantry.dev/kwok-run-seconds": "15"})
+		tj := trainJobOn(rt, "suspended-midway")
+		createStrict(ctx, tj)
+		sel := map[string]string{jobsetv1alpha2.JobSetNameKey: tj.Name}
+
+		Eventually(ctx, func(g Gomega) {
+			pods := listPods(g, ctx, ns, sel)
+			g.Expect(pods).NotTo(BeEmpty())
+			for i := range pods {
+				g.Expect(pods[i].Status.Phase).To(Equal(corev1.PodRunning))
+			}
+		}).Should(Succeed())
+
+		update(ctx, tj, func(tj *trainerv1alpha1.TrainJob) { tj.Spec.Suspend = ptr.To(true) })
+		expectTrainJobCondition(ctx, tj, trainerv1alpha1.TrainJobSuspended)
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(listPods(g, ctx, ns, sel)).To(BeEmpty(), "pods of a suspended TrainJob")
+		}).Should(Succeed())
+
+		update(ctx, tj, func(tj *trainerv1alpha1.TrainJob) { tj.Spec.Suspend = ptr.To(false) })
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(listPods(g, ctx, ns, sel)).NotTo(BeEmpty(), "pods after resume")
+		}).Should(Succeed())
+		expectTrainJobCondition(ctx, tj, trainerv1alpha1.TrainJobComplete)
+	})
+
+	// A TrainJob still running when its activeDeadlineSeconds pass fails
+	// with DeadlineExceeded and its JobSet is deleted.
+	It("fails with DeadlineExceeded after activeDeadlineSeconds", func(ctx SpecContext) {
+		requireSimulatedKubelet(ctx)
+		ns := newNamespace(ctx, "trainjob-deadline")
+		rt := torchRuntimeWithPodAnnotations(ctx, ns, "torch-runs-long", map[string]string{"gantry.dev/kwok-run-seconds": "600"})
+		tj := trainJobOn(rt, "too-slow")
+		tj.Spec.ActiveDeadlineSeconds = ptr.To[int64](8)
+		createStrict(ctx, tj)
+
+		failed := expectTrainJobCondition(ctx, tj, trainerv1alpha1.TrainJobFailed)
+		Expect(failed.Reason).To(Equal(trainerv1alpha1.TrainJobDeadlineExceededReason))
+		Eventually(ctx, func(g Gomega) {
+			expectGone(g, ctx, &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tj.Name}})
+		}).Should(Succeed())
+	})
+})
+
+// shippedRuntimeEntries names each entry after its runtime (the file name
+// when it does not decode; the entry then fails).
+func shippedRuntimeEntries() []TableEntry {
+	entries := make([]TableEntry, 0, len(shippedRuntimeFiles))
+	for _, f := range shippedRuntimeFiles {
+		name := filepath.Base(f)
+		if data, err := os.ReadFile(f); err == nil {
+			shipped := &trainerv1alpha1.ClusterTrainingRuntime{}
+			if yaml.Unmarshal(data, shipped) == nil && shipped.Name != "" {
+				name = shipped.Name
+			}
+		}
+		entries = append(entries, Entry(name, f))
+	}
+	return entries
 }
 
 // expectTrainJobCondition waits for the TrainJob's condition to be True and
 // returns it.
-func expectTrainJobCondition(t *testing.T, g *WithT, tj *trainerv1alpha1.TrainJob, condType string) metav1.Condition {
-	t.Helper()
+func expectTrainJobCondition(ctx context.Context, tj *trainerv1alpha1.TrainJob, condType string) metav1.Condition {
+	GinkgoHelper()
 	var cond metav1.Condition
-	g.Eventually(func(g Gomega) {
+	Eventually(ctx, func(g Gomega) {
 		got := &trainerv1alpha1.TrainJob{}
-		g.Expect(k8s.Get(t.Context(), client.ObjectKeyFromObject(tj), got)).To(Succeed())
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tj), got)).To(Succeed())
 		c := meta.FindStatusCondition(got.Status.Conditions, condType)
 		g.Expect(c).NotTo(BeNil(), "condition %s: %v", condType, got.Status.Conditions)
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "condition %s: %v", condType, got.Status.Conditions)
@@ -98,87 +266,16 @@ func expectTrainJobCondition(t *testing.T, g *WithT, tj *trainerv1alpha1.TrainJo
 	return cond
 }
 
-// TestTrainJobRunsToCompletion: the sample TrainJob runs its whole life on
-// the real JobSet controller: JobSet → Jobs → Pods that run and succeed
-// (kwok's stages) → JobSet Completed → TrainJob Complete. Deleting it
-// cascades through the JobSet and Jobs to the Pods.
-func TestTrainJobRunsToCompletion(t *testing.T) {
-	t.Parallel()
-	g := newGomega(t)
-	ctx := t.Context()
-	ns := newNamespace(t, "trainjob-complete")
-	tj := loadSample[trainerv1alpha1.TrainJob](t, trainJobSample)
-	tj.Namespace = ns
-	createStrict(g, ctx, tj)
-
-	// Both nodes' pods exist and belong to the JobSet's Jobs.
-	g.Eventually(func(g Gomega) {
-		pods := listPods(g, ctx, ns, map[string]string{jobsetv1alpha2.JobSetNameKey: tj.Name})
-		g.Expect(pods).To(HaveLen(int(*tj.Spec.Trainer.NumNodes)))
-	}).Should(Succeed())
-
-	complete := expectTrainJobCondition(t, g, tj, trainerv1alpha1.TrainJobComplete)
-	t.Logf("TrainJob Complete: %s: %s", complete.Reason, complete.Message)
-	js := &jobsetv1alpha2.JobSet{}
-	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tj), js)).To(Succeed())
-	g.Expect(conditionTrue(js.Status.Conditions, string(jobsetv1alpha2.JobSetCompleted))).To(BeTrue(), "JobSet %v", js.Status.Conditions)
-	for _, p := range listPods(g, ctx, ns, map[string]string{jobsetv1alpha2.JobSetNameKey: tj.Name}) {
-		g.Expect(p.Status.Phase).To(Equal(corev1.PodSucceeded), "pod %s", p.Name)
-	}
-
-	g.Expect(k8s.Delete(ctx, tj, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		expectGone(g, ctx, &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tj.Name}})
-		jobs := &batchv1.JobList{}
-		g.Expect(k8s.List(ctx, jobs, client.InNamespace(ns))).To(Succeed())
-		g.Expect(jobs.Items).To(BeEmpty(), "Jobs left after the TrainJob was deleted")
-		g.Expect(listPods(g, ctx, ns, nil)).To(BeEmpty(), "Pods left after the TrainJob was deleted")
-	}).Should(Succeed())
-}
-
-// TestTrainJobFailsWhenAPodFails: a trainer pod exiting with code 3 (kwok's
-// gantry.dev/kwok-exit-code annotation, set in the runtime's pod template)
-// fails its Job, the JobSet and so the TrainJob, with the reason on the
-// TrainJob's Failed condition.
-func TestTrainJobFailsWhenAPodFails(t *testing.T) {
-	requireSimulatedKubelet(t)
-	t.Parallel()
-	g := newGomega(t)
-	ctx := t.Context()
-	ns := newNamespace(t, "trainjob-fail")
-
-	rt := torchRuntimeWithPodAnnotations(t, g, ns, "torch-exits-3", map[string]string{"gantry.dev/kwok-exit-code": "3"})
-	tj := trainJobOn(rt, "exits-3")
-	createStrict(g, ctx, tj)
-
-	failed := expectTrainJobCondition(t, g, tj, trainerv1alpha1.TrainJobFailed)
-	t.Logf("TrainJob Failed: %s: %s", failed.Reason, failed.Message)
-	g.Expect(failed.Reason).NotTo(BeEmpty())
-	g.Expect(failed.Message).NotTo(BeEmpty())
-	got := &trainerv1alpha1.TrainJob{}
-	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(tj), got)).To(Succeed())
-	g.Expect(conditionTrue(got.Status.Conditions, trainerv1alpha1.TrainJobComplete)).To(BeFalse())
-	var exitCodes []int32
-	for _, p := range listPods(g, ctx, ns, map[string]string{jobsetv1alpha2.JobSetNameKey: tj.Name}) {
-		for _, cs := range p.Status.ContainerStatuses {
-			if cs.State.Terminated != nil {
-				exitCodes = append(exitCodes, cs.State.Terminated.ExitCode)
-			}
-		}
-	}
-	g.Expect(exitCodes).To(ContainElement(int32(3)), "a trainer container exited with 3")
-}
-
 // torchRuntimeWithPodAnnotations creates, in ns, a TrainingRuntime that is
 // the shipped torch-distributed one with annotations on its node pods (the
 // kwok stages read gantry.dev/kwok-run-seconds and gantry.dev/kwok-exit-code)
 // and no Job retries, so a failure is final at once.
-func torchRuntimeWithPodAnnotations(t *testing.T, g *WithT, ns, name string, annotations map[string]string) *trainerv1alpha1.TrainingRuntime {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "config", "runtimes", "torch_distributed.yaml"))
-	g.Expect(err).NotTo(HaveOccurred())
+func torchRuntimeWithPodAnnotations(ctx context.Context, ns, name string, annotations map[string]string) *trainerv1alpha1.TrainingRuntime {
+	GinkgoHelper()
+	data, err := os.ReadFile(filepath.Join(repoRoot, "config", "runtimes", "torch_distributed.yaml"))
+	Expect(err).NotTo(HaveOccurred())
 	shipped := &trainerv1alpha1.ClusterTrainingRuntime{}
-	g.Expect(yaml.UnmarshalStrict(data, shipped)).To(Succeed())
+	Expect(yaml.UnmarshalStrict(data, shipped)).To(Succeed())
 	rt := &trainerv1alpha1.TrainingRuntime{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec:       *shipped.Spec.DeepCopy(),
@@ -186,10 +283,11 @@ func torchRuntimeWithPodAnnotations(t *testing.T, g *WithT, ns, name string, ann
 	node := &rt.Spec.Template.Spec.ReplicatedJobs[0]
 	node.Template.Spec.BackoffLimit = ptr.To[int32](0)
 	node.Template.Spec.Template.Annotations = annotations
-	createStrict(g, t.Context(), rt)
+	createStrict(ctx, rt)
 	return rt
 }
 
+// trainJobOn is a TrainJob named name on the namespaced runtime rt.
 func trainJobOn(rt *trainerv1alpha1.TrainingRuntime, name string) *trainerv1alpha1.TrainJob {
 	return &trainerv1alpha1.TrainJob{
 		ObjectMeta: metav1.ObjectMeta{Namespace: rt.Namespace, Name: name},
@@ -197,106 +295,4 @@ func trainJobOn(rt *trainerv1alpha1.TrainingRuntime, name string) *trainerv1alph
 			Name: rt.Name, Kind: ptr.To(trainerv1alpha1.TrainingRuntimeKind), APIGroup: ptr.To(trainerv1alpha1.GroupVersion.Group),
 		}},
 	}
-}
-
-// TestShippedRuntimesRunToCompletion: a TrainJob on each shipped
-// ClusterTrainingRuntime, with the runtime's own defaults, runs to Complete
-// on the JobSet controller; MPI jobs get their SSH Secret and hostfile.
-func TestShippedRuntimesRunToCompletion(t *testing.T) {
-	t.Parallel()
-	files, err := filepath.Glob(filepath.Join("..", "..", "config", "runtimes", "*_distributed.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no shipped runtimes in config/runtimes: %v", err)
-	}
-	ns := newNamespace(t, "runtimes")
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		shipped := &trainerv1alpha1.ClusterTrainingRuntime{}
-		if err := yaml.UnmarshalStrict(data, shipped); err != nil {
-			t.Fatal(err)
-		}
-		t.Run(shipped.Name, func(t *testing.T) {
-			t.Parallel()
-			g := newGomega(t)
-			ctx := t.Context()
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(shipped), &trainerv1alpha1.ClusterTrainingRuntime{})).
-				To(Succeed(), "the chart installs the shipped runtime %s", shipped.Name)
-			tj := &trainerv1alpha1.TrainJob{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "on-" + shipped.Name},
-				Spec:       trainerv1alpha1.TrainJobSpec{RuntimeRef: trainerv1alpha1.RuntimeRef{Name: shipped.Name}},
-			}
-			createStrict(g, ctx, tj)
-			if shipped.Spec.MLPolicy != nil && shipped.Spec.MLPolicy.MPI != nil {
-				g.Eventually(func(g Gomega) {
-					secret := &corev1.Secret{}
-					g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: tj.Name + trainerv1alpha1.MPISSHAuthSecretSuffix}, secret)).To(Succeed())
-					g.Expect(secret.Data).NotTo(BeEmpty())
-					cm := &corev1.ConfigMap{}
-					g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: tj.Name + trainerv1alpha1.MPIHostfileConfigMapSuffix}, cm)).To(Succeed())
-					g.Expect(cm.Data).NotTo(BeEmpty())
-				}).Should(Succeed())
-			}
-			c := expectTrainJobCondition(t, g, tj, trainerv1alpha1.TrainJobComplete)
-			t.Logf("%s: Complete (%s)", tj.Name, c.Reason)
-		})
-	}
-}
-
-// TestTrainJobSuspendResumeWhileRunning: suspending a running TrainJob
-// takes its pods down and marks it Suspended; resuming brings pods back and
-// the job then completes.
-func TestTrainJobSuspendResumeWhileRunning(t *testing.T) {
-	requireSimulatedKubelet(t)
-	t.Parallel()
-	g := newGomega(t)
-	ctx := t.Context()
-	ns := newNamespace(t, "trainjob-suspend")
-	rt := torchRuntimeWithPodAnnotations(t, g, ns, "torch-runs-15s", map[string]string{"gantry.dev/kwok-run-seconds": "15"})
-	tj := trainJobOn(rt, "suspended-midway")
-	createStrict(g, ctx, tj)
-	sel := map[string]string{jobsetv1alpha2.JobSetNameKey: tj.Name}
-
-	g.Eventually(func(g Gomega) {
-		pods := listPods(g, ctx, ns, sel)
-		g.Expect(pods).NotTo(BeEmpty())
-		for i := range pods {
-			g.Expect(pods[i].Status.Phase).To(Equal(corev1.PodRunning))
-		}
-	}).Should(Succeed())
-
-	update(g, ctx, tj, func(tj *trainerv1alpha1.TrainJob) { tj.Spec.Suspend = ptr.To(true) })
-	expectTrainJobCondition(t, g, tj, trainerv1alpha1.TrainJobSuspended)
-	g.Eventually(func(g Gomega) {
-		g.Expect(listPods(g, ctx, ns, sel)).To(BeEmpty(), "pods of a suspended TrainJob")
-	}).Should(Succeed())
-
-	update(g, ctx, tj, func(tj *trainerv1alpha1.TrainJob) { tj.Spec.Suspend = ptr.To(false) })
-	g.Eventually(func(g Gomega) {
-		g.Expect(listPods(g, ctx, ns, sel)).NotTo(BeEmpty(), "pods after resume")
-	}).Should(Succeed())
-	expectTrainJobCondition(t, g, tj, trainerv1alpha1.TrainJobComplete)
-}
-
-// TestTrainJobActiveDeadline: a TrainJob still running when its
-// activeDeadlineSeconds pass fails with DeadlineExceeded and its JobSet is
-// deleted.
-func TestTrainJobActiveDeadline(t *testing.T) {
-	requireSimulatedKubelet(t)
-	t.Parallel()
-	g := newGomega(t)
-	ctx := t.Context()
-	ns := newNamespace(t, "trainjob-deadline")
-	rt := torchRuntimeWithPodAnnotations(t, g, ns, "torch-runs-long", map[string]string{"gantry.dev/kwok-run-seconds": "600"})
-	tj := trainJobOn(rt, "too-slow")
-	tj.Spec.ActiveDeadlineSeconds = ptr.To[int64](8)
-	createStrict(g, ctx, tj)
-
-	failed := expectTrainJobCondition(t, g, tj, trainerv1alpha1.TrainJobFailed)
-	g.Expect(failed.Reason).To(Equal(trainerv1alpha1.TrainJobDeadlineExceededReason))
-	g.Eventually(func(g Gomega) {
-		expectGone(g, ctx, &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tj.Name}})
-	}).Should(Succeed())
 }

@@ -1,0 +1,307 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
+)
+
+// gantryReason is the prefix of every drain reason Gantry sets (upstream's,
+// so nodes drained by the Slinky operator stay recognisable).
+const gantryReason = "slurm-operator: "
+
+// A NodeSet against a real slurmctld and slurmrestd: Gantry reaches
+// slurmrestd through the RestApi's endpoint override (the manager runs
+// outside the cluster), and each pod kwok runs gets a real slurmd
+// (slurmdStandIn), so Slurm's node states and job allocations are real.
+// The specs run in order on one NodeSet of five pods, alone (Serial): they
+// restart the manager and share the one slurmctld.
+var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Serial, func() {
+	const (
+		nodeSetName = "real"
+		replicas    = 5
+	)
+	var (
+		slurm   *realSlurm
+		ns      string
+		standIn *slurmdStandIn
+	)
+	podName := func(i int) string { return fmt.Sprintf("%s-%d", nodeSetName, i) }
+	getPod := func(g Gomega, ctx context.Context, name string) *corev1.Pod {
+		p := &corev1.Pod{}
+		g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p)).To(Succeed())
+		return p
+	}
+	nodeSet := func(g Gomega, ctx context.Context) *slinkyv1beta1.NodeSet {
+		n := &slinkyv1beta1.NodeSet{}
+		g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: nodeSetName}, n)).To(Succeed())
+		return n
+	}
+	scale := func(ctx context.Context, n int32) {
+		GinkgoHelper()
+		update(ctx, &slinkyv1beta1.NodeSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: nodeSetName}},
+			func(s *slinkyv1beta1.NodeSet) { s.Spec.Replicas = ptr.To(n) })
+	}
+	// poke wakes the NodeSet through one of its pods: Slurm sends no event
+	// when a job ends or an administrator acts, and the NodeSet's own Slurm
+	// poll is 30 s.
+	poke := func(ctx context.Context, pod string) {
+		GinkgoHelper()
+		update(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pod}}, func(p *corev1.Pod) {
+			if p.Annotations == nil {
+				p.Annotations = map[string]string{}
+			}
+			p.Annotations["e2e.gantry.dev/poke"] = time.Now().Format(time.RFC3339Nano)
+		})
+	}
+	ourNodes := func(g Gomega, ctx context.Context) []string {
+		var out []string
+		for _, n := range slurm.nodeNames(g, ctx) {
+			if strings.HasPrefix(n, nodeSetName+"-") {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+
+	BeforeAll(func(ctx SpecContext) {
+		requireSimulatedKubelet(ctx)
+		slurm = requireRealSlurm()
+		ns = newNamespace(ctx, "slurm-real")
+
+		// slurmd pods keep one per Kubernetes node; these kwok nodes take
+		// the five, and only them (label and taint).
+		for i := range replicas {
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+				Name:        fmt.Sprintf("%s-%d", ns, i),
+				Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
+				Labels: map[string]string{"type": "kwok", "kubernetes.io/os": "linux", "gantry.dev/e2e-slurm": ns,
+					// The slurmd pods' one-per-node anti-affinity is keyed on it.
+					corev1.LabelHostname: fmt.Sprintf("%s-%d", ns, i)},
+			}, Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "gantry.dev/e2e-slurm", Value: ns, Effect: corev1.TaintEffectNoSchedule}}}}
+			Expect(k8s.Create(ctx, node)).To(Succeed())
+			DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, node))).To(Succeed()) })
+		}
+
+		slurmKey := make([]byte, 1024)
+		_, _ = rand.Read(slurmKey)
+		Expect(k8s.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "keys"},
+			Data:       map[string][]byte{"slurm.key": slurmKey, "jwt.key": slurm.jwtKey},
+		})).To(Succeed())
+		createStrict(ctx, testutil.MakeController("slurm", ns).Keys("keys").Obj())
+		rest := testutil.MakeRestApi("slurm", ns, "slurm").Obj()
+		rest.Annotations = map[string]string{slinkyv1beta1.AnnotationSlurmrestdURL: slurm.url}
+		createStrict(ctx, rest)
+		set := testutil.MakeNodeSet(nodeSetName, ns, "slurm").Obj()
+		set.Spec.Replicas = ptr.To[int32](0)
+		set.Spec.Template.Spec.NodeSelector = map[string]string{"gantry.dev/e2e-slurm": ns}
+		set.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: "gantry.dev/e2e-slurm", Operator: corev1.TolerationOpEqual, Value: ns}}
+		createStrict(ctx, set)
+		standIn = startSlurmdStandIn(ctx, slurm, ns)
+	})
+
+	It("scales 0 to 5: five nodes in sinfo and matching NodeSet counts", func(ctx SpecContext) {
+		scale(ctx, replicas)
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(ourNodes(g, ctx)).To(ConsistOf(podName(0), podName(1), podName(2), podName(3), podName(4)))
+			for i := range replicas {
+				st := slurm.node(g, ctx, podName(i))
+				g.Expect(st.idle()).To(BeTrue(), "node %s is %s", podName(i), st.State)
+			}
+		}).Should(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			n := nodeSet(g, ctx)
+			g.Expect(n.Status).To(And(HaveField("Replicas", int32(replicas)), HaveField("ReadyReplicas", int32(replicas)),
+				HaveField("SlurmIdle", int32(replicas)), HaveField("SlurmAllocated", int32(0)), HaveField("SlurmDrain", int32(0))))
+			cond := meta.FindStatusCondition(n.Status.Conditions, "SlurmReachable")
+			g.Expect(cond).NotTo(BeNil())
+			g.Expect(cond.Status).To(Equal(metav1.ConditionTrue), cond.Message)
+		}).WithTimeout(time.Minute).Should(Succeed(), "the NodeSet polls Slurm every 30 s")
+	})
+
+	It("drains the Slurm node of a cordoned Kubernetes Node and resumes it on uncordon", func(ctx SpecContext) {
+		victim := podName(1)
+		kubeNode := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: getPod(Default, ctx, victim).Spec.NodeName}}
+		update(ctx, kubeNode, func(n *corev1.Node) { n.Spec.Unschedulable = true })
+		DeferCleanup(func(ctx SpecContext) { update(ctx, kubeNode, func(n *corev1.Node) { n.Spec.Unschedulable = false }) })
+		Eventually(ctx, func(g Gomega) {
+			st := slurm.node(g, ctx, victim)
+			g.Expect(st.drain()).To(BeTrue(), "state %s", st.State)
+			g.Expect(st.Reason).To(HavePrefix(gantryReason))
+		}).Should(Succeed())
+
+		update(ctx, kubeNode, func(n *corev1.Node) { n.Spec.Unschedulable = false })
+		Eventually(ctx, func(g Gomega) {
+			st := slurm.node(g, ctx, victim)
+			g.Expect(st.idle()).To(BeTrue(), "state %s, reason %q", st.State, st.Reason)
+		}).Should(Succeed())
+		Expect(getPod(Default, ctx, victim).DeletionTimestamp).To(BeNil(), "a cordon drains the node; it deletes no pod")
+	})
+
+	It("never undoes an administrator's drain", func(ctx SpecContext) {
+		node := podName(0)
+		const reason = "admin: disk check"
+		slurm.must(ctx, "scontrol", "update", "NodeName="+node, "State=DRAIN", "Reason="+reason)
+		DeferCleanup(func(ctx SpecContext) { slurm.must(ctx, "scontrol", "update", "NodeName="+node, "State=RESUME") })
+		poke(ctx, node)
+		Eventually(ctx, func(g Gomega) int32 { return nodeSet(g, ctx).Status.SlurmDrain }).
+			WithTimeout(time.Minute).Should(Equal(int32(1)), "the NodeSet sees the drain")
+		Consistently(ctx, func(g Gomega) {
+			st := slurm.node(g, ctx, node)
+			g.Expect(st.drain()).To(BeTrue(), "state %s", st.State)
+			g.Expect(st.Reason).To(Equal(reason))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+	})
+
+	It("rolls a new slurmd image without taking down a node that runs a job", func(ctx SpecContext) {
+		busy := podName(2)
+		job := slurm.allocate(ctx, busy)
+		DeferCleanup(func(ctx SpecContext) { _, _ = slurm.run(ctx, "scancel", job) })
+		uids := map[string]types.UID{}
+		for i := range replicas {
+			uids[podName(i)] = getPod(Default, ctx, podName(i)).UID
+		}
+		update(ctx, &slinkyv1beta1.NodeSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: nodeSetName}},
+			func(s *slinkyv1beta1.NodeSet) { s.Spec.Slurmd.Image = "ghcr.io/slinkyproject/slurmd:e2e-rollout" })
+
+		Eventually(ctx, func(g Gomega) {
+			st := slurm.node(g, ctx, busy)
+			g.Expect(st.drain()).To(BeTrue(), "state %s", st.State)
+			g.Expect(st.Reason).To(HavePrefix(gantryReason))
+		}).Should(Succeed(), "the rollout drains the busy node first")
+		Consistently(ctx, func(g Gomega) {
+			g.Expect(getPod(g, ctx, busy).UID).To(Equal(uids[busy]), "the pod of a node running a job was replaced")
+			g.Expect(slurm.jobRunning(g, ctx, job)).To(BeTrue(), "the job was killed")
+		}).WithTimeout(15 * time.Second).Should(Succeed())
+
+		slurm.must(ctx, "scancel", job)
+		Eventually(ctx, func(g Gomega) {
+			for i := range replicas {
+				p := getPod(g, ctx, podName(i))
+				g.Expect(p.UID).NotTo(Equal(uids[podName(i)]), "%s was not replaced", p.Name)
+				g.Expect(p.Spec.Containers[0].Image).To(Equal("ghcr.io/slinkyproject/slurmd:e2e-rollout"))
+			}
+			g.Expect(nodeSet(g, ctx).Status).To(And(HaveField("UpdatedReplicas", int32(replicas)), HaveField("ReadyReplicas", int32(replicas))))
+		}).WithTimeout(3 * time.Minute).Should(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(ourNodes(g, ctx)).To(HaveLen(replicas))
+			for i := range replicas {
+				g.Expect(slurm.node(g, ctx, podName(i)).State).NotTo(ContainSubstring("DRAIN"), "node %s", podName(i))
+			}
+		}).Should(Succeed(), "the replaced pods' slurmd registered again")
+	})
+
+	Context("scaling in onto a node that runs a job", func() {
+		var job string
+		victim := podName(3)
+		// The job outlives the first spec; a DeferCleanup there would
+		// cancel it when that spec ends.
+		AfterAll(func(ctx SpecContext) {
+			if job != "" {
+				_, _ = slurm.run(ctx, "scancel", job)
+			}
+		})
+
+		It("drains the node with Gantry's reason and keeps its pod", func(ctx SpecContext) {
+			for i := range replicas {
+				if podName(i) == victim {
+					continue
+				}
+				update(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: podName(i)}}, func(p *corev1.Pod) {
+					if p.Annotations == nil {
+						p.Annotations = map[string]string{}
+					}
+					p.Annotations[slinkyv1beta1.AnnotationPodDeletionCost] = "100"
+				})
+			}
+			job = slurm.allocate(ctx, victim)
+			uid := getPod(Default, ctx, victim).UID
+			scale(ctx, replicas-1)
+			Eventually(ctx, func(g Gomega) {
+				st := slurm.node(g, ctx, victim)
+				g.Expect(st.drain()).To(BeTrue(), "state %s", st.State)
+				g.Expect(st.Reason).To(HavePrefix(gantryReason + "Pod (" + ns + "/" + victim + ") is pending termination"))
+			}).Should(Succeed())
+			Consistently(ctx, func(g Gomega) {
+				g.Expect(getPod(g, ctx, victim).UID).To(Equal(uid))
+				g.Expect(slurm.jobRunning(g, ctx, job)).To(BeTrue())
+			}).WithTimeout(10 * time.Second).Should(Succeed())
+		})
+
+		It("keeps the pod when the manager is killed and restarted meanwhile", func(ctx SpecContext) {
+			restart := localManagerRestart()
+			uid := getPod(Default, ctx, victim).UID
+			out, err := restart(ctx)
+			Expect(err).NotTo(HaveOccurred(), "restarting the manager: %s", out)
+			// The restarted manager reconciles every NodeSet at once, before or
+			// after it has seen the RestApi: either way the pod must stay.
+			Consistently(ctx, func(g Gomega) {
+				g.Expect(getPod(g, ctx, victim).UID).To(Equal(uid))
+				g.Expect(slurm.jobRunning(g, ctx, job)).To(BeTrue())
+			}).WithTimeout(20 * time.Second).Should(Succeed())
+			Eventually(ctx, func(g Gomega) {
+				cond := meta.FindStatusCondition(nodeSet(g, ctx).Status.Conditions, "SlurmReachable")
+				g.Expect(cond).NotTo(BeNil())
+				g.Expect(cond.Status).To(Equal(metav1.ConditionTrue), cond.Message)
+			}).Should(Succeed())
+		})
+
+		It("deletes the pod once the job ends", func(ctx SpecContext) {
+			slurm.must(ctx, "scancel", job)
+			poke(ctx, victim)
+			Eventually(ctx, func(g Gomega) {
+				expectGone(g, ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: victim}})
+				g.Expect(ourNodes(g, ctx)).NotTo(ContainElement(victim))
+				g.Expect(nodeSet(g, ctx).Status.Replicas).To(Equal(int32(replicas - 1)))
+			}).WithTimeout(time.Minute).Should(Succeed())
+		})
+	})
+
+	It("scales to 0: every pod goes and its node leaves Slurm", func(ctx SpecContext) {
+		scale(ctx, 0)
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(listPods(g, ctx, ns, map[string]string{"app.kubernetes.io/name": "slurmd"})).To(BeEmpty())
+			g.Expect(ourNodes(g, ctx)).To(BeEmpty())
+			g.Expect(standIn.nodes()).To(BeEmpty())
+		}).WithTimeout(time.Minute).Should(Succeed())
+	})
+})
+
+// localManagerRestart returns how to kill -9 and restart the manager of
+// `make run`'s control plane (hack/local-cluster.sh restart-manager), or
+// skips when the manager under test is not that one (e.g. it runs in-cluster).
+func localManagerRestart() func(context.Context) (string, error) {
+	GinkgoHelper()
+	if managerLogPath() == "" || os.Getenv("GANTRY_MANAGER_LOG") != "" {
+		Skip("restarting the manager needs `make test-e2e`'s local control plane, whose manager runs on this machine")
+	}
+	if _, err := os.Stat(filepath.Join(repoRoot, ".run", "manager.pid")); err != nil {
+		Skip("no .run/manager.pid: the local control plane's manager is not running here")
+	}
+	script := filepath.Join(repoRoot, "hack", "local-cluster.sh")
+	return func(ctx context.Context) (string, error) {
+		cmd := exec.CommandContext(ctx, script, "restart-manager")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+}

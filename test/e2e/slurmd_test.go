@@ -1,0 +1,311 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// realSlurm is the Slurm cluster test/slurm/start.sh runs on this machine
+// (slurmctld and slurmrestd from Debian's packages, API v0.0.44, in a
+// chroot); `make test-e2e` starts it and passes these variables.
+type realSlurm struct {
+	url    string // GANTRY_SLURM_URL: slurmrestd
+	jwtKey []byte // the key in GANTRY_SLURM_JWT_KEY
+	root   string // GANTRY_SLURM_ROOT: the chroot with Slurm's commands
+}
+
+// requireRealSlurm returns the cluster, or skips with the reason there is
+// none (`make test-e2e` prints why start.sh could not build it).
+func requireRealSlurm() *realSlurm {
+	GinkgoHelper()
+	url, keyFile, root := os.Getenv("GANTRY_SLURM_URL"), os.Getenv("GANTRY_SLURM_JWT_KEY"), os.Getenv("GANTRY_SLURM_ROOT")
+	if url == "" || keyFile == "" || root == "" {
+		reason := os.Getenv("GANTRY_SLURM_SKIP_REASON")
+		if reason == "" {
+			reason = "GANTRY_SLURM_URL, GANTRY_SLURM_JWT_KEY and GANTRY_SLURM_ROOT are not set (test/slurm/start.sh prints them)"
+		}
+		Skip("needs a real slurmctld and slurmrestd: " + reason)
+	}
+	key, err := os.ReadFile(keyFile)
+	Expect(err).NotTo(HaveOccurred(), "reading the JWT key")
+	return &realSlurm{url: url, jwtKey: key, root: root}
+}
+
+// run runs a Slurm command in the chroot and returns its output.
+func (s *realSlurm) run(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "chroot", append([]string{s.root}, args...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+// must runs a Slurm command that has to succeed.
+func (s *realSlurm) must(ctx context.Context, args ...string) string {
+	GinkgoHelper()
+	out, err := s.run(ctx, args...)
+	Expect(err).NotTo(HaveOccurred())
+	return out
+}
+
+// nodeNames lists the nodes slurmctld knows (sinfo, one line per node).
+func (s *realSlurm) nodeNames(g Gomega, ctx context.Context) []string {
+	out, err := s.run(ctx, "sinfo", "--noheader", "--Node", "--format=%N")
+	g.Expect(err).NotTo(HaveOccurred())
+	// A node in two partitions is listed twice.
+	var names []string
+	for _, l := range strings.Fields(out) {
+		if !slices.Contains(names, l) {
+			names = append(names, l)
+		}
+	}
+	return names
+}
+
+// slurmNodeState is a node as `scontrol show node` reports it.
+type slurmNodeState struct {
+	State  string // e.g. IDLE+DYNAMIC_NORM, ALLOCATED+DRAIN+DYNAMIC_NORM
+	Reason string
+}
+
+func (n slurmNodeState) drain() bool { return strings.Contains(n.State, "DRAIN") }
+
+// idle: up, no job, not draining (dynamic nodes add +DYNAMIC_NORM).
+func (n slurmNodeState) idle() bool {
+	return strings.HasPrefix(n.State, "IDLE") && !n.drain() && !strings.Contains(n.State, "NOT_RESPONDING")
+}
+
+// node reads one node's state and reason.
+func (s *realSlurm) node(g Gomega, ctx context.Context, name string) slurmNodeState {
+	out, err := s.run(ctx, "scontrol", "--oneliner", "show", "node", name)
+	g.Expect(err).NotTo(HaveOccurred())
+	var st slurmNodeState
+	for _, f := range strings.Fields(out) {
+		if v, ok := strings.CutPrefix(f, "State="); ok {
+			st.State = v
+		}
+	}
+	// Reason=<text> [<user>@<time>] runs to the end of the line.
+	if _, after, ok := strings.Cut(out, " Reason="); ok {
+		st.Reason = strings.TrimSpace(after)
+		if i := strings.LastIndex(st.Reason, " ["); i >= 0 {
+			st.Reason = st.Reason[:i]
+		}
+	}
+	return st
+}
+
+// allocate holds one node with a job that runs until cancelled, as a user's
+// `salloc` would, and returns the job id.
+func (s *realSlurm) allocate(ctx context.Context, node string) string {
+	GinkgoHelper()
+	out := s.must(ctx, "salloc", "--no-shell", "--nodelist="+node, "--nodes=1", "--time=30", "--immediate=30")
+	// "salloc: Granted job allocation 12"
+	for _, f := range strings.Fields(out) {
+		if _, err := strconv.Atoi(f); err == nil {
+			return f
+		}
+	}
+	Fail("no job id in salloc's output: " + out)
+	return ""
+}
+
+// jobRunning reports whether the job is still RUNNING.
+func (s *realSlurm) jobRunning(g Gomega, ctx context.Context, id string) bool {
+	out, err := s.run(ctx, "squeue", "--noheader", "--jobs="+id, "--format=%T")
+	if err != nil && strings.Contains(err.Error(), "Invalid job id") {
+		return false
+	}
+	g.Expect(err).NotTo(HaveOccurred())
+	return strings.TrimSpace(out) == "RUNNING"
+}
+
+// slurmdStandIn plays slurmd for the NodeSet pods of one namespace: a pod
+// that kwok reports Running gets a real slurmd process (slurmd -Z, a dynamic
+// node named as Gantry expects, SlurmNodeName), registering with the real
+// slurmctld; a pod that is being deleted or is gone has its slurmd stopped
+// and its node deleted, as the pod's preStop and slurmctld would. Nodes
+// therefore answer and can run jobs, which is what drain-before-delete
+// needs to be shown.
+type slurmdStandIn struct {
+	slurm *realSlurm
+	ns    string
+
+	mu      sync.Mutex
+	byPod   map[types.UID]slurmd // by pod UID
+	started int
+}
+
+// slurmd is one running slurmd: its node and process.
+type slurmd struct {
+	node string
+	pid  int
+}
+
+// startSlurmdStandIn polls the namespace's slurmd pods until the spec
+// container ends; DeferCleanup stops every slurmd it started.
+func startSlurmdStandIn(ctx context.Context, s *realSlurm, ns string) *slurmdStandIn {
+	GinkgoHelper()
+	sd := &slurmdStandIn{slurm: s, ns: ns, byPod: map[types.UID]slurmd{}}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(done)
+		for ctx.Err() == nil {
+			if err := sd.sync(ctx); err != nil && ctx.Err() == nil {
+				GinkgoWriter.Printf("slurmd stand-in: %v\n", err)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(300 * time.Millisecond):
+			}
+		}
+	}()
+	DeferCleanup(func(ctx SpecContext) {
+		cancel()
+		<-done
+		sd.mu.Lock()
+		defer sd.mu.Unlock()
+		for uid, d := range sd.byPod {
+			sd.stop(ctx, d)
+			delete(sd.byPod, uid)
+		}
+	})
+	return sd
+}
+
+func (sd *slurmdStandIn) sync(ctx context.Context) error {
+	pods := &corev1.PodList{}
+	if err := k8s.List(ctx, pods, client.InNamespace(sd.ns), client.MatchingLabels{"app.kubernetes.io/name": "slurmd"}); err != nil {
+		return err
+	}
+	live := map[types.UID]*corev1.Pod{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+			live[p.UID] = p
+		}
+	}
+	sd.mu.Lock()
+	defer sd.mu.Unlock()
+	// Stop first: a pod replaced under the same name must lose its old
+	// slurmd (and node) before the new one registers.
+	for uid, d := range sd.byPod {
+		if live[uid] == nil {
+			sd.stop(ctx, d)
+			delete(sd.byPod, uid)
+		}
+	}
+	var errs []error
+	for uid, p := range live {
+		if _, ok := sd.byPod[uid]; ok {
+			continue
+		}
+		d, err := sd.start(ctx, slurmNodeNameOf(p))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		sd.byPod[uid] = d
+		sd.started++
+	}
+	return errors.Join(errs...)
+}
+
+// slurmNodeNameOf is the name slurmd registers (nodeset.SlurmNodeName):
+// the specs here set no hostname and no host network, so the pod's name.
+func slurmNodeNameOf(p *corev1.Pod) string {
+	if p.Spec.Hostname != "" {
+		return p.Spec.Hostname
+	}
+	return p.Name
+}
+
+// start runs a dynamic-node slurmd for name on a free port and waits until
+// slurmctld lists the node as up.
+func (sd *slurmdStandIn) start(ctx context.Context, name string) (slurmd, error) {
+	port, err := freeTCPPort()
+	if err != nil {
+		return slurmd{}, err
+	}
+	// slurmd daemonizes; its pid file is /run/slurmd-<name>.pid in the root.
+	pidFile := filepath.Join(sd.slurm.root, "run", "slurmd-"+name+".pid")
+	_ = os.Remove(pidFile)
+	if _, err := sd.slurm.run(ctx, "slurmd", "-Z", "-N", name, "--conf",
+		fmt.Sprintf("CPUs=1 RealMemory=100 Port=%d", port)); err != nil {
+		return slurmd{}, err
+	}
+	d := slurmd{node: name}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if d.pid == 0 {
+			if data, err := os.ReadFile(pidFile); err == nil {
+				d.pid, _ = strconv.Atoi(strings.TrimSpace(string(data)))
+			}
+		}
+		if out, err := sd.slurm.run(ctx, "sinfo", "--noheader", "--Node", "--nodes="+name, "--format=%T"); err == nil && d.pid != 0 &&
+			strings.TrimSpace(out) != "" && !strings.Contains(out, "unk") && !strings.Contains(out, "down") {
+			return d, nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	sd.stop(ctx, d)
+	return slurmd{}, fmt.Errorf("slurmd %s did not register with slurmctld within 30s", name)
+}
+
+// stop ends the node's slurmd and deletes the dynamic node, as the pod's
+// preStop would. A node that still runs a job cannot be deleted; that is
+// logged, not hidden.
+func (sd *slurmdStandIn) stop(ctx context.Context, d slurmd) {
+	if d.pid > 0 {
+		_ = syscall.Kill(d.pid, syscall.SIGTERM)
+		for i := 0; i < 50 && syscall.Kill(d.pid, 0) == nil; i++ {
+			time.Sleep(100 * time.Millisecond)
+		}
+		_ = syscall.Kill(d.pid, syscall.SIGKILL)
+	}
+	if out, err := sd.slurm.run(ctx, "scontrol", "delete", "NodeName="+d.node); err != nil {
+		GinkgoWriter.Printf("slurmd stand-in: deleting node %s: %v %s\n", d.node, err, out)
+	}
+}
+
+// nodes are the Slurm node names of the pods with a running slurmd.
+func (sd *slurmdStandIn) nodes() []string {
+	sd.mu.Lock()
+	defer sd.mu.Unlock()
+	out := make([]string, 0, len(sd.byPod))
+	for _, d := range sd.byPod {
+		out = append(out, d.node)
+	}
+	return out
+}
+
+func freeTCPPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
