@@ -30,7 +30,9 @@ import (
 // oneFakeSlurm serves the same in-memory slurmrestd for every Controller.
 type oneFakeSlurm struct{ c *fake.Client }
 
-func (o oneFakeSlurm) Get(types.NamespacedName) (slurm.Client, bool) { return o.c, true }
+func (o oneFakeSlurm) ClientFor(context.Context, types.NamespacedName) (slurm.Client, string, error) {
+	return o.c, "fake", nil
+}
 
 // BenchmarkNodeSetScale scales one NodeSet 0 → N → 0 against a real API
 // server and a fake Slurm in which drains take effect at once. Between the
