@@ -231,7 +231,8 @@ func TestGenerateAuthKeysIntegration(t *testing.T) {
 			g.Expect(c.Create(ctx, obj, client.FieldValidation(metav1.FieldValidationStrict))).To(Succeed())
 			kinds = append(kinds, obj.GetKind())
 		}
-		g.Expect(kinds).To(Equal([]string{"ConfigMap", slinkyv1beta1.ControllerKind}), "the ConfigMap comes first, so kubectl apply creates it first")
+		g.Expect(kinds).To(Equal([]string{slinkyv1beta1.ControllerKind, "ConfigMap"}),
+			"the Controller comes first, so single-document loaders of the samples read it")
 
 		g.Eventually(statefulSet(ns)).WithTimeout(30 * time.Second).Should(Succeed())
 		owner := &slinkyv1beta1.Controller{}
