@@ -21,6 +21,10 @@ import (
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=validatingwebhookconfigurations;mutatingwebhookconfigurations,verbs=get;list;watch
 
+// webhookPingPath answers 200 on the webhook server: a handler registered
+// first, before the webhooks (see setupWebhooks).
+const webhookPingPath = "/ping"
+
 // setupWebhooks arranges the serving certificate and registers the enabled
 // workloads' webhooks once it is in place, so the webhook server never
 // starts without one. The returned readyz check passes only when the
@@ -32,6 +36,14 @@ func setupWebhooks(ctx context.Context, mgr manager.Manager, o *Options, ins []w
 	}
 	var serving atomic.Pointer[healthz.Checker]
 	certMgr, err := certs.Setup(ctx, mgr, live, o.Certs, func() error {
+		// The manager is running: GetWebhookServer adds the server, which
+		// starts at once in another goroutine and fills in its defaults
+		// (its mux) under a sync.Once. The builders below read that mux
+		// without the Once, so fill the defaults here first, through
+		// Register (which takes the Once): otherwise the two race.
+		mgr.GetWebhookServer().Register(webhookPingPath, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(http.StatusOK)
+		}))
 		if err := webhook.Setup(mgr, names(ins), webhook.Options{Features: wopts.Features}); err != nil {
 			return err
 		}
