@@ -410,6 +410,29 @@ func TestGCSFaultToleranceFinalizerRunsCleanupJob(t *testing.T) {
 	}, timeout).Should(BeTrue(), "the finalizer is removed once the cleanup Job finished")
 }
 
+// A namespace being deleted accepts no new objects, the cleanup Job
+// included: a GCS fault-tolerant cluster in it must still go (KubeRay's
+// clusters stay Terminating, and with them the namespace).
+func TestGCSFaultToleranceFinalizerInTerminatingNamespace(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	rc := create(t, rctesting.MakeRayCluster("ft").Namespace(ns).WorkerGroup("cpu", 1).GCSFaultTolerance("redis:6379").Obj())
+	g.Eventually(func(g Gomega) {
+		g.Expect(get(g, rc).Finalizers).To(ContainElement(rayv1.GCSFaultToleranceRedisCleanupFinalizer))
+	}, timeout).Should(Succeed())
+
+	// There is no namespace controller here: the namespace stays
+	// Terminating, and the RayCluster is deleted as that controller would.
+	g.Expect(k8s.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	g.Expect(k8s.Delete(context.Background(), get(g, rc))).To(Succeed())
+	g.Eventually(func() bool {
+		err := k8s.Get(context.Background(), client.ObjectKeyFromObject(rc), &rayv1.RayCluster{})
+		return apierrors.IsNotFound(err)
+	}, timeout).Should(BeTrue(), "the RayCluster must not hold its namespace's deletion")
+	err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "ft-redis-cleanup"}, &batchv1.Job{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no cleanup Job can exist in a terminating namespace (err=%v)", err)
+}
+
 func TestExternallyManagedClusterIsLeftAlone(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)

@@ -65,6 +65,16 @@ func (r *Reconciler) reconcileGCSFTFinalizer(ctx context.Context, cluster *rayv1
 	if apierrors.IsNotFound(err) {
 		desired := BuildRedisCleanupJob(cluster, r.cfg.Build)
 		if err := r.client.Create(ctx, &desired); err != nil && !apierrors.IsAlreadyExists(err) {
+			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+				// Nothing new can be created in a namespace being deleted,
+				// the cleanup Job included; waiting would keep the RayCluster,
+				// and so the namespace, Terminating forever.
+				msg := fmt.Sprintf("The namespace %s is being deleted, so the Redis cleanup Job cannot run; delete the storage namespace %q from Redis by hand",
+					cluster.Namespace, ExternalStorageNamespace(cluster))
+				warn(r.recorder, cluster, "RedisCleanupSkipped", "%s", msg)
+				ctrl.LoggerFrom(ctx).Info(msg)
+				return r.removeGCSFTFinalizer(ctx, cluster)
+			}
 			warn(r.recorder, cluster, rayv1.FailedToCreateRedisCleanupJob, "Failed to create the Redis cleanup Job %s: %v", desired.Name, err)
 			return ctrl.Result{RequeueAfter: ShortRequeue}, true, err
 		}
@@ -82,6 +92,12 @@ func (r *Reconciler) reconcileGCSFTFinalizer(ctx context.Context, cluster *rayv1
 		warn(r.recorder, cluster, "RedisCleanupFailed",
 			"The Redis cleanup Job %s failed; delete the storage namespace %q from Redis by hand", job.Name, ExternalStorageNamespace(cluster))
 	}
+	return r.removeGCSFTFinalizer(ctx, cluster)
+}
+
+// removeGCSFTFinalizer lets a deleted GCS fault-tolerant cluster go.
+func (r *Reconciler) removeGCSFTFinalizer(ctx context.Context, cluster *rayv1.RayCluster) (ctrl.Result, bool, error) {
+	const fin = rayv1.GCSFaultToleranceRedisCleanupFinalizer
 	patch := client.MergeFrom(cluster.DeepCopy())
 	controllerutil.RemoveFinalizer(cluster, fin)
 	if err := r.client.Patch(ctx, cluster, patch); err != nil {

@@ -1,0 +1,221 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
+	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	trainerv1alpha1 "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+)
+
+// sampleRun is how one group of samples is applied and what a user sees
+// at the end: `kubectl apply -f` of every file, in order, as the samples'
+// comments say, then the documented end state.
+type sampleRun struct {
+	files []string
+	// setup prepares what the samples assume of the cluster, not of
+	// themselves (e.g. nodes with TPUs).
+	setup func(ctx SpecContext, ns string)
+	check func(g Gomega, ctx context.Context, ns string)
+}
+
+// rayClusterReadyWith checks the sample's RayCluster reached Ready with
+// every worker it asks for.
+func rayClusterReadyWith(file string) func(g Gomega, ctx context.Context, ns string) {
+	return func(g Gomega, ctx context.Context, ns string) {
+		rc := loadSample[rayv1.RayCluster](file)
+		rc.Namespace = ns
+		var workers int32
+		for _, wg := range rc.Spec.WorkerGroupSpecs {
+			// Omitted replicas start at minReplicas (the autoscaler's groups).
+			replicas := max(ptr.Deref(wg.Replicas, 0), ptr.Deref(wg.MinReplicas, 0))
+			workers += replicas * max(wg.NumOfHosts, 1)
+		}
+		expectClusterReady(g, ctx, rc, workers)
+		expectClusterPodsReady(g, ctx, rc, int(workers))
+	}
+}
+
+// sampleRuns covers every file in config/samples; a file with no run fails
+// the spec below, so a new sample cannot go untested.
+var sampleRuns = map[string]sampleRun{
+	"minimal RayCluster": {files: []string{"ray_v1_raycluster_minimal.yaml"}, check: rayClusterReadyWith("ray_v1_raycluster_minimal.yaml")},
+	"autoscaling RayCluster": {files: []string{"ray_v1_raycluster_autoscaler.yaml"},
+		check: rayClusterReadyWith("ray_v1_raycluster_autoscaler.yaml")},
+	"RayCluster with GCS fault tolerance and its Redis": {files: []string{"ray_v1_raycluster_gcs_ft.yaml"},
+		check: rayClusterReadyWith("ray_v1_raycluster_gcs_ft.yaml")},
+	"RayCluster with a dashboard Ingress": {files: []string{"ray_v1_raycluster_ingress.yaml"},
+		check: func(g Gomega, ctx context.Context, ns string) {
+			rayClusterReadyWith("ray_v1_raycluster_ingress.yaml")(g, ctx, ns)
+			ingresses := &networkingv1.IngressList{}
+			g.Expect(k8s.List(ctx, ingresses, client.InNamespace(ns))).To(Succeed())
+			g.Expect(ingresses.Items).To(HaveLen(1))
+		}},
+	"RayCluster with token auth": {files: []string{"ray_v1_raycluster_auth.yaml"}, check: rayClusterReadyWith("ray_v1_raycluster_auth.yaml")},
+	"multi-host TPU RayCluster": {files: []string{"ray_v1_raycluster_tpu_multihost.yaml"},
+		setup: tpuNodes, check: rayClusterReadyWith("ray_v1_raycluster_tpu_multihost.yaml")},
+	"Slurm Controller, RestApi and NodeSet": {
+		files: []string{"slinky_v1beta1_controller.yaml", "slinky_v1beta1_restapi.yaml", "slinky_v1beta1_nodeset.yaml"},
+		check: func(g Gomega, ctx context.Context, ns string) {
+			c := &slinkyv1beta1.Controller{}
+			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "slurm"}, c)).To(Succeed())
+			g.Expect(meta.IsStatusConditionTrue(c.Status.Conditions, "Ready")).To(BeTrue(), "Controller: %v", c.Status.Conditions)
+			r := &slinkyv1beta1.RestApi{}
+			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "slurm"}, r)).To(Succeed())
+			g.Expect(meta.IsStatusConditionTrue(r.Status.Conditions, "Ready")).To(BeTrue(), "RestApi: %v", r.Status.Conditions)
+			n := &slinkyv1beta1.NodeSet{}
+			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "slinky"}, n)).To(Succeed())
+			g.Expect(n.Status.ReadyReplicas).To(Equal(int32(1)), "NodeSet ready replicas")
+			for _, name := range []string{"slurm-auth-slurm", "slurm-auth-jwt"} {
+				s := &corev1.Secret{}
+				g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, s)).To(Succeed(), "generated key Secret %s", name)
+				expectControlledBy(g, s, c)
+			}
+		}},
+	"TrainJob on the shipped torch runtime": {files: []string{"trainer_v1alpha1_trainjob.yaml"},
+		check: func(g Gomega, ctx context.Context, ns string) {
+			tj := loadSample[trainerv1alpha1.TrainJob]("trainer_v1alpha1_trainjob.yaml")
+			got := &trainerv1alpha1.TrainJob{}
+			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: tj.Name}, got)).To(Succeed())
+			g.Expect(conditionTrue(got.Status.Conditions, trainerv1alpha1.TrainJobComplete)).To(BeTrue(), "%v", got.Status.Conditions)
+		}},
+}
+
+// samplesNotRun are samples applied elsewhere, with the reason.
+var samplesNotRun = map[string]string{
+	// Cluster-scoped, and named as the runtime the chart ships: applying it
+	// would change every user's torch-distributed. It is admitted (dry run,
+	// admission specs); the chart's copy runs in the shipped-runtime specs.
+	"trainer_v1alpha1_clustertrainingruntime.yaml": "the chart's torch-distributed runs in the shipped-runtime specs",
+	// Gang-scheduled with the coscheduling plugin, which this cluster does
+	// not run; admitted in the admission specs.
+	"trainer_v1alpha1_trainingruntime.yaml": "needs the scheduler-plugins coscheduling plugin",
+}
+
+// tpuNodes adds the four TPU hosts the multi-host sample asks for:
+// kwok nodes with the GKE labels its nodeSelector names and google.com/tpu.
+func tpuNodes(ctx SpecContext, ns string) {
+	GinkgoHelper()
+	for i := range 4 {
+		node := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:        fmt.Sprintf("%s-tpu-%d", ns, i),
+				Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
+				Labels: map[string]string{
+					"type": "kwok", "kubernetes.io/os": "linux", corev1.LabelHostname: fmt.Sprintf("%s-tpu-%d", ns, i),
+					"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice", "cloud.google.com/gke-tpu-topology": "4x4",
+				},
+			},
+			Status: corev1.NodeStatus{
+				Capacity: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("96"), corev1.ResourceMemory: resource.MustParse("512Gi"),
+					corev1.ResourcePods: resource.MustParse("110"), "google.com/tpu": resource.MustParse("4"),
+				},
+				Allocatable: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("96"), corev1.ResourceMemory: resource.MustParse("512Gi"),
+					corev1.ResourcePods: resource.MustParse("110"), "google.com/tpu": resource.MustParse("4"),
+				},
+			},
+		}
+		Expect(k8s.Create(ctx, node)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, node))).To(Succeed()) })
+	}
+}
+
+var _ = Describe("Every sample", Label(labelManager), func() {
+	It("is applied by a spec below or excused", func() {
+		files, err := filepath.Glob(filepath.Join(repoRoot, "config", "samples", "*.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(files).NotTo(BeEmpty())
+		var run []string
+		for _, r := range sampleRuns {
+			run = append(run, r.files...)
+		}
+		for _, f := range files {
+			base := filepath.Base(f)
+			if _, excused := samplesNotRun[base]; !excused {
+				Expect(run).To(ContainElement(base), "sample %s is applied by no spec: add it to sampleRuns", base)
+			}
+		}
+	})
+})
+
+var _ = Describe("Samples applied with kubectl", func() {
+	names := make([]string, 0, len(sampleRuns))
+	for name := range sampleRuns {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		r := sampleRuns[name]
+		label := labelRay
+		switch {
+		case strings.HasPrefix(r.files[0], "slinky"):
+			label = labelSlurm
+		case strings.HasPrefix(r.files[0], "trainer"):
+			label = labelTrainJob
+		}
+		It(fmt.Sprintf("%s reaches its documented end state", name), Label(label), func(ctx SpecContext) {
+			requireSimulatedKubelet(ctx)
+			ns := newNamespace(ctx, "sample")
+			if r.setup != nil {
+				r.setup(ctx, ns)
+			}
+			for _, f := range r.files {
+				path := filepath.Join(repoRoot, "config", "samples", f)
+				_, err := os.Stat(path)
+				Expect(err).NotTo(HaveOccurred())
+				out, err := kubectl(ctx, "apply", "--namespace", ns, "-f", path)
+				Expect(err).NotTo(HaveOccurred(), "kubectl apply -f %s: %s", f, out)
+			}
+			Eventually(ctx, func(g Gomega) { r.check(g, ctx, ns) }).Should(Succeed())
+		})
+	}
+})
+
+// A runtime with no framework policy runs the trainer as written (the
+// PlainML policy): numNodes pods, each Complete.
+var _ = Describe("TrainJob on a runtime without a framework policy", Label(labelTrainJob), func() {
+	It("runs numNodes pods to Complete", func(ctx SpecContext) {
+		requireSimulatedKubelet(ctx)
+		ns := newNamespace(ctx, "plainml")
+		data, err := os.ReadFile(filepath.Join(repoRoot, "config", "runtimes", "torch_distributed.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		shipped := &trainerv1alpha1.ClusterTrainingRuntime{}
+		Expect(yaml.UnmarshalStrict(data, shipped)).To(Succeed())
+		rt := &trainerv1alpha1.TrainingRuntime{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "plain"}, Spec: *shipped.Spec.DeepCopy()}
+		rt.Spec.MLPolicy = &trainerv1alpha1.MLPolicy{NumNodes: ptr.To[int32](2)}
+		createStrict(ctx, rt)
+		tj := trainJobOn(rt, "plain")
+		createStrict(ctx, tj)
+		expectTrainJobCondition(ctx, tj, trainerv1alpha1.TrainJobComplete)
+		pods := &corev1.PodList{}
+		Expect(k8s.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
+		var succeeded int
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodSucceeded {
+				succeeded++
+			}
+		}
+		Expect(succeeded).To(Equal(2), "one pod per node")
+	})
+})
