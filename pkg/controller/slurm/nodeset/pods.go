@@ -240,10 +240,22 @@ func slurmdContainer(n *slinkyv1beta1.NodeSet, in PodInputs) corev1.Container {
 		args = append(args, common.ConfServerArgs(in.Controller)...)
 	}
 	args = append(args, "--conf", slurmdConf(n))
+	cpus, memoryMiB := slurmdLimits(n)
 	base := corev1.Container{
 		Name:  common.AppSlurmd,
 		Image: in.Images.Slurmd,
 		Args:  args,
+		// Slinky's slurmd image sizes the node from these (its CPUs and
+		// RealMemory, hence CoreSpecCount and MemSpecLimit), not from the
+		// whole host; 0 means no limit. POD_TOPOLOGY is the pod's copy of
+		// its Kubernetes node's topology annotation, when there is one.
+		Env: []corev1.EnvVar{
+			{Name: "POD_TOPOLOGY", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
+				FieldPath: "metadata.annotations['" + slinkyv1beta1.AnnotationNodeTopologySpec + "']",
+			}}},
+			{Name: "POD_CPUS", Value: strconv.FormatInt(cpus, 10)},
+			{Name: "POD_MEMORY", Value: strconv.FormatInt(memoryMiB, 10)},
+		},
 		Ports: []corev1.ContainerPort{{Name: common.AppSlurmd, ContainerPort: common.SlurmdPort, Protocol: corev1.ProtocolTCP}},
 		StartupProbe: &corev1.Probe{
 			ProbeHandler: probe(common.SlurmctldLivez), FailureThreshold: 6, PeriodSeconds: 10,
@@ -268,6 +280,25 @@ func slurmdContainer(n *slinkyv1beta1.NodeSet, in PodInputs) corev1.Container {
 		},
 	}
 	return builder.MergeContainer(base, n.Spec.Slurmd.Container)
+}
+
+// slurmdLimits are the slurmd pod's CPU limit in whole CPUs (rounded up)
+// and memory limit in MiB, as Slinky computes them: the slurmd container's
+// limits where set, else the pod-level limits of the template, else 0.
+func slurmdLimits(n *slinkyv1beta1.NodeSet) (cpus, memoryMiB int64) {
+	var cpu, memory int64
+	if r := n.Spec.Template.Spec.Resources; r != nil {
+		cpu, memory = r.Limits.Cpu().Value(), r.Limits.Memory().Value()
+	}
+	if limits := n.Spec.Slurmd.Resources.Limits; limits != nil {
+		if c := limits.Cpu().Value(); c != 0 {
+			cpu = c
+		}
+		if m := limits.Memory().Value(); m != 0 {
+			memory = m
+		}
+	}
+	return cpu, memory / (1024 * 1024)
 }
 
 // slurmdConf is slurmd's --conf value: the node's features (always the
