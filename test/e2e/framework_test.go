@@ -465,3 +465,24 @@ func tail(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// addKwokNode creates a Node that kwok's simulated kubelet takes over (its
+// annotation), labelled as kwok's own nodes are plus labels, with the
+// hostname label the scheduler's topology rules key on, and deletes it when
+// the spec (or the Ordered container's BeforeAll) ends. Its status is what
+// kwok reports: the given node.Status, or kwok's defaults (1k CPUs, 1Ti).
+func addKwokNode(ctx context.Context, node *corev1.Node) {
+	GinkgoHelper()
+	if node.Annotations == nil {
+		node.Annotations = map[string]string{}
+	}
+	node.Annotations["kwok.x-k8s.io/node"] = "fake"
+	if node.Labels == nil {
+		node.Labels = map[string]string{}
+	}
+	node.Labels["type"] = "kwok"
+	node.Labels[corev1.LabelOSStable] = "linux"
+	node.Labels[corev1.LabelHostname] = node.Name
+	Expect(k8s.Create(ctx, node)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, node))).To(Succeed()) })
+}

@@ -115,29 +115,17 @@ var samplesNotRun = map[string]string{
 // kwok nodes with the GKE labels its nodeSelector names and google.com/tpu.
 func tpuNodes(ctx SpecContext, ns string) {
 	GinkgoHelper()
+	tpu := corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("96"), corev1.ResourceMemory: resource.MustParse("512Gi"),
+		corev1.ResourcePods: resource.MustParse("110"), "google.com/tpu": resource.MustParse("4"),
+	}
 	for i := range 4 {
-		node := &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{
-				Name:        fmt.Sprintf("%s-tpu-%d", ns, i),
-				Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
-				Labels: map[string]string{
-					"type": "kwok", "kubernetes.io/os": "linux", corev1.LabelHostname: fmt.Sprintf("%s-tpu-%d", ns, i),
-					"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice", "cloud.google.com/gke-tpu-topology": "4x4",
-				},
-			},
-			Status: corev1.NodeStatus{
-				Capacity: corev1.ResourceList{
-					corev1.ResourceCPU: resource.MustParse("96"), corev1.ResourceMemory: resource.MustParse("512Gi"),
-					corev1.ResourcePods: resource.MustParse("110"), "google.com/tpu": resource.MustParse("4"),
-				},
-				Allocatable: corev1.ResourceList{
-					corev1.ResourceCPU: resource.MustParse("96"), corev1.ResourceMemory: resource.MustParse("512Gi"),
-					corev1.ResourcePods: resource.MustParse("110"), "google.com/tpu": resource.MustParse("4"),
-				},
-			},
-		}
-		Expect(k8s.Create(ctx, node)).To(Succeed())
-		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, node))).To(Succeed()) })
+		addKwokNode(ctx, &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-tpu-%d", ns, i), Labels: map[string]string{
+				"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice", "cloud.google.com/gke-tpu-topology": "4x4",
+			}},
+			Status: corev1.NodeStatus{Capacity: tpu, Allocatable: tpu},
+		})
 	}
 }
 

@@ -19,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
@@ -91,15 +90,10 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 		// slurmd pods keep one per Kubernetes node; these kwok nodes take
 		// the five, and only them (label and taint).
 		for i := range replicas {
-			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
-				Name:        fmt.Sprintf("%s-%d", ns, i),
-				Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"},
-				Labels: map[string]string{"type": "kwok", "kubernetes.io/os": "linux", "gantry.dev/e2e-slurm": ns,
-					// The slurmd pods' one-per-node anti-affinity is keyed on it.
-					corev1.LabelHostname: fmt.Sprintf("%s-%d", ns, i)},
-			}, Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "gantry.dev/e2e-slurm", Value: ns, Effect: corev1.TaintEffectNoSchedule}}}}
-			Expect(k8s.Create(ctx, node)).To(Succeed())
-			DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, node))).To(Succeed()) })
+			addKwokNode(ctx, &corev1.Node{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", ns, i), Labels: map[string]string{"gantry.dev/e2e-slurm": ns}},
+				Spec:       corev1.NodeSpec{Taints: []corev1.Taint{{Key: "gantry.dev/e2e-slurm", Value: ns, Effect: corev1.TaintEffectNoSchedule}}},
+			})
 		}
 
 		slurmKey := make([]byte, 1024)

@@ -49,6 +49,8 @@ package e2e
 //	conditionTrue(conditions, type)     metav1 condition lookup
 //	kubectl(ctx, args...)               runs kubectl ($KUBECTL, bin/, PATH)
 //	requireSimulatedKubelet(ctx)        Skip unless the nodes are kwok's
+//	addKwokNode(ctx, node)              a kwok-run Node (labels, taints,
+//	                                    capacity of your own), deleted after
 //	managerLogTail(n)                   the manager log's last n lines, if any
 //	httpGet(ctx, url)                   manager_test.go
 //	createMinimalRayCluster(ctx, ns),   raycluster_test.go
