@@ -22,6 +22,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/nodeset"
 )
 
 // realSlurm is the Slurm cluster test/slurm/start.sh runs on this machine
@@ -142,7 +144,7 @@ func (s *realSlurm) jobRunning(g Gomega, ctx context.Context, id string) bool {
 
 // slurmdStandIn plays slurmd for the NodeSet pods of one namespace: a pod
 // that kwok reports Running gets a real slurmd process (slurmd -Z, a dynamic
-// node named as Gantry expects, SlurmNodeName), registering with the real
+// node named as Gantry expects, nodeset.SlurmNodeName), registering with the real
 // slurmctld; a pod that is being deleted or is gone has its slurmd stopped
 // and its node deleted, as the pod's preStop and slurmctld would. Nodes
 // therefore answer and can run jobs, which is what drain-before-delete
@@ -222,7 +224,7 @@ func (sd *slurmdStandIn) sync(ctx context.Context) error {
 		if _, ok := sd.byPod[uid]; ok {
 			continue
 		}
-		d, err := sd.start(ctx, slurmNodeNameOf(p))
+		d, err := sd.start(ctx, nodeset.SlurmNodeName(p))
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -231,15 +233,6 @@ func (sd *slurmdStandIn) sync(ctx context.Context) error {
 		sd.started++
 	}
 	return errors.Join(errs...)
-}
-
-// slurmNodeNameOf is the name slurmd registers (nodeset.SlurmNodeName):
-// the specs here set no hostname and no host network, so the pod's name.
-func slurmNodeNameOf(p *corev1.Pod) string {
-	if p.Spec.Hostname != "" {
-		return p.Spec.Hostname
-	}
-	return p.Name
 }
 
 // start runs a dynamic-node slurmd for name on a free port and waits until

@@ -59,15 +59,15 @@ func ordinalOf(pod *corev1.Pod) int {
 }
 
 // SlurmNodeName is the name slurmd registers the pod as. slurmd runs with
-// -Z and no -N, so it registers its short hostname (up to the first dot):
-// on the host network the Kubernetes node's hostname, which kubelet also
-// uses as the Node's name unless overridden; otherwise the pod's hostname,
-// which is spec.hostname or the pod's name, cut to 63 characters as
-// kubelet cuts it.
+// -Z and no -N, so it registers its hostname as gethostname returns it, dots
+// included (checked against Slurm 26.05: a host named node-a.example.org
+// registers as node-a.example.org). On the host network that is the
+// Kubernetes node's hostname, which kubelet also uses as the Node's name
+// unless overridden; otherwise it is the pod's hostname: spec.hostname or
+// the pod's name, cut to 63 characters as kubelet cuts it.
 func SlurmNodeName(pod *corev1.Pod) string {
 	if pod.Spec.HostNetwork && pod.Spec.NodeName != "" {
-		short, _, _ := strings.Cut(pod.Spec.NodeName, ".")
-		return short
+		return pod.Spec.NodeName
 	}
 	if pod.Spec.Hostname != "" {
 		return pod.Spec.Hostname

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// SlurmNodeName must be the name slurmd (-Z, no -N) registers: its short
+// SlurmNodeName must be the name slurmd (-Z, no -N) registers: its
 // hostname. A mismatch makes a busy node look unknown to Gantry.
 func TestSlurmNodeName(t *testing.T) {
 	long := strings.Repeat("a", 60) + "-b-0"
@@ -19,9 +19,9 @@ func TestSlurmNodeName(t *testing.T) {
 	}{
 		{"pod name", corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "cpu-0"}}, "cpu-0"},
 		{"template hostname", corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "cpu-0"}, Spec: corev1.PodSpec{Hostname: "node-0"}}, "node-0"},
-		{"host network: the node's short hostname",
+		{"host network: the node's hostname, dots included",
 			corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "cpu-0"}, Spec: corev1.PodSpec{HostNetwork: true, NodeName: "ip-10-0-0-1.ec2.internal"}},
-			"ip-10-0-0-1"},
+			"ip-10-0-0-1.ec2.internal"},
 		{"host network, short node name",
 			corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "cpu-0"}, Spec: corev1.PodSpec{HostNetwork: true, NodeName: "worker-3"}},
 			"worker-3"},
