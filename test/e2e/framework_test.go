@@ -365,7 +365,14 @@ func kubectlPath() string {
 // kubectl runs kubectl against KUBECONFIG and returns its combined output.
 func kubectl(ctx context.Context, args ...string) (string, error) {
 	GinkgoHelper()
+	return kubectlIn(ctx, "", args...)
+}
+
+// kubectlIn is kubectl with stdin (e.g. for `-f -`).
+func kubectlIn(ctx context.Context, stdin string, args ...string) (string, error) {
+	GinkgoHelper()
 	cmd := exec.CommandContext(ctx, kubectlPath(), args...)
+	cmd.Stdin = strings.NewReader(stdin)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()

@@ -17,9 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	"sigs.k8s.io/yaml"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
@@ -35,7 +37,38 @@ type sampleRun struct {
 	// setup prepares what the samples assume of the cluster, not of
 	// themselves (e.g. nodes with TPUs).
 	setup func(ctx SpecContext, ns string)
+	// edit, when set, changes each object of the files before it is
+	// applied (through kubectl's stdin): a cluster-scoped sample gets a
+	// name of the spec's own, so specs running in parallel, and the
+	// objects the chart installs, are left alone.
+	edit  func(ctx SpecContext, ns string, obj *unstructured.Unstructured)
 	check func(g Gomega, ctx context.Context, ns string)
+}
+
+// ownClusterRuntime renames the sample ClusterTrainingRuntime (named as
+// the chart's torch-distributed) to one of the spec's own, deleted when the
+// spec ends, and points the TrainJob samples at it.
+func ownClusterRuntime(ctx SpecContext, ns string, obj *unstructured.Unstructured) {
+	name := "torch-distributed-" + ns
+	switch obj.GetKind() {
+	case trainerv1alpha1.ClusterTrainingRuntimeKind:
+		obj.SetName(name)
+		DeferCleanup(func(ctx SpecContext) {
+			Expect(client.IgnoreNotFound(k8s.Delete(ctx, obj.DeepCopy()))).To(Succeed())
+		})
+	case trainerv1alpha1.TrainJobKind:
+		Expect(unstructured.SetNestedField(obj.Object, name, "spec", "runtimeRef", "name")).To(Succeed())
+	}
+}
+
+// trainJobCompleteIn checks that the TrainJob of a sample file completed.
+func trainJobCompleteIn(file string) func(g Gomega, ctx context.Context, ns string) {
+	return func(g Gomega, ctx context.Context, ns string) {
+		tj := loadSample[trainerv1alpha1.TrainJob](file)
+		got := &trainerv1alpha1.TrainJob{}
+		g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: tj.Name}, got)).To(Succeed())
+		g.Expect(conditionTrue(got.Status.Conditions, trainerv1alpha1.TrainJobComplete)).To(BeTrue(), "%v", got.Status.Conditions)
+	}
 }
 
 // rayClusterReadyWith checks the sample's RayCluster reached Ready with
@@ -92,23 +125,53 @@ var sampleRuns = map[string]sampleRun{
 			}
 		}},
 	"TrainJob on the shipped torch runtime": {files: []string{"trainer_v1alpha1_trainjob.yaml"},
+		check: trainJobCompleteIn("trainer_v1alpha1_trainjob.yaml")},
+	"TrainJob on the sample ClusterTrainingRuntime": {
+		files: []string{"trainer_v1alpha1_clustertrainingruntime.yaml", "trainer_v1alpha1_trainjob.yaml"},
+		edit:  ownClusterRuntime,
+		check: trainJobCompleteIn("trainer_v1alpha1_trainjob.yaml")},
+	"MPI TrainJob on the sample TrainingRuntime": {
+		files: []string{"trainer_v1alpha1_trainingruntime.yaml", "trainer_v1alpha1_trainjob_mpi.yaml"},
 		check: func(g Gomega, ctx context.Context, ns string) {
-			tj := loadSample[trainerv1alpha1.TrainJob]("trainer_v1alpha1_trainjob.yaml")
+			trainJobCompleteIn("trainer_v1alpha1_trainjob_mpi.yaml")(g, ctx, ns)
+			tj := loadSample[trainerv1alpha1.TrainJob]("trainer_v1alpha1_trainjob_mpi.yaml")
 			got := &trainerv1alpha1.TrainJob{}
 			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: tj.Name}, got)).To(Succeed())
-			g.Expect(conditionTrue(got.Status.Conditions, trainerv1alpha1.TrainJobComplete)).To(BeTrue(), "%v", got.Status.Conditions)
+			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: tj.Name + trainerv1alpha1.MPISSHAuthSecretSuffix}, &corev1.Secret{})).To(Succeed())
+			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: tj.Name + trainerv1alpha1.MPIHostfileConfigMapSuffix}, &corev1.ConfigMap{})).To(Succeed())
+			// spec.trainer replaced the launcher's command, as the sample says.
+			js := &jobsetv1alpha2.JobSet{}
+			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: tj.Name}, js)).To(Succeed())
+			var launcher []string
+			for _, rj := range js.Spec.ReplicatedJobs {
+				if rj.Name == "launcher" {
+					for _, c := range rj.Template.Spec.Template.Spec.Containers {
+						launcher = append(launcher, strings.Join(append(slices.Clone(c.Command), c.Args...), " "))
+					}
+				}
+			}
+			g.Expect(launcher).To(ConsistOf("mpirun -n 2 /home/mpiuser/pi"))
 		}},
 }
 
-// samplesNotRun are samples applied elsewhere, with the reason.
-var samplesNotRun = map[string]string{
-	// Cluster-scoped, and named as the runtime the chart ships: applying it
-	// would change every user's torch-distributed. It is admitted (dry run,
-	// admission specs); the chart's copy runs in the shipped-runtime specs.
-	"trainer_v1alpha1_clustertrainingruntime.yaml": "the chart's torch-distributed runs in the shipped-runtime specs",
-	// Gang-scheduled with the coscheduling plugin, which this cluster does
-	// not run; admitted in the admission specs.
-	"trainer_v1alpha1_trainingruntime.yaml": "needs the scheduler-plugins coscheduling plugin",
+// editedSample returns the documents of a sample file after edit, as YAML.
+func editedSample(ctx SpecContext, ns, path string, edit func(SpecContext, string, *unstructured.Unstructured)) string {
+	GinkgoHelper()
+	data, err := os.ReadFile(path)
+	Expect(err).NotTo(HaveOccurred())
+	var docs []string
+	for _, doc := range strings.Split(string(data), "\n---") {
+		obj := &unstructured.Unstructured{}
+		Expect(yaml.Unmarshal([]byte(doc), &obj.Object)).To(Succeed(), "%s", path)
+		if len(obj.Object) == 0 {
+			continue
+		}
+		edit(ctx, ns, obj)
+		out, err := yaml.Marshal(obj.Object)
+		Expect(err).NotTo(HaveOccurred())
+		docs = append(docs, string(out))
+	}
+	return strings.Join(docs, "---\n")
 }
 
 // tpuNodes adds the four TPU hosts the multi-host sample asks for:
@@ -130,7 +193,7 @@ func tpuNodes(ctx SpecContext, ns string) {
 }
 
 var _ = Describe("Every sample", Label(labelManager), func() {
-	It("is applied by a spec below or excused", func() {
+	It("is applied by a spec below", func() {
 		files, err := filepath.Glob(filepath.Join(repoRoot, "config", "samples", "*.yaml"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(files).NotTo(BeEmpty())
@@ -140,9 +203,7 @@ var _ = Describe("Every sample", Label(labelManager), func() {
 		}
 		for _, f := range files {
 			base := filepath.Base(f)
-			if _, excused := samplesNotRun[base]; !excused {
-				Expect(run).To(ContainElement(base), "sample %s is applied by no spec: add it to sampleRuns", base)
-			}
+			Expect(run).To(ContainElement(base), "sample %s is applied by no spec: add it to sampleRuns", base)
 		}
 	})
 })
@@ -172,8 +233,14 @@ var _ = Describe("Samples applied with kubectl", func() {
 				path := filepath.Join(repoRoot, "config", "samples", f)
 				_, err := os.Stat(path)
 				Expect(err).NotTo(HaveOccurred())
-				out, err := kubectl(ctx, "apply", "--namespace", ns, "-f", path)
-				Expect(err).NotTo(HaveOccurred(), "kubectl apply -f %s: %s", f, out)
+				if r.edit == nil {
+					out, err := kubectl(ctx, "apply", "--namespace", ns, "-f", path)
+					Expect(err).NotTo(HaveOccurred(), "kubectl apply -f %s: %s", f, out)
+					continue
+				}
+				edited := editedSample(ctx, ns, path, r.edit)
+				out, err := kubectlIn(ctx, edited, "apply", "--namespace", ns, "-f", "-")
+				Expect(err).NotTo(HaveOccurred(), "kubectl apply -f %s (edited): %s", f, out)
 			}
 			Eventually(ctx, func(g Gomega) { r.check(g, ctx, ns) }).Should(Succeed())
 		})
