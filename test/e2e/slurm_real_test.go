@@ -200,9 +200,54 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 		Eventually(ctx, func(g Gomega) {
 			g.Expect(ourNodes(g, ctx)).To(HaveLen(replicas))
 			for i := range replicas {
-				g.Expect(slurm.node(g, ctx, podName(i)).State).NotTo(ContainSubstring("DRAIN"), "node %s", podName(i))
+				st := slurm.node(g, ctx, podName(i))
+				g.Expect(st.idle()).To(BeTrue(), "node %s is %s, reason %q", podName(i), st.State, st.Reason)
 			}
-		}).Should(Succeed(), "the replaced pods' slurmd registered again")
+		}).Should(Succeed(), "every replaced pod's node is back to IDLE")
+	})
+
+	It("resumes the node of a busy pod that was deleted, once the pod is back", func(ctx SpecContext) {
+		// An eviction, not a scale-in: the pod goes while a job runs, so
+		// its preStop cannot delete the node and marks it DOWN instead.
+		evicted := podName(4)
+		job := slurm.allocate(ctx, evicted)
+		DeferCleanup(func(ctx SpecContext) { _, _ = slurm.run(ctx, "scancel", job) })
+		old := getPod(Default, ctx, evicted)
+		Expect(k8s.Delete(ctx, old)).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			st := slurm.node(g, ctx, evicted)
+			g.Expect(st.State).To(ContainSubstring("DOWN"))
+			g.Expect(st.Reason).To(Equal(gantryReason + "Pod is terminating"))
+		}).Should(Succeed(), "the preStop of a pod whose node runs a job marks the node DOWN")
+		Eventually(ctx, func(g Gomega) {
+			p := getPod(g, ctx, evicted)
+			g.Expect(p.UID).NotTo(Equal(old.UID))
+			expectScheduledRunningReady(g, p)
+			st := slurm.node(g, ctx, evicted)
+			g.Expect(st.idle()).To(BeTrue(), "node %s is %s, reason %q", evicted, st.State, st.Reason)
+		}).WithTimeout(time.Minute).Should(Succeed(), "the pod is back and its node resumed, not left DOWN")
+
+		// This Slurm, like Gantry's slurm.conf, has ReturnToService=2, so
+		// slurmctld itself may have resumed the node when the new slurmd
+		// registered. Gantry resumes it too, for clusters without that
+		// setting: a node DOWN with Gantry's reason behind a Ready pod.
+		slurm.must(ctx, "scontrol", "update", "NodeName="+evicted, "State=DOWN", "Reason="+gantryReason+"Pod is terminating")
+		poke(ctx, evicted)
+		Eventually(ctx, func(g Gomega) {
+			st := slurm.node(g, ctx, evicted)
+			g.Expect(st.idle()).To(BeTrue(), "node %s is %s, reason %q", evicted, st.State, st.Reason)
+		}).WithTimeout(time.Minute).Should(Succeed(), "Gantry resumes a node its preStop left DOWN once the pod is Ready")
+
+		// An administrator's DOWN is theirs to lift.
+		const reason = "admin: PSU replaced"
+		slurm.must(ctx, "scontrol", "update", "NodeName="+evicted, "State=DOWN", "Reason="+reason)
+		DeferCleanup(func(ctx SpecContext) { slurm.must(ctx, "scontrol", "update", "NodeName="+evicted, "State=RESUME") })
+		poke(ctx, evicted)
+		Consistently(ctx, func(g Gomega) {
+			st := slurm.node(g, ctx, evicted)
+			g.Expect(st.State).To(ContainSubstring("DOWN"))
+			g.Expect(st.Reason).To(Equal(reason))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
 	})
 
 	Context("scaling in onto a node that runs a job", func() {

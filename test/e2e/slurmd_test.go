@@ -145,10 +145,12 @@ func (s *realSlurm) jobRunning(g Gomega, ctx context.Context, id string) bool {
 // slurmdStandIn plays slurmd for the NodeSet pods of one namespace: a pod
 // that kwok reports Running gets a real slurmd process (slurmd -Z, a dynamic
 // node named as Gantry expects, nodeset.SlurmNodeName), registering with the real
-// slurmctld; a pod that is being deleted or is gone has its slurmd stopped
-// and its node deleted, as the pod's preStop and slurmctld would. Nodes
-// therefore answer and can run jobs, which is what drain-before-delete
-// needs to be shown.
+// slurmctld; a pod that is being deleted or is gone gets what a kubelet
+// does: the slurmd container's own preStop command runs (against the real
+// slurmctld, with hostname answering the pod's node name), then slurmd is
+// stopped. Nodes therefore answer and can run jobs, which is what
+// drain-before-delete needs to be shown, and what the preStop leaves
+// behind in Slurm is what Gantry really ships.
 type slurmdStandIn struct {
 	slurm *realSlurm
 	ns    string
@@ -158,10 +160,12 @@ type slurmdStandIn struct {
 	started int
 }
 
-// slurmd is one running slurmd: its node and process.
+// slurmd is one running slurmd: its node, process and the pod's preStop
+// script (sh -c), captured when it started.
 type slurmd struct {
-	node string
-	pid  int
+	node    string
+	pid     int
+	preStop string
 }
 
 // startSlurmdStandIn polls the namespace's slurmd pods until the spec
@@ -229,6 +233,7 @@ func (sd *slurmdStandIn) sync(ctx context.Context) error {
 			errs = append(errs, err)
 			continue
 		}
+		d.preStop = preStopScript(p)
 		sd.byPod[uid] = d
 		sd.started++
 	}
@@ -267,10 +272,18 @@ func (sd *slurmdStandIn) start(ctx context.Context, name string) (slurmd, error)
 	return slurmd{}, fmt.Errorf("slurmd %s did not register with slurmctld within 30s", name)
 }
 
-// stop ends the node's slurmd and deletes the dynamic node, as the pod's
-// preStop would. A node that still runs a job cannot be deleted; that is
-// logged, not hidden.
+// stop runs the pod's preStop against the real slurmctld and then ends
+// the node's slurmd, as a kubelet would; a pod without a preStop leaves its
+// node to slurmctld. A preStop that fails is logged, not hidden.
 func (sd *slurmdStandIn) stop(ctx context.Context, d slurmd) {
+	if d.preStop != "" {
+		// A shell function shadows the hostname command: inside the pod,
+		// hostname is the Slurm node's name.
+		script := fmt.Sprintf("hostname() { echo %s; }; %s", d.node, d.preStop)
+		if out, err := sd.slurm.run(ctx, "/usr/bin/sh", "-c", script); err != nil {
+			GinkgoWriter.Printf("slurmd stand-in: preStop of %s: %v %s\n", d.node, err, out)
+		}
+	}
 	if d.pid > 0 {
 		_ = syscall.Kill(d.pid, syscall.SIGTERM)
 		for i := 0; i < 50 && syscall.Kill(d.pid, 0) == nil; i++ {
@@ -278,9 +291,21 @@ func (sd *slurmdStandIn) stop(ctx context.Context, d slurmd) {
 		}
 		_ = syscall.Kill(d.pid, syscall.SIGKILL)
 	}
-	if out, err := sd.slurm.run(ctx, "scontrol", "delete", "NodeName="+d.node); err != nil {
-		GinkgoWriter.Printf("slurmd stand-in: deleting node %s: %v %s\n", d.node, err, out)
+}
+
+// preStopScript is the slurmd container's preStop, when it is `sh -c SCRIPT`.
+func preStopScript(p *corev1.Pod) string {
+	GinkgoHelper()
+	for _, c := range p.Spec.Containers {
+		if c.Name != "slurmd" || c.Lifecycle == nil || c.Lifecycle.PreStop == nil || c.Lifecycle.PreStop.Exec == nil {
+			continue
+		}
+		cmd := c.Lifecycle.PreStop.Exec.Command
+		Expect(cmd).To(HaveLen(3), "slurmd's preStop is sh -c SCRIPT")
+		Expect(cmd[1]).To(Equal("-c"))
+		return cmd[2]
 	}
+	return ""
 }
 
 // nodes are the Slurm node names of the pods with a running slurmd.

@@ -231,6 +231,16 @@ func podTemplate(n *slinkyv1beta1.NodeSet, in PodInputs) corev1.PodTemplateSpec 
 	return out
 }
 
+// PreStopScript is slurmd's preStop: the pod's dynamic node leaves Slurm
+// at once, instead of after slurmctld's node timeout, so no job is sent to
+// a node that is going away and no DOWN record is left behind for the pod
+// that replaces it. Slurm refuses to delete a node that still runs a job
+// (the pod is going anyway, e.g. evicted); that node is marked DOWN with
+// Gantry's reason instead, as Slinky's preStop does, and resumed by the
+// operator when a pod of the same name is Ready again.
+const PreStopScript = "scontrol delete nodename=$(hostname) || " +
+	"scontrol update nodename=$(hostname) state=down reason='" + reasonPrefix + "Pod is terminating';"
+
 func slurmdContainer(n *slinkyv1beta1.NodeSet, in PodInputs) corev1.Container {
 	probe := func(path string) corev1.ProbeHandler {
 		return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString(common.AppSlurmd)}}
@@ -269,10 +279,8 @@ func slurmdContainer(n *slinkyv1beta1.NodeSet, in PodInputs) corev1.Container {
 			Privileged:   ptr.To(true),
 			Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"BPF", "NET_ADMIN", "SYS_ADMIN", "SYS_NICE"}},
 		},
-		// Tell slurmctld at once instead of after its node timeout, so no
-		// job is sent to a node that is going away.
 		Lifecycle: &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
-			Command: []string{"/usr/bin/sh", "-c", "scontrol update nodename=$(hostname) state=down reason='" + reasonPrefix + "Pod is terminating';"},
+			Command: []string{"/usr/bin/sh", "-c", PreStopScript},
 		}}},
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: common.SlurmEtcVolume, MountPath: common.SlurmEtcDir, ReadOnly: true},

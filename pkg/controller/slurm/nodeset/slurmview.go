@@ -219,24 +219,42 @@ func (v *slurmView) drain(ctx context.Context, pod *corev1.Pod, reason string) e
 	return nil
 }
 
-// undrain returns a node Gantry drained to service; an administrator's
-// drain (a reason without Gantry's prefix) is left alone.
+// undrain returns a node Gantry took out of service to it. A drain of
+// Gantry's is lifted; a node Gantry's preStop left DOWN (its delete failed,
+// or Slinky's preStop, which only marks the node DOWN, ran before a
+// migration) is resumed once the pod is Ready again, i.e. its slurmd is
+// back. Without the resume such a node would stay DOWN for good: slurmd
+// registering again does not clear a DOWN an admin command set. A drain
+// or DOWN with someone else's reason is left alone.
 func (v *slurmView) undrain(ctx context.Context, pod *corev1.Pod) error {
 	if !v.reachable() {
 		return nil
 	}
 	name := SlurmNodeName(pod)
 	n, ok := v.node(name)
-	if !ok || !n.IsDrain() || !strings.HasPrefix(n.Reason, reasonPrefix) {
+	if !ok || !strings.HasPrefix(n.Reason, reasonPrefix) {
 		return nil
 	}
-	if err := v.client.UpdateNode(ctx, name, slurm.UndrainUpdate()); err != nil {
+	update, verb := slurm.UndrainUpdate(), "undraining"
+	switch {
+	case n.IsDown():
+		if !isPodReady(pod) {
+			return nil
+		}
+		update, verb = slurm.ResumeUpdate(), "resuming"
+	case !n.IsDrain():
+		return nil
+	}
+	if err := v.client.UpdateNode(ctx, name, update); err != nil {
 		if slurm.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("undraining Slurm node %s: %w", name, err)
+		return fmt.Errorf("%s Slurm node %s: %w", verb, name, err)
 	}
 	n.State = withoutState(n.State, slurm.NodeStateDrain)
+	if n.IsDown() {
+		n.State = append(withoutState(n.State, slurm.NodeStateDown), slurm.NodeStateIdle)
+	}
 	n.Reason = ""
 	v.setNode(n)
 	return nil

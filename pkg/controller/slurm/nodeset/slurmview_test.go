@@ -50,12 +50,14 @@ func TestMayRunJobs(t *testing.T) {
 
 func TestDrainAndUndrain(t *testing.T) {
 	pod := makePod("ns-0").obj()
+	readyPod := makePod("ns-0").ready(t0).obj()
 	tests := []struct {
 		name        string
 		node        slurm.Node
 		op          func(*slurmView) error
 		wantUpdates int
 		wantDrain   bool
+		wantDown    bool
 		wantReason  string
 	}{
 		{
@@ -83,6 +85,26 @@ func TestDrainAndUndrain(t *testing.T) {
 			op:          func(v *slurmView) error { return v.undrain(context.Background(), pod) },
 			wantUpdates: 0, wantDrain: false,
 		},
+		{
+			name: "resume a node Gantry's preStop left DOWN once its pod is Ready", node: slurmNode("ns-0", "slurm-operator: Pod is terminating", slurm.NodeStateDown),
+			op:          func(v *slurmView) error { return v.undrain(context.Background(), readyPod) },
+			wantUpdates: 1,
+		},
+		{
+			name: "resume a node Gantry left DOWN and drained", node: slurmNode("ns-0", "slurm-operator: Pod is terminating", slurm.NodeStateDown, slurm.NodeStateDrain),
+			op:          func(v *slurmView) error { return v.undrain(context.Background(), readyPod) },
+			wantUpdates: 1,
+		},
+		{
+			name: "a DOWN node waits for its pod to be Ready", node: slurmNode("ns-0", "slurm-operator: Pod is terminating", slurm.NodeStateDown),
+			op:          func(v *slurmView) error { return v.undrain(context.Background(), pod) },
+			wantUpdates: 0, wantDown: true, wantReason: "slurm-operator: Pod is terminating",
+		},
+		{
+			name: "never resume an administrator's DOWN", node: slurmNode("ns-0", "PSU replaced", slurm.NodeStateDown),
+			op:          func(v *slurmView) error { return v.undrain(context.Background(), readyPod) },
+			wantUpdates: 0, wantDown: true, wantReason: "PSU replaced",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -97,8 +119,11 @@ func TestDrainAndUndrain(t *testing.T) {
 			server, _ := f.Node("ns-0")
 			cached, _ := v.node("ns-0")
 			for _, n := range []slurm.Node{server, cached} {
-				if n.IsDrain() != tt.wantDrain || n.Reason != tt.wantReason {
-					t.Errorf("node = %v %q, want drain=%v reason %q", n.State, n.Reason, tt.wantDrain, tt.wantReason)
+				if n.IsDrain() != tt.wantDrain || n.IsDown() != tt.wantDown || n.Reason != tt.wantReason {
+					t.Errorf("node = %v %q, want drain=%v down=%v reason %q", n.State, n.Reason, tt.wantDrain, tt.wantDown, tt.wantReason)
+				}
+				if !tt.wantDown && n.IsDown() == n.IsIdle() {
+					t.Errorf("node = %v, want IDLE once resumed", n.State)
 				}
 			}
 		})
