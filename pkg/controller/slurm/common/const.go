@@ -45,6 +45,7 @@ const (
 
 	SlurmConfFile  = "slurm.conf"
 	CgroupConfFile = "cgroup.conf"
+	GresConfFile   = "gres.conf"
 )
 
 // Authentication: auth/slurm with a shared key for daemons, auth/jwt for

@@ -3,6 +3,7 @@ package controller
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"slices"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
@@ -46,17 +47,19 @@ func BuildInternalService(c *slinkyv1beta1.Controller) *corev1.Service {
 	})
 }
 
-// BuildConfigMap builds the ConfigMap holding slurm.conf (and cgroup.conf
-// unless the user supplies one). For an external slurmctld it holds only the
-// minimal slurm.conf slurmrestd needs.
+// BuildConfigMap builds the ConfigMap holding slurm.conf and the default
+// cgroup.conf and gres.conf, each unless the user supplies one. For an
+// external slurmctld it holds only the minimal slurm.conf slurmrestd needs.
 func BuildConfigMap(c *slinkyv1beta1.Controller, in ConfigInputs) *corev1.ConfigMap {
 	data := map[string]string{}
 	if c.Spec.External {
 		data[common.SlurmConfFile] = RenderExternalSlurmConf(c)
 	} else {
 		data[common.SlurmConfFile] = RenderSlurmConf(c, in)
-		if !in.UserCgroupConf {
-			data[common.CgroupConfFile] = RenderCgroupConf()
+		for name, render := range defaultConfigFiles {
+			if !slices.Contains(in.UserConfigFiles, name) {
+				data[name] = render()
+			}
 		}
 	}
 	return builder.ConfigMap(objectMeta(c, common.ControllerConfigMapName(c.Name)), data)

@@ -93,10 +93,12 @@ func TestBuildConfigMap(t *testing.T) {
 		wantKeys   []string
 		wantInConf string
 	}{
-		{"slurm.conf and cgroup.conf", testutil.MakeController("slurm", "ns").Keys("k").Obj(), ConfigInputs{},
-			[]string{"cgroup.conf", "slurm.conf"}, "SlurmctldParameters=enable_configless,reconfig_on_restart"},
-		{"user cgroup.conf wins", testutil.MakeController("slurm", "ns").Keys("k").Obj(), ConfigInputs{UserCgroupConf: true},
-			[]string{"slurm.conf"}, "ClusterName=ns_slurm"},
+		{"slurm.conf, cgroup.conf and gres.conf", testutil.MakeController("slurm", "ns").Keys("k").Obj(), ConfigInputs{},
+			[]string{"cgroup.conf", "gres.conf", "slurm.conf"}, "SlurmctldParameters=enable_configless,reconfig_on_restart"},
+		{"user cgroup.conf wins", testutil.MakeController("slurm", "ns").Keys("k").Obj(), ConfigInputs{UserConfigFiles: []string{"cgroup.conf"}},
+			[]string{"gres.conf", "slurm.conf"}, "ClusterName=ns_slurm"},
+		{"user gres.conf wins", testutil.MakeController("slurm", "ns").Keys("k").Obj(), ConfigInputs{UserConfigFiles: []string{"gres.conf", "topology.conf"}},
+			[]string{"cgroup.conf", "slurm.conf"}, "GresTypes=gpu"},
 		{"external has the minimal conf only", testutil.MakeController("slurm", "ns").External("h", 7000).Obj(), ConfigInputs{},
 			[]string{"slurm.conf"}, "SlurmctldHost=h\nSlurmctldPort=7000"},
 	}

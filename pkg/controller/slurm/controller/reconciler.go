@@ -208,11 +208,7 @@ func (r *Reconciler) configInputs(ctx context.Context, c *slinkyv1beta1.Controll
 	if err != nil {
 		return in, nil, err
 	}
-	for _, f := range configFiles {
-		if f == common.CgroupConfFile {
-			in.UserCgroupConf = true
-		}
-	}
+	in.UserConfigFiles = configFiles
 	for _, s := range []struct {
 		refs []corev1.LocalObjectReference
 		into *[]string

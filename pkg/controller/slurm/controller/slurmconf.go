@@ -22,9 +22,10 @@ type ConfigInputs struct {
 	EpilogScripts          []string
 	PrologSlurmctldScripts []string
 	EpilogSlurmctldScripts []string
-	// UserCgroupConf is set when a configFileRefs ConfigMap supplies
-	// cgroup.conf; two files of one name cannot share the projected volume.
-	UserCgroupConf bool
+	// UserConfigFiles are the file names the configFileRefs ConfigMaps
+	// supply. A default file of the same name (cgroup.conf, gres.conf) is
+	// not rendered: two files of one name cannot share the projected volume.
+	UserConfigFiles []string
 }
 
 // confWriter accumulates slurm.conf lines.
@@ -80,6 +81,9 @@ func RenderSlurmConf(c *slinkyv1beta1.Controller, in ConfigInputs) string {
 	if c.Spec.Metrics.Enabled {
 		w.set("MetricsType", "metrics/openmetrics")
 	}
+
+	w.section("DYNAMIC NODES")
+	writeDynamicNodeDefaults(&w)
 
 	w.section("ACCOUNTING")
 	writeAccounting(&w, c)
@@ -144,6 +148,48 @@ func RenderExternalSlurmConf(c *slinkyv1beta1.Controller) string {
 	w.section("ACCOUNTING")
 	writeAccounting(&w, c)
 	return w.String()
+}
+
+// writeDynamicNodeDefaults sets what a cluster of slurmd pods that come
+// and go (dynamic nodes, slurmd -Z) needs to run jobs confined to the pod's
+// share of the host and to take a replaced pod back. Slinky leaves these to
+// the user (commented out in its chart's values); Gantry sets them, and a
+// line of the Controller's extraConf, rendered later, overrides any of them
+// since slurm.conf keeps a parameter's last declaration.
+//
+//   - ReturnToService=2: a DOWN node whose slurmd registers with a valid
+//     configuration is used again, so a pod that comes back is not left
+//     DOWN by its predecessor's preStop.
+//   - ProctrackType, TaskPlugin and JobAcctGatherType on cgroups: job
+//     processes are tracked, confined to their CPUs and memory, and
+//     accounted through cgroup v2 (cgroup.conf).
+//   - PrologFlags=Contain: every process of a job, including ones started
+//     by ssh, is inside the job's cgroup from the start.
+//   - GresTypes=gpu: nodes may offer GPUs; gres.conf detects them.
+func writeDynamicNodeDefaults(w *confWriter) {
+	w.set("ReturnToService", 2)
+	w.set("ProctrackType", "proctrack/cgroup")
+	w.set("TaskPlugin", "task/cgroup,task/affinity")
+	w.set("JobAcctGatherType", "jobacct_gather/cgroup")
+	w.set("PrologFlags", "Contain")
+	w.set("GresTypes", "gpu")
+}
+
+// RenderGresConf renders the default gres.conf; see
+// https://slurm.schedmd.com/gres.conf.html. AutoDetect=full tries every
+// detection mechanism (NVML, NVIDIA, RSMI, oneAPI, NRT) on each slurmd, so
+// a pod on a GPU host offers its GPUs and one elsewhere offers none.
+func RenderGresConf() string {
+	var w confWriter
+	w.set("AutoDetect", "full")
+	return w.String()
+}
+
+// defaultConfigFiles are the files besides slurm.conf the operator renders
+// unless the user supplies their own.
+var defaultConfigFiles = map[string]func() string{
+	common.CgroupConfFile: RenderCgroupConf,
+	common.GresConfFile:   RenderGresConf,
 }
 
 // RenderCgroupConf renders cgroup.conf; see
