@@ -15,27 +15,8 @@ import (
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 	"github.com/gantry-dev/gantry/pkg/runtime/plugins/coscheduling"
 	rtesting "github.com/gantry-dev/gantry/pkg/runtime/testing"
+	"github.com/gantry-dev/gantry/test/testenv"
 )
-
-// podGroupCRD is a minimal stand-in for scheduler-plugins' PodGroup CRD:
-// the API server only needs to serve the kind.
-func podGroupCRD() *apiextensionsv1.CustomResourceDefinition {
-	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "podgroups.scheduling.x-k8s.io"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "scheduling.x-k8s.io",
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "podgroups", Singular: "podgroup", Kind: "PodGroup", ListKind: "PodGroupList"},
-			Scope: apiextensionsv1.NamespaceScoped,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: "v1alpha1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: ptr.To(true),
-				}},
-				Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
-			}},
-		},
-	}
-}
 
 // TestCoschedulingWithAndWithoutThePodGroupCRD: without scheduler-plugins'
 // CRD a coscheduling runtime still runs (a Warning says gang scheduling is
@@ -55,7 +36,7 @@ func TestCoschedulingWithAndWithoutThePodGroupCRD(t *testing.T) {
 	g.Eventually(func(g gomega.Gomega) []string { return h.eventReasons(g, ns, "early") }).
 		WithTimeout(30 * time.Second).Should(gomega.ContainElement(ReasonRuntimeWarning))
 
-	crd := podGroupCRD()
+	crd := testenv.MinimalCRD(coscheduling.PodGroupGVK)
 	g.Expect(h.c.Create(context.Background(), crd)).To(gomega.Succeed())
 	t.Cleanup(func() { _ = h.c.Delete(context.Background(), crd) })
 	g.Eventually(func(g gomega.Gomega) {

@@ -148,6 +148,12 @@ func (r *Reconciler) steps(run *syncRun) []syncsteps.Step[*slinkyv1beta1.Control
 				return r.sync(ctx, BuildStatefulSet(c, in), &run.changes)
 			}),
 		},
+		{
+			Name: "ServiceMonitor",
+			Sync: func(ctx context.Context, c *slinkyv1beta1.Controller) error {
+				return r.syncServiceMonitor(ctx, c, &run.changes)
+			},
+		},
 	}
 }
 
