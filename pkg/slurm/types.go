@@ -108,6 +108,9 @@ type NodeUpdate struct {
 	State   []NodeState `json:"state,omitempty"`
 	Reason  *string     `json:"reason,omitempty"`
 	Comment *string     `json:"comment,omitempty"`
+	// TopologyStr is the node's place in a dynamic topology
+	// (update_node_msg.topology_str), read back as Node.Topology.
+	TopologyStr *string `json:"topology_str,omitempty"`
 }
 
 // DrainUpdate drains a node with reason; Slurm requires a reason for DRAIN.
@@ -129,6 +132,11 @@ func ResumeUpdate() NodeUpdate {
 // behind a node.
 func CommentUpdate(comment string) NodeUpdate {
 	return NodeUpdate{Comment: &comment}
+}
+
+// TopologyUpdate sets the node's dynamic topology, e.g. "topo-switch:s1".
+func TopologyUpdate(topology string) NodeUpdate {
+	return NodeUpdate{TopologyStr: &topology}
 }
 
 // JobState is one entry of a job's "job_state" array, e.g.

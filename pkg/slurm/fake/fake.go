@@ -199,6 +199,9 @@ func (c *Client) UpdateNode(ctx context.Context, name string, upd slurm.NodeUpda
 	if upd.Comment != nil {
 		n.Comment = *upd.Comment
 	}
+	if upd.TopologyStr != nil {
+		n.Topology = *upd.TopologyStr
+	}
 	c.nodes[name] = n
 	c.updates = append(c.updates, NodeUpdateCall{Name: name, Update: cloneUpdate(upd)})
 	return nil
@@ -247,6 +250,10 @@ func cloneUpdate(u slurm.NodeUpdate) slurm.NodeUpdate {
 	if u.Comment != nil {
 		c := *u.Comment
 		u.Comment = &c
+	}
+	if u.TopologyStr != nil {
+		t := *u.TopologyStr
+		u.TopologyStr = &t
 	}
 	return u
 }

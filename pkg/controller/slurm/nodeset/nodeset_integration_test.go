@@ -184,6 +184,43 @@ func TestNodeSetIntegration(t *testing.T) {
 		g.Consistently(func() string { n, _ := slurmd.Node("cord-0"); return n.Reason }).Should(Equal("bad DIMM"))
 	})
 
+	t.Run("a Node's topology annotation reaches its pod and Slurm node", func(t *testing.T) {
+		g := NewWithT(t)
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "kn-topo",
+			Annotations: map[string]string{slinkyv1beta1.AnnotationNodeTopologySpec: "topo-switch:s1"}}}
+		g.Expect(h.c.Create(h.ctx, node)).To(Succeed())
+		g.Expect(h.c.Create(h.ctx, testutil.MakeNodeSet("topo", h.ns, "slurm").Obj())).To(Succeed())
+		g.Eventually(h.liveNames("topo")).Should(Equal([]string{"topo-0"}))
+		pod := &corev1.Pod{}
+		g.Expect(h.c.Get(h.ctx, h.key("topo-0"), pod)).To(Succeed())
+		g.Expect(h.c.SubResource("binding").Create(h.ctx, pod, &corev1.Binding{
+			ObjectMeta: metav1.ObjectMeta{Name: "topo-0", Namespace: h.ns},
+			Target:     corev1.ObjectReference{Kind: "Node", Name: "kn-topo"},
+		})).To(Succeed())
+		h.kubelet(g, "topo", slurmd)
+		podTopology := func(g Gomega) map[string]string {
+			g.Expect(h.c.Get(h.ctx, h.key("topo-0"), pod)).To(Succeed())
+			return pod.Annotations
+		}
+		g.Eventually(podTopology).Should(HaveKeyWithValue(slinkyv1beta1.AnnotationNodeTopologySpec, "topo-switch:s1"))
+		g.Eventually(func() string { n, _ := slurmd.Node("topo-0"); return n.Topology }).Should(Equal("topo-switch:s1"))
+
+		// The Node moves to another switch: both follow.
+		g.Expect(h.c.Get(h.ctx, client.ObjectKeyFromObject(node), node)).To(Succeed())
+		node.Annotations[slinkyv1beta1.AnnotationNodeTopologySpec] = "topo-switch:s2"
+		g.Expect(h.c.Update(h.ctx, node)).To(Succeed())
+		g.Eventually(podTopology).Should(HaveKeyWithValue(slinkyv1beta1.AnnotationNodeTopologySpec, "topo-switch:s2"))
+		g.Eventually(func() string { n, _ := slurmd.Node("topo-0"); return n.Topology }).Should(Equal("topo-switch:s2"))
+
+		// Without the annotation the pod's copy goes, and the Slurm node
+		// keeps what it has (it may come from slurmd or an administrator).
+		g.Expect(h.c.Get(h.ctx, client.ObjectKeyFromObject(node), node)).To(Succeed())
+		delete(node.Annotations, slinkyv1beta1.AnnotationNodeTopologySpec)
+		g.Expect(h.c.Update(h.ctx, node)).To(Succeed())
+		g.Eventually(podTopology).ShouldNot(HaveKey(slinkyv1beta1.AnnotationNodeTopologySpec))
+		g.Consistently(func() string { n, _ := slurmd.Node("topo-0"); return n.Topology }).Should(Equal("topo-switch:s2"))
+	})
+
 	t.Run("rolling update respects maxUnavailable", func(t *testing.T) {
 		g := NewWithT(t)
 		ns := testutil.MakeNodeSet("roll", h.ns, "slurm").Obj()

@@ -69,7 +69,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 		Watches(&corev1.Pod{}, r.expectations.Handler(podOwnerKey, handler.EnqueueRequestsFromMapFunc(podToNodeSet))).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(sharedToNodeSets)).
 		Watches(&policyv1.PodDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(sharedToNodeSets)).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nodeToNodeSets(cache)), builder.WithPredicates(cordonChanged())).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nodeToNodeSets(cache)), builder.WithPredicates(nodeChanged())).
 		Watches(&slinkyv1beta1.Controller{}, handler.EnqueueRequestsFromMapFunc(controllerToNodeSets(cache))).
 		Watches(&slinkyv1beta1.RestApi{}, handler.EnqueueRequestsFromMapFunc(restAPIToNodeSets(cache))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(concurrency, 1)}).
@@ -125,8 +125,9 @@ func sharedToNodeSets(_ context.Context, o client.Object) []reconcile.Request {
 	return reqs
 }
 
-// cordonChanged passes Node updates that change what syncCordon reads.
-func cordonChanged() predicate.Predicate {
+// nodeChanged passes Node updates that change what syncCordon and
+// syncTopology read.
+func nodeChanged() predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
@@ -138,7 +139,8 @@ func cordonChanged() predicate.Predicate {
 				return false
 			}
 			return oldNode.Spec.Unschedulable != newNode.Spec.Unschedulable ||
-				oldNode.Annotations[slinkyv1beta1.AnnotationNodeCordonReason] != newNode.Annotations[slinkyv1beta1.AnnotationNodeCordonReason]
+				oldNode.Annotations[slinkyv1beta1.AnnotationNodeCordonReason] != newNode.Annotations[slinkyv1beta1.AnnotationNodeCordonReason] ||
+				oldNode.Annotations[slinkyv1beta1.AnnotationNodeTopologySpec] != newNode.Annotations[slinkyv1beta1.AnnotationNodeTopologySpec]
 		},
 	}
 }
