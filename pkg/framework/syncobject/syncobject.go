@@ -38,6 +38,11 @@ const (
 	// Skipped means the live object was left alone on purpose (being deleted,
 	// immutable, create-only sync, or created concurrently by someone else).
 	Skipped Result = "Skipped"
+	// Adopted means the create found an object the cache cannot see,
+	// controlled by the same owner (e.g. made by the upstream operator Gantry
+	// replaced), and it was converged like an existing object: from then on
+	// it carries Gantry's labels and the cache sees it.
+	Adopted Result = "Adopted"
 )
 
 // ErrOwnedByOtherController is returned when the live object has a
@@ -49,6 +54,7 @@ type options struct {
 	registry       *Registry
 	optimisticLock bool
 	createOnly     bool
+	adoptFrom      client.Reader
 }
 
 // Option tunes SyncObject.
@@ -61,6 +67,15 @@ func WithRegistry(r *Registry) Option { return func(o *options) { o.registry = r
 // concurrent writer makes the patch fail with a Conflict instead of being
 // silently merged.
 func WithOptimisticLock() Option { return func(o *options) { o.optimisticLock = true } }
+
+// AdoptFrom lets SyncObject take over an object that exists but that the
+// client's cache does not see (its labels are outside the cache's selector,
+// as objects made by the upstream operator are): when the create finds it,
+// reader (an uncached API reader) reads it, and if its controller owner
+// reference is desired's (the same UID), or neither has a controller, it is
+// converged like an existing object, Gantry's labels and owners included.
+// Anything else is left alone (Skipped).
+func AdoptFrom(reader client.Reader) Option { return func(o *options) { o.adoptFrom = reader } }
 
 // CreateOnly creates the object when missing and otherwise never touches it.
 func CreateOnly() Option { return func(o *options) { o.createOnly = true } }
@@ -96,22 +111,60 @@ func SyncObject(ctx context.Context, c client.Client, desired client.Object, opt
 				return "", fmt.Errorf("creating %s: %w", describe(desired), err)
 			}
 		}
-		if err := c.Create(ctx, toCreate); err != nil {
-			if apierrors.IsAlreadyExists(err) {
-				// Another reconcile won the race; the next sync converges it.
-				return Skipped, nil
-			}
+		err := c.Create(ctx, toCreate)
+		switch {
+		case err == nil:
+			return Created, nil
+		case !apierrors.IsAlreadyExists(err):
 			return "", fmt.Errorf("creating %s: %w", describe(desired), err)
+		case o.adoptFrom == nil || o.createOnly:
+			// Another reconcile won the race; the next sync converges it.
+			return Skipped, nil
 		}
-		return Created, nil
+		adoptable, err := readAdoptable(ctx, o.adoptFrom, desired, existing)
+		if err != nil || !adoptable {
+			return Skipped, err
+		}
+		res, err := converge(ctx, c, existing, desired, rule, ruleErr, o)
+		if err != nil || res == Skipped {
+			return res, err
+		}
+		return Adopted, nil
 	case err != nil:
 		return "", fmt.Errorf("getting %s: %w", describe(desired), err)
 	}
-
-	if existing.GetDeletionTimestamp() != nil || o.createOnly {
+	if o.createOnly {
 		return Skipped, nil
 	}
+	return converge(ctx, c, existing, desired, rule, ruleErr, o)
+}
 
+// readAdoptable reads the live object into existing through reader and
+// reports whether it may be adopted: desired's controller controls it, or
+// neither has a controller.
+func readAdoptable(ctx context.Context, reader client.Reader, desired, existing client.Object) (bool, error) {
+	if err := reader.Get(ctx, client.ObjectKeyFromObject(desired), existing); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Gone again; the next sync creates it.
+			return false, nil
+		}
+		return false, fmt.Errorf("reading %s to adopt it: %w", describe(desired), err)
+	}
+	want, have := metav1.GetControllerOfNoCopy(desired), metav1.GetControllerOfNoCopy(existing)
+	if want == nil {
+		// An object no one controls (e.g. one shared by several owners, as
+		// Slinky's workers' Service is, with no owner at all) is taken
+		// over under the name Gantry gives its own.
+		return have == nil, nil
+	}
+	return have != nil && want.UID == have.UID, nil
+}
+
+// converge patches the live object towards desired (see the package doc).
+func converge(ctx context.Context, c client.Client, existing, desired client.Object, rule Rule, ruleErr error, o options) (Result, error) {
+	if existing.GetDeletionTimestamp() != nil {
+		return Skipped, nil
+	}
 	if ruleErr != nil {
 		return "", ruleErr
 	}

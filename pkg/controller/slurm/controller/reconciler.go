@@ -46,6 +46,9 @@ const FieldOwner = "gantry-slurm"
 // Reconciler reconciles one Controller per call.
 type Reconciler struct {
 	client client.Client
+	// apiReader reads past the cache: objects the upstream operator made
+	// carry no label the cache selects, and are adopted through it.
+	apiReader client.Reader
 	// secrets reads Secrets straight from the API server: the manager only
 	// watches their metadata, so that every Secret of the cluster (Helm
 	// releases, tokens) is not held in memory for the few Gantry reads.
@@ -58,12 +61,13 @@ type Reconciler struct {
 // NewReconciler returns a reconciler writing through c, reading Secrets
 // through secretReader (typically the manager's API reader) and recording
 // events with recorder (nil records none).
-func NewReconciler(c client.Client, secretReader client.Reader, recorder events.EventRecorder) *Reconciler {
+func NewReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder) *Reconciler {
 	return &Reconciler{
-		client:   client.WithFieldOwner(c, FieldOwner),
-		secrets:  refresolver.New(secretReader),
-		recorder: recorder,
-		Images:   common.DefaultImages(),
+		client:    client.WithFieldOwner(c, FieldOwner),
+		apiReader: apiReader,
+		secrets:   refresolver.New(apiReader),
+		recorder:  recorder,
+		Images:    common.DefaultImages(),
 	}
 }
 
@@ -169,7 +173,7 @@ func (r *Reconciler) unlessExternal(f func(context.Context, *slinkyv1beta1.Contr
 }
 
 func (r *Reconciler) sync(ctx context.Context, obj client.Object, changes *common.ChangeLog) error {
-	res, err := syncobject.SyncObject(ctx, r.client, obj)
+	res, err := syncobject.SyncObject(ctx, r.client, obj, syncobject.AdoptFrom(r.apiReader))
 	if err != nil {
 		return err
 	}

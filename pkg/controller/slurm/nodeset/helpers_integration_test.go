@@ -132,9 +132,12 @@ func (h *harness) kubelet(g Gomega, nodeSet string, f *fake.Client) {
 			continue
 		}
 		if p.Status.Phase != corev1.PodRunning {
+			// A patch, as a kubelet sends: the operator may be patching the
+			// pod's metadata at the same time.
+			patch := client.MergeFrom(p.DeepCopy())
 			p.Status.Phase = corev1.PodRunning
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}}
-			g.Expect(client.IgnoreNotFound(h.c.Status().Update(h.ctx, &p))).To(Succeed())
+			g.Expect(client.IgnoreNotFound(h.c.Status().Patch(h.ctx, &p, patch))).To(Succeed())
 		}
 		if f == nil {
 			continue

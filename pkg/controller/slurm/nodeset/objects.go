@@ -102,7 +102,7 @@ func (r *Reconciler) syncWorkerPDB(ctx context.Context, n *slinkyv1beta1.NodeSet
 }
 
 func (r *Reconciler) syncShared(ctx context.Context, obj client.Object, run *syncRun) error {
-	res, err := syncobject.SyncObject(ctx, r.client, obj)
+	res, err := syncobject.SyncObject(ctx, r.client, obj, syncobject.AdoptFrom(r.apiReader))
 	if err != nil {
 		return err
 	}

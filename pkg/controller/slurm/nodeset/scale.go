@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/framework/builder"
 	"github.com/gantry-dev/gantry/pkg/framework/slowstart"
 )
 
@@ -88,11 +89,40 @@ func (r *Reconciler) createPod(ctx context.Context, n *slinkyv1beta1.NodeSet, po
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 		return nil
 	case apierrors.IsAlreadyExists(err):
+		if adopted, aerr := r.adoptPod(ctx, n, pod); aerr != nil || adopted {
+			return aerr
+		}
 		// The cache lagged behind a pod that exists; it is not ours to count.
 		return fmt.Errorf("creating Pod %s: %w", pod.Name, err)
 	default:
 		return fmt.Errorf("creating Pod %s: %w", pod.Name, err)
 	}
+}
+
+// adoptPod takes over a running pod of this NodeSet that the cache cannot
+// see because the upstream operator made it (it has no managed-by label):
+// the pod keeps running and gets Gantry's labels, the current revision's
+// hash included, so it counts as up to date and is replaced only by a later
+// change of the NodeSet. A pod controlled by anything else is not touched.
+func (r *Reconciler) adoptPod(ctx context.Context, n *slinkyv1beta1.NodeSet, desired *corev1.Pod) (bool, error) {
+	live := &corev1.Pod{}
+	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	if ref := metav1.GetControllerOfNoCopy(live); ref == nil || ref.UID != n.UID || isTerminating(live) {
+		return false, nil
+	}
+	if live.Labels[builder.LabelManagedBy] == builder.ManagedByGantry {
+		// Ours already: the cache is behind.
+		return false, nil
+	}
+	patch := client.MergeFrom(live.DeepCopy())
+	live.Labels = builder.MergeLabels(live.Labels, desired.Labels)
+	if err := r.client.Patch(ctx, live, patch); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	r.recordf(n, corev1.EventTypeNormal, ReasonAdopted, "Adopted Pod %s, made by another operator, without restarting it", live.Name)
+	return true, nil
 }
 
 // condemnAll drains and deletes pods, each once its Slurm node has no work.

@@ -21,6 +21,8 @@ const (
 	ReasonDraining         = "Draining"
 	ReasonCordon           = "Cordon"
 	ReasonSlurmUnreachable = "SlurmUnreachable"
+	// ReasonAdopted: a pod another operator made (Slinky's) is now Gantry's.
+	ReasonAdopted = "Adopted"
 )
 
 // maxNamesInEvent keeps an event about a thousand pods readable.

@@ -40,9 +40,12 @@ const FieldOwner = "gantry-slurm"
 
 // Reconciler reconciles one RestApi per call.
 type Reconciler struct {
-	client   client.Client
-	secrets  *refresolver.Resolver
-	recorder events.EventRecorder
+	client client.Client
+	// apiReader reads past the cache (Secrets, and objects the upstream
+	// operator made, which are adopted through it).
+	apiReader client.Reader
+	secrets   *refresolver.Resolver
+	recorder  events.EventRecorder
 	// Images fill in the slurmrestd image when the RestApi leaves it empty.
 	Images common.Images
 }
@@ -50,12 +53,13 @@ type Reconciler struct {
 // NewReconciler returns a reconciler writing through c, reading Secrets
 // through secretReader (the manager watches only their metadata) and
 // recording events with recorder (nil records none).
-func NewReconciler(c client.Client, secretReader client.Reader, recorder events.EventRecorder) *Reconciler {
+func NewReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder) *Reconciler {
 	return &Reconciler{
-		client:   client.WithFieldOwner(c, FieldOwner),
-		secrets:  refresolver.New(secretReader),
-		recorder: recorder,
-		Images:   common.DefaultImages(),
+		client:    client.WithFieldOwner(c, FieldOwner),
+		apiReader: apiReader,
+		secrets:   refresolver.New(apiReader),
+		recorder:  recorder,
+		Images:    common.DefaultImages(),
 	}
 }
 
@@ -128,7 +132,7 @@ func (r *Reconciler) steps(run *syncRun) []syncsteps.Step[*slinkyv1beta1.RestApi
 }
 
 func (r *Reconciler) sync(ctx context.Context, obj client.Object, changes *common.ChangeLog) error {
-	res, err := syncobject.SyncObject(ctx, r.client, obj)
+	res, err := syncobject.SyncObject(ctx, r.client, obj, syncobject.AdoptFrom(r.apiReader))
 	if err != nil {
 		return err
 	}
