@@ -149,10 +149,13 @@ generate: ## Generate deepcopy code.
 manifests: ## Generate CRDs, RBAC and webhook configuration into config/ and the chart.
 	rm -f config/crd/bases/*.yaml
 	$(CONTROLLER_GEN) crd:maxDescLen=0,generateEmbeddedObjectMeta=true rbac:roleName=gantry-manager-role webhook \
-		paths="./api/..." paths="./cmd/..." paths="./pkg/..." \
+		paths="./api/ray/..." paths="./api/trainer/..." paths="./cmd/..." paths="./pkg/..." \
 		output:crd:artifacts:config=config/crd/bases \
 		output:rbac:artifacts:config=config/rbac \
 		output:webhook:artifacts:config=config/webhook
+	# The slinky CRDs keep their descriptions, for `kubectl explain`.
+	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths="./api/slinky/..." \
+		output:crd:artifacts:config=config/crd/bases
 	hack/sync-chart.sh
 
 .PHONY: verify

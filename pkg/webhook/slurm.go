@@ -90,6 +90,7 @@ func (v *ControllerValidator) ValidateCreate(ctx context.Context, c *slinkyv1bet
 	if err != nil {
 		return warnings, err
 	}
+	errs = append(errs, unsupportedControllerFields(c)...)
 	if name := c.ClusterName(); len(name) > maxClusterNameLength {
 		errs = append(errs, field.Invalid(slurmSpec.Child("clusterName"), name, fmt.Sprintf(
 			"ClusterName exceeds %d characters (%d); when clusterName is empty it is <namespace>_<name>", maxClusterNameLength, len(name))))
@@ -106,6 +107,9 @@ func (v *ControllerValidator) ValidateUpdate(ctx context.Context, oldC, newC *sl
 	warnings, errs, err := v.validate(ctx, newC)
 	if err != nil {
 		return warnings, err
+	}
+	if specChanged(oldC.Spec, newC.Spec) {
+		errs = append(errs, unsupportedControllerFields(newC)...)
 	}
 	if newC.ClusterName() != oldC.ClusterName() {
 		errs = append(errs, field.Invalid(slurmSpec.Child("clusterName"), newC.ClusterName(),
@@ -186,7 +190,8 @@ var _ admission.Validator[*slinkyv1beta1.NodeSet] = (*NodeSetValidator)(nil)
 
 // ValidateCreate implements admission.Validator.
 func (v *NodeSetValidator) ValidateCreate(_ context.Context, n *slinkyv1beta1.NodeSet) (admission.Warnings, error) {
-	return nil, invalid(nodeSetGK, n.Name, validateNodeSet(n))
+	errs := append(validateNodeSet(n), unsupportedNodeSetFields(n)...)
+	return nodeSetWarnings(n), invalid(nodeSetGK, n.Name, errs)
 }
 
 // ValidateUpdate implements admission.Validator.
@@ -195,6 +200,9 @@ func (v *NodeSetValidator) ValidateUpdate(_ context.Context, oldN, newN *slinkyv
 		return nil, nil
 	}
 	errs := validateNodeSet(newN)
+	if specChanged(oldN.Spec, newN.Spec) {
+		errs = append(errs, unsupportedNodeSetFields(newN)...)
+	}
 	if newN.Spec.ControllerRef != oldN.Spec.ControllerRef {
 		errs = append(errs, field.Invalid(slurmSpec.Child("controllerRef"), newN.Spec.ControllerRef,
 			"cannot change controllerRef after deployment"))
@@ -203,7 +211,7 @@ func (v *NodeSetValidator) ValidateUpdate(_ context.Context, oldN, newN *slinkyv
 		errs = append(errs, field.Forbidden(slurmSpec.Child("volumeClaimTemplates"),
 			"cannot change volumeClaimTemplates after deployment"))
 	}
-	return nil, invalid(nodeSetGK, newN.Name, errs)
+	return nodeSetWarnings(newN), invalid(nodeSetGK, newN.Name, errs)
 }
 
 // ValidateDelete implements admission.Validator.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -294,4 +295,213 @@ func TestRestApiValidator(t *testing.T) {
 	r.Spec.ControllerRef.Name = "other"
 	_, err = v.ValidateUpdate(context.Background(), sample(), r)
 	checkAdmission(t, err, `spec.controllerRef: Invalid value: {"name":"other"}: cannot change controllerRef after deployment`)
+}
+
+// The Slinky fields Gantry does not implement yet are refused with a message
+// naming the field; their defaults, and what Slinky's Helm chart and Go
+// types send when they are unset, are admitted.
+func TestNodeSetSlinkyFieldsGantryLacks(t *testing.T) {
+	sssd := corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "sssd"}, Key: "sssd.conf"}
+	startTime := metav1.NewTime(testTime)
+	tests := []struct {
+		name    string
+		mutate  func(*slinkyv1beta1.NodeSet)
+		want    string
+		warning string
+	}{
+		{
+			name: "server defaults of every field",
+			mutate: func(n *slinkyv1beta1.NodeSet) {
+				n.Spec.PinToNode = false
+				n.Spec.PruneSlurmNodeRecords = slinkyv1beta1.NodeSetPruneNodeRecordTypeNever
+				n.Spec.OversubscribeNode = false
+				n.Spec.TaintKubeNodes = false
+				n.Spec.Ssh.Enabled = false
+				n.Spec.ScalingMode = slinkyv1beta1.ScalingModeStatefulset
+			},
+		},
+		{
+			name: "Slinky chart's scheduledUpdate: {} after defaulting",
+			mutate: func(n *slinkyv1beta1.NodeSet) {
+				n.Spec.UpdateStrategy.ScheduledUpdate.Duration = metav1.Duration{Duration: 30 * time.Minute}
+			},
+		},
+		{
+			name: "empty scheduledUpdate from Slinky's Go types",
+			mutate: func(n *slinkyv1beta1.NodeSet) {
+				n.Spec.UpdateStrategy.ScheduledUpdate = slinkyv1beta1.ScheduledUpdateNodeSetStrategy{Flags: []string{}}
+			},
+		},
+		{name: "oversubscribeNode", mutate: func(n *slinkyv1beta1.NodeSet) { n.Spec.OversubscribeNode = true }},
+		{
+			name: "ssh settings without ssh",
+			mutate: func(n *slinkyv1beta1.NodeSet) {
+				n.Spec.Ssh = slinkyv1beta1.NodeSetSsh{ExtraSshdConfig: "X11Forwarding no", SssdConfRef: sssd}
+			},
+		},
+		{
+			name:   "pinToNode",
+			mutate: func(n *slinkyv1beta1.NodeSet) { n.Spec.PinToNode = true },
+			want:   "spec.pinToNode: Invalid value: true: not supported by Gantry yet: pods are not pinned to the Kubernetes node they first ran on; set pinToNode to false",
+		},
+		{
+			name: "pruneSlurmNodeRecords NodeNotFound",
+			mutate: func(n *slinkyv1beta1.NodeSet) {
+				n.Spec.PruneSlurmNodeRecords = slinkyv1beta1.NodeSetPruneNodeRecordTypeNodeNotFound
+			},
+			want: `spec.pruneSlurmNodeRecords: Invalid value: "NodeNotFound": not supported by Gantry yet: Slurm node records are never deleted`,
+		},
+		{
+			name: "ScheduledUpdate strategy",
+			mutate: func(n *slinkyv1beta1.NodeSet) {
+				n.Spec.UpdateStrategy.Type = slinkyv1beta1.ScheduledUpdateNodeSetStrategyType
+				n.Spec.UpdateStrategy.ScheduledUpdate = slinkyv1beta1.ScheduledUpdateNodeSetStrategy{
+					StartTime: startTime, Duration: metav1.Duration{Duration: time.Hour},
+				}
+			},
+			want: `spec.updateStrategy.type: Invalid value: "ScheduledUpdate": not supported by Gantry yet: no Slurm maintenance reservation is made for updates; use RollingUpdate or OnDelete`,
+		},
+		{
+			name: "scheduledUpdate startTime with RollingUpdate",
+			mutate: func(n *slinkyv1beta1.NodeSet) {
+				n.Spec.UpdateStrategy.ScheduledUpdate.StartTime = startTime
+			},
+			want: "spec.updateStrategy.scheduledUpdate: Forbidden: not supported by Gantry yet: it configures the ScheduledUpdate strategy",
+		},
+		{
+			name: "scheduledUpdate flags",
+			mutate: func(n *slinkyv1beta1.NodeSet) {
+				n.Spec.UpdateStrategy.ScheduledUpdate.Flags = []string{"IGNORE_JOBS"}
+			},
+			want: "spec.updateStrategy.scheduledUpdate: Forbidden: not supported by Gantry yet",
+		},
+		{
+			name: "scheduledUpdate duration other than the default",
+			mutate: func(n *slinkyv1beta1.NodeSet) {
+				n.Spec.UpdateStrategy.ScheduledUpdate.Duration = metav1.Duration{Duration: time.Hour}
+			},
+			want: "spec.updateStrategy.scheduledUpdate: Forbidden: not supported by Gantry yet",
+		},
+		{
+			name: "ssh",
+			mutate: func(n *slinkyv1beta1.NodeSet) {
+				n.Spec.Ssh = slinkyv1beta1.NodeSetSsh{Enabled: true, SssdConfRef: sssd}
+			},
+			want: "spec.ssh.enabled: Invalid value: true: not supported by Gantry yet: the slurmd pods run no sshd (nor the sssd that resolves its users); set ssh.enabled to false",
+		},
+		{
+			name:   "taintKubeNodes",
+			mutate: func(n *slinkyv1beta1.NodeSet) { n.Spec.TaintKubeNodes = true },
+			want:   "spec.taintKubeNodes: Invalid value: true: removed in Slinky v1.2 because anyone allowed to create a NodeSet could taint every node NoExecute; Gantry does not support it",
+		},
+		{
+			name:    "scalingMode DaemonSet is admitted with a warning",
+			mutate:  func(n *slinkyv1beta1.NodeSet) { n.Spec.ScalingMode = slinkyv1beta1.ScalingModeDaemonset },
+			warning: "spec.scalingMode: DaemonSet is not supported yet by Gantry",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			n := sampleNodeSet(t)
+			tc.mutate(n)
+			warnings, err := (&NodeSetValidator{}).ValidateCreate(context.Background(), n)
+			checkAdmission(t, err, tc.want)
+			checkWarning(t, warnings, tc.warning)
+
+			// The same change made to an existing NodeSet is refused too.
+			oldN := sampleNodeSet(t)
+			_, err = (&NodeSetValidator{}).ValidateUpdate(context.Background(), oldN, n)
+			checkAdmission(t, err, tc.want)
+		})
+	}
+}
+
+// A NodeSet stored before (by Slinky, or an older Gantry) keeps a field
+// Gantry refuses: its metadata can still change — Gantry removes Slinky's
+// finalizer — but a spec edit must drop the field first.
+func TestNodeSetUpdateOfStoredUnsupportedField(t *testing.T) {
+	stored := sampleNodeSet(t)
+	stored.Spec.PinToNode = true
+
+	relabelled := stored.DeepCopy()
+	relabelled.Labels = map[string]string{"team": "hpc"}
+	relabelled.Finalizers = nil
+	_, err := (&NodeSetValidator{}).ValidateUpdate(context.Background(), stored, relabelled)
+	checkAdmission(t, err, "")
+
+	scaled := stored.DeepCopy()
+	scaled.Spec.Replicas = ptr.To[int32](4)
+	_, err = (&NodeSetValidator{}).ValidateUpdate(context.Background(), stored, scaled)
+	checkAdmission(t, err, "spec.pinToNode: Invalid value: true: not supported by Gantry yet")
+
+	scaled.Spec.PinToNode = false
+	_, err = (&NodeSetValidator{}).ValidateUpdate(context.Background(), stored, scaled)
+	checkAdmission(t, err, "")
+}
+
+func TestControllerSlinkyFieldsGantryLacks(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(*slinkyv1beta1.Controller)
+		want   string
+	}{
+		{
+			name: "Slinky chart's defaults",
+			mutate: func(c *slinkyv1beta1.Controller) {
+				c.Spec.HighAvailability = slinkyv1beta1.ControllerHighAvailability{Enabled: false, Backups: ptr.To[int32](1)}
+				c.Spec.InplaceReconfigure = false
+			},
+		},
+		{
+			name: "backups without ha",
+			mutate: func(c *slinkyv1beta1.Controller) {
+				c.Spec.HighAvailability = slinkyv1beta1.ControllerHighAvailability{Backups: ptr.To[int32](2)}
+			},
+		},
+		{
+			name: "ha",
+			mutate: func(c *slinkyv1beta1.Controller) {
+				c.Spec.HighAvailability = slinkyv1beta1.ControllerHighAvailability{Enabled: true, Backups: ptr.To[int32](1)}
+				c.Spec.Persistence.ExistingClaim = "slurmctld-state"
+			},
+			want: "spec.ha.enabled: Invalid value: true: not supported by Gantry yet: Gantry runs one slurmctld without backup controllers",
+		},
+		{
+			name:   "inplaceReconfigure",
+			mutate: func(c *slinkyv1beta1.Controller) { c.Spec.InplaceReconfigure = true },
+			want:   "spec.inplaceReconfigure: Invalid value: true: not supported by Gantry yet: Gantry replaces the slurmctld pod when its configuration changes",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := sampleController(t)
+			tc.mutate(c)
+			_, err := controllerValidator(t).ValidateCreate(context.Background(), c)
+			checkAdmission(t, err, tc.want)
+
+			oldC := sampleController(t)
+			oldC.Spec.Persistence.ExistingClaim = c.Spec.Persistence.ExistingClaim
+			_, err = controllerValidator(t).ValidateUpdate(context.Background(), oldC, c)
+			checkAdmission(t, err, tc.want)
+		})
+	}
+
+	// A Controller stored with inplaceReconfigure keeps its metadata editable.
+	stored := sampleController(t)
+	stored.Spec.InplaceReconfigure = true
+	relabelled := stored.DeepCopy()
+	relabelled.Labels = map[string]string{"team": "hpc"}
+	_, err := controllerValidator(t).ValidateUpdate(context.Background(), stored, relabelled)
+	checkAdmission(t, err, "")
+}
+
+func checkWarning(t *testing.T, warnings []string, want string) {
+	t.Helper()
+	got := strings.Join(warnings, "\n")
+	if want == "" && got != "" {
+		t.Errorf("unexpected warnings %v", warnings)
+	}
+	if want != "" && !strings.Contains(got, want) {
+		t.Errorf("warnings %v lack %q", warnings, want)
+	}
 }

@@ -70,6 +70,56 @@ func TestAdmissionThroughAPIServer(t *testing.T) {
 		}
 	})
 
+	t.Run("Slinky chart defaults of the v1.2 and v1.3 fields are admitted", func(t *testing.T) {
+		// As Slinky's Helm chart renders them, defaults spelled out
+		// (scheduledUpdate: {} becomes a 30m duration), plus v1.1's
+		// taintKubeNodes: false.
+		for _, manifest := range []string{`
+apiVersion: slinky.slurm.net/v1beta1
+kind: Controller
+metadata: {name: chart}
+spec:
+  ha: {backups: 1, enabled: false}
+  inplaceReconfigure: false
+  jwtKeyRef: {key: jwt.key, name: chart-auth-jwt}
+  persistence: {accessModes: [ReadWriteOnce], enabled: true, existingClaim: "", resources: {requests: {storage: 4Gi}}}
+  slurmKeyRef: {key: slurm.key, name: chart-auth-slurm}
+`, `
+apiVersion: slinky.slurm.net/v1beta1
+kind: NodeSet
+metadata: {name: chart}
+spec:
+  controllerRef: {name: chart}
+  ordinalPadding: 0
+  oversubscribeNode: false
+  partition: {enabled: false}
+  pinToNode: false
+  pruneSlurmNodeRecords: Never
+  replicas: 1
+  scalingMode: StatefulSet
+  ssh: {enabled: false, sssdConfRef: {name: sssd, key: sssd.conf}}
+  taintKubeNodes: false
+  updateStrategy: {rollingUpdate: {maxUnavailable: 25%}, scheduledUpdate: {}, type: RollingUpdate}
+  workloadDisruptionProtection: true
+`} {
+			obj := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(manifest), &obj.Object); err != nil {
+				t.Fatal(err)
+			}
+			setNamespace(obj, ns.Name)
+			if err := c.Create(ctx, obj, client.FieldValidation("Strict")); err != nil {
+				t.Errorf("%s: %v", obj.GetKind(), err)
+			}
+		}
+		key := client.ObjectKey{Namespace: ns.Name, Name: "chart"}
+		expectUpdateDenied(t, c, key, &slinkyv1beta1.NodeSet{}, func(n *slinkyv1beta1.NodeSet) {
+			n.Spec.PinToNode = true
+		}, `admission webhook "vnodeset.slinky.slurm.net" denied the request`, "spec.pinToNode: Invalid value: true: not supported by Gantry yet")
+		expectUpdateDenied(t, c, key, &slinkyv1beta1.Controller{}, func(s *slinkyv1beta1.Controller) {
+			s.Spec.InplaceReconfigure = true
+		}, `admission webhook "vcontroller.slinky.slurm.net" denied the request`, "spec.inplaceReconfigure: Invalid value: true: not supported by Gantry yet")
+	})
+
 	t.Run("invalid manifests are denied", func(t *testing.T) {
 		byWebhook := 0
 		for _, tc := range loadCorpus(t) {

@@ -18,6 +18,7 @@ var ControllerGVK = GroupVersion.WithKind(ControllerKind)
 // +kubebuilder:validation:XValidation:rule="(has(self.external) && self.external) || has(self.slurmKeyRef)",message="slurmKeyRef must be set when external is false"
 // +kubebuilder:validation:XValidation:rule="(has(self.external) && self.external) || has(self.jwtKeyRef) || has(self.jwtHs256KeyRef)",message="jwtKeyRef or jwtHs256KeyRef must be set when external is false"
 // +kubebuilder:validation:XValidation:rule="!(has(self.external) && self.external) || has(self.externalConfig)",message="externalConfig must be set when external is true"
+// +kubebuilder:validation:XValidation:rule="!(has(self.ha) && self.ha.enabled) || (has(self.persistence) && (!has(self.persistence.enabled) || self.persistence.enabled) && has(self.persistence.existingClaim) && self.persistence.existingClaim.size() > 0)",message="slurm high availability (HA) mode requires existing PVC with an access mode of ReadWriteMany"
 type ControllerSpec struct {
 	// ClusterName is Slurm's ClusterName. When empty the operator uses
 	// "<namespace>_<name>" (see Controller.ClusterName).
@@ -56,11 +57,27 @@ type ControllerSpec struct {
 	// +optional
 	ExternalConfig *ExternalConfig `json:"externalConfig,omitempty"`
 
+	// HighAvailability runs backup slurmctlds next to the primary (Slurm's
+	// SlurmctldHost failover), sharing its state through
+	// persistence.existingClaim, which must be ReadWriteMany.
+	// Not supported by Gantry yet: admission refuses enabled: true.
+	// +optional
+	HighAvailability ControllerHighAvailability `json:"ha,omitzero"`
+
 	// Slurmctld overrides the slurmctld container (image, resources, ...).
 	// +optional
 	Slurmctld ContainerWrapper `json:"slurmctld,omitzero"`
 
-	// Reconfigure overrides the reconfigure sidecar container.
+	// InplaceReconfigure applies slurm.conf changes with `scontrol
+	// reconfigure` from a sidecar, keeping the slurmctld pod; when false the
+	// pod is replaced on a configuration change and reads the new files at
+	// start. Gantry always replaces the pod: admission refuses true.
+	// +optional
+	// +kubebuilder:default=false
+	InplaceReconfigure bool `json:"inplaceReconfigure,omitempty"`
+
+	// Reconfigure overrides the reconfigure sidecar container, which runs
+	// only with inplaceReconfigure.
 	// +optional
 	Reconfigure ContainerWrapper `json:"reconfigure,omitzero"`
 
@@ -114,6 +131,19 @@ type ControllerSpec struct {
 	// Metrics configures scraping of slurmctld's metrics.
 	// +optional
 	Metrics Metrics `json:"metrics,omitzero"`
+}
+
+// ControllerHighAvailability configures backup slurmctlds.
+type ControllerHighAvailability struct {
+	// Enabled runs backup slurmctlds that take over when the primary fails.
+	// +kubebuilder:default=false
+	Enabled bool `json:"enabled"`
+
+	// Backups is the number of backup slurmctlds.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:default=1
+	Backups *int32 `json:"backups,omitempty"`
 }
 
 // ControllerPersistence describes slurmctld's state volume: either an

@@ -35,6 +35,8 @@ func TestSlinkyCRDs(t *testing.T) {
 	t.Run("samples are accepted and get upstream defaults", func(t *testing.T) { testSamples(t, c) })
 	t.Run("minimal objects get upstream defaults", func(t *testing.T) { testMinimalDefaults(t, c) })
 	t.Run("upstream-style manifests are accepted unchanged", func(t *testing.T) { testUpstreamManifests(t, c) })
+	t.Run("slinky v1.2 and v1.3 fields round-trip", func(t *testing.T) { testSlinkyV12Fields(t, c) })
+	t.Run("slinky v1.2 and v1.3 fields get upstream defaults", func(t *testing.T) { testSlinkyV12Defaults(t, c) })
 	t.Run("invalid objects are rejected", func(t *testing.T) { testRejections(t, c) })
 	t.Run("nodeset controllerRef is immutable", func(t *testing.T) { testControllerRefImmutable(t, c) })
 	t.Run("nodeset scale subresource", func(t *testing.T) { testScaleSubresource(t, c) })

@@ -37,7 +37,9 @@ type NodeSetSpec struct {
 	// +optional
 	Slurmd ContainerWrapper `json:"slurmd,omitzero"`
 
-	// Ssh configures SSH access to the worker pods.
+	// Ssh configures SSH access to the worker pods: an sshd in each slurmd
+	// pod, with users resolved by sssd. Not supported by Gantry yet:
+	// admission refuses enabled: true.
 	// +optional
 	Ssh NodeSetSsh `json:"ssh,omitzero"`
 
@@ -97,9 +99,23 @@ type NodeSetSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	OrdinalPadding int32 `json:"ordinalPadding,omitempty"`
 
-	// TaintKubeNodes asked for a NoExecute taint on nodes running this NodeSet.
+	// PinToNode keeps each pod on the Kubernetes node its ordinal first ran
+	// on (remembered in status.ordinalToNode), even while that node is
+	// unavailable; the pinning is dropped when the node is deleted or no
+	// longer matches the pod, and turning the field off forgets every
+	// pinning. StatefulSet scaling mode only.
+	// Not supported by Gantry yet: admission refuses true.
+	// +optional
+	// +kubebuilder:default=false
+	PinToNode bool `json:"pinToNode,omitempty"`
+
+	// TaintKubeNodes asked slurm-operator v1.0 and v1.1 to put a NoExecute
+	// taint on every node running this NodeSet. Slinky v1.2 removed it: any
+	// user allowed to create a NodeSet could evict the pods of every node.
+	// It stays in the schema so that old manifests are not pruned; admission
+	// refuses true.
 	//
-	// Deprecated: upstream forces it off; accepted and ignored.
+	// Deprecated: removed in Slinky v1.2; leave it unset or false.
 	// +optional
 	// +kubebuilder:default=false
 	TaintKubeNodes bool `json:"taintKubeNodes,omitempty"`
@@ -109,7 +125,37 @@ type NodeSetSpec struct {
 	// +optional
 	// +kubebuilder:default=true
 	WorkloadDisruptionProtection *bool `json:"workloadDisruptionProtection,omitempty"`
+
+	// PruneSlurmNodeRecords says when the operator deletes the Slurm node
+	// records of this NodeSet: Never, or NodeNotFound (once the Kubernetes
+	// node behind the record no longer exists; DaemonSet scaling mode only).
+	// Gantry supports Never only: admission refuses NodeNotFound.
+	// +optional
+	// +kubebuilder:validation:Enum=Never;NodeNotFound
+	// +kubebuilder:default=Never
+	PruneSlurmNodeRecords NodeSetPruneSlurmNodeRecordType `json:"pruneSlurmNodeRecords,omitempty"`
+
+	// OversubscribeNode lets several pods of this NodeSet run on the same
+	// Kubernetes node (no pod anti-affinity between them). Meant for tests
+	// and demos, not production.
+	// +optional
+	// +kubebuilder:default=false
+	OversubscribeNode bool `json:"oversubscribeNode,omitempty"`
 }
+
+// NodeSetPruneSlurmNodeRecordType says when a NodeSet's Slurm node records
+// are deleted.
+// +enum
+type NodeSetPruneSlurmNodeRecordType string
+
+const (
+	// NodeSetPruneNodeRecordTypeNever never deletes Slurm node records (the
+	// default).
+	NodeSetPruneNodeRecordTypeNever NodeSetPruneSlurmNodeRecordType = "Never"
+	// NodeSetPruneNodeRecordTypeNodeNotFound deletes a Slurm node record once
+	// its Kubernetes node is gone (DaemonSet scaling mode only).
+	NodeSetPruneNodeRecordTypeNodeNotFound NodeSetPruneSlurmNodeRecordType = "NodeNotFound"
+)
 
 // ScalingModeType says how a NodeSet decides how many pods to run.
 // +enum
@@ -136,6 +182,7 @@ type NodeSetPartition struct {
 
 // NodeSetSsh configures SSH access to NodeSet pods.
 type NodeSetSsh struct {
+	// Enabled runs sshd in the slurmd pods.
 	// +optional
 	// +kubebuilder:default=false
 	Enabled bool `json:"enabled"`
@@ -150,11 +197,17 @@ type NodeSetSsh struct {
 }
 
 // NodeSetUpdateStrategy is how a NodeSet rolls out a new pod template.
+//
+// The rule is upstream's, guarded with has() like the Controller's rules:
+// the API server checks it against the {} default, which has no type.
+// +kubebuilder:validation:XValidation:rule="!has(self.type) || self.type != 'ScheduledUpdate' || (has(self.scheduledUpdate) && has(self.scheduledUpdate.startTime) && has(self.scheduledUpdate.duration))",message="scheduledUpdate.startTime and scheduledUpdate.duration are required when type is ScheduledUpdate"
 type NodeSetUpdateStrategy struct {
-	// Type is RollingUpdate (replace pods automatically) or OnDelete
-	// (replace a pod only after someone deletes it).
+	// Type is RollingUpdate (replace pods automatically), OnDelete (replace
+	// a pod only after someone deletes it) or ScheduledUpdate (replace pods
+	// inside a Slurm maintenance reservation, see scheduledUpdate).
+	// Gantry does not support ScheduledUpdate yet: admission refuses it.
 	// +optional
-	// +kubebuilder:validation:Enum=RollingUpdate;OnDelete
+	// +kubebuilder:validation:Enum=RollingUpdate;OnDelete;ScheduledUpdate
 	// +kubebuilder:default=RollingUpdate
 	Type NodeSetUpdateStrategyType `json:"type,omitempty"`
 
@@ -162,6 +215,13 @@ type NodeSetUpdateStrategy struct {
 	// +optional
 	// +kubebuilder:default={}
 	RollingUpdate RollingUpdateNodeSetStrategy `json:"rollingUpdate,omitzero"`
+
+	// ScheduledUpdate is the time window of the ScheduledUpdate strategy;
+	// read only when type is ScheduledUpdate. Not supported by Gantry yet:
+	// admission refuses a startTime, flags or a duration other than the
+	// default.
+	// +optional
+	ScheduledUpdate ScheduledUpdateNodeSetStrategy `json:"scheduledUpdate,omitzero"`
 }
 
 // NodeSetUpdateStrategyType names an update strategy.
@@ -174,6 +234,10 @@ const (
 	RollingUpdateNodeSetStrategyType NodeSetUpdateStrategyType = "RollingUpdate"
 	// OnDeleteNodeSetStrategyType replaces an outdated pod only once it is deleted.
 	OnDeleteNodeSetStrategyType NodeSetUpdateStrategyType = "OnDelete"
+	// ScheduledUpdateNodeSetStrategyType replaces outdated pods only while
+	// their Slurm nodes are in a maintenance (MAINT) reservation that the
+	// operator makes from spec.updateStrategy.scheduledUpdate.
+	ScheduledUpdateNodeSetStrategyType NodeSetUpdateStrategyType = "ScheduledUpdate"
 )
 
 // RollingUpdateNodeSetStrategy tunes rolling updates.
@@ -184,6 +248,27 @@ type RollingUpdateNodeSetStrategy struct {
 	// +kubebuilder:default="25%"
 	// +kubebuilder:validation:XIntOrString
 	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+}
+
+// ScheduledUpdateNodeSetStrategy is the Slurm reservation inside which the
+// ScheduledUpdate strategy replaces pods.
+type ScheduledUpdateNodeSetStrategy struct {
+	// StartTime is when the update window, and so the reservation, begins:
+	// an RFC 3339 time such as "2026-05-01T22:00:00Z".
+	// +optional
+	StartTime metav1.Time `json:"startTime,omitzero"`
+
+	// Duration is how long the update window lasts, as a Go duration such
+	// as "30m" or "2h".
+	// +optional
+	// +kubebuilder:default="30m"
+	Duration metav1.Duration `json:"duration,omitzero"`
+
+	// Flags are extra Slurm reservation flags (scontrol's Flags=, e.g.
+	// IGNORE_JOBS) added to the reservation.
+	// +nullable
+	// +optional
+	Flags []string `json:"flags,omitempty"`
 }
 
 // PersistentVolumeClaimRetentionPolicyType says whether claims are kept or deleted.
@@ -276,6 +361,13 @@ type NodeSetStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+
+	// OrdinalToNode maps a pod ordinal (as a string) to the Kubernetes node
+	// that ordinal is pinned to when spec.pinToNode is on. Gantry does not
+	// pin pods yet and does not fill it in.
+	// +optional
+	// +nullable
+	OrdinalToNode map[string]string `json:"ordinalToNode,omitempty"`
 
 	// Selector is the pods' label selector in string form, read by the
 	// scale subresource (and so by HorizontalPodAutoscalers).

@@ -220,9 +220,13 @@ func podTemplate(n *slinkyv1beta1.NodeSet, in PodInputs) corev1.PodTemplateSpec 
 			}},
 		},
 	}
+	if n.Spec.OversubscribeNode {
+		// The user accepts several slurmd pods on one Kubernetes node.
+		base.Spec.Affinity = nil
+	}
 	user := common.UserPodTemplate(n.Spec.Template.Metadata.Labels, n.Spec.Template.Metadata.Annotations, n.Spec.Template.Spec.PodSpec)
 	out := builder.MergePodTemplate(base, user)
-	if user.Spec.Affinity != nil && user.Spec.Affinity.PodAntiAffinity != nil {
+	if !n.Spec.OversubscribeNode && user.Spec.Affinity != nil && user.Spec.Affinity.PodAntiAffinity != nil {
 		// The user's anti-affinity adds to the one-per-node rule instead of replacing it.
 		out.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(
 			slices.Clone(base.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution),

@@ -32,12 +32,24 @@ const maxCollisionRetries = 5
 // read it). Fields outside the pod template that change the pods are added
 // by hand: extraConf and the containers become slurmd flags and
 // containers, ordinalPadding renames the pods.
+//
+// spec.ssh does not shape a Gantry pod (no sshd yet), so it is left out:
+// editing it must not replace every pod. The entry it always produced
+// while it was hashed stays, fixed, so that the revisions of existing
+// NodeSets keep their hashes and their pods are not replaced on upgrade.
 func revisionData(n *slinkyv1beta1.NodeSet) ([]byte, error) {
 	spec := map[string]any{
 		"template":       withReplace(n.Spec.Template),
 		"ordinalPadding": n.Spec.OrdinalPadding,
+		"ssh":            legacySshRevisionEntry(),
 	}
-	for key, v := range map[string]any{"slurmd": n.Spec.Slurmd, "logfile": n.Spec.LogFile, "ssh": n.Spec.Ssh} {
+	if n.Spec.OversubscribeNode {
+		// It drops the one-pod-per-node rule from the pods, so turning it
+		// on or off replaces them; unset it adds nothing, so the hashes of
+		// NodeSets made before the field existed do not change.
+		spec["oversubscribeNode"] = true
+	}
+	for key, v := range map[string]any{"slurmd": n.Spec.Slurmd, "logfile": n.Spec.LogFile} {
 		raw, err := toMap(v)
 		if err != nil {
 			return nil, err
@@ -51,6 +63,12 @@ func revisionData(n *slinkyv1beta1.NodeSet) ([]byte, error) {
 		spec["extraConf"] = n.Spec.ExtraConf
 	}
 	return json.Marshal(map[string]any{"spec": spec})
+}
+
+// legacySshRevisionEntry is what an unset spec.ssh contributed to the
+// revision data when ssh was hashed.
+func legacySshRevisionEntry() map[string]any {
+	return map[string]any{"$patch": "replace", "enabled": false, "sssdConfRef": map[string]any{"key": ""}}
 }
 
 func withReplace(v any) map[string]any {

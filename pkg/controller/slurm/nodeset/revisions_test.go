@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
@@ -26,7 +27,14 @@ func TestRevisionHashCoversPodShapingFields(t *testing.T) {
 		{"logfile container", func(n *slinkyv1beta1.NodeSet) { n.Spec.LogFile.Image = "busybox" }, true},
 		{"extraConf", func(n *slinkyv1beta1.NodeSet) { n.Spec.ExtraConf = "Weight=10" }, true},
 		{"ordinal padding", func(n *slinkyv1beta1.NodeSet) { n.Spec.OrdinalPadding = 3 }, true},
-		{"ssh", func(n *slinkyv1beta1.NodeSet) { n.Spec.Ssh.Enabled = true }, true},
+		{"oversubscribeNode", func(n *slinkyv1beta1.NodeSet) { n.Spec.OversubscribeNode = true }, true},
+		{"ssh does not (Gantry runs no sshd)", func(n *slinkyv1beta1.NodeSet) {
+			n.Spec.Ssh = slinkyv1beta1.NodeSetSsh{
+				Enabled:         true,
+				ExtraSshdConfig: "X11Forwarding no",
+				SssdConfRef:     corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "sssd"}, Key: "sssd.conf"},
+			}
+		}, false},
 		{"replicas do not shape a pod", func(n *slinkyv1beta1.NodeSet) { n.Spec.Replicas = ptr.To[int32](7) }, false},
 		{"update strategy does not", func(n *slinkyv1beta1.NodeSet) {
 			n.Spec.UpdateStrategy.Type = slinkyv1beta1.OnDeleteNodeSetStrategyType
@@ -49,6 +57,38 @@ func TestRevisionHashCoversPodShapingFields(t *testing.T) {
 			changed := RevisionHash(data, nil) != RevisionHash(baseData, nil)
 			if changed != tt.wantChange {
 				t.Errorf("hash changed = %v, want %v", changed, tt.wantChange)
+			}
+		})
+	}
+}
+
+// TestRevisionHashStable pins the hashes of revisions written before
+// spec.ssh left the revision data: a manager upgrade must not replace the
+// pods of existing NodeSets.
+func TestRevisionHashStable(t *testing.T) {
+	custom := testutil.MakeNodeSet("gpu", "ns", "slurm").Obj()
+	custom.Spec.Template.Metadata.Labels = map[string]string{"team": "a"}
+	custom.Spec.Template.Spec.PriorityClassName = "high"
+	custom.Spec.Slurmd.Image = "slurmd:26.05"
+	custom.Spec.LogFile.Image = "busybox"
+	custom.Spec.ExtraConf = "Features=gpu Weight=10"
+	custom.Spec.OrdinalPadding = 3
+	tests := []struct {
+		name    string
+		nodeSet *slinkyv1beta1.NodeSet
+		want    string
+	}{
+		{"defaults", testutil.MakeNodeSet("cpu", "ns", "slurm").Obj(), "6d66bff8bd"},
+		{"every hashed field set", custom, "77b8fc6f5d"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data, err := revisionData(tt.nodeSet)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := RevisionHash(data, nil); got != tt.want {
+				t.Errorf("hash = %s, want %s (data %s)", got, tt.want, data)
 			}
 		})
 	}
@@ -155,5 +195,36 @@ func TestBuildPodMergesUserTemplate(t *testing.T) {
 	}
 	if claim != "scratch-gpu-2" {
 		t.Errorf("claim volume = %q, want scratch-gpu-2", claim)
+	}
+}
+
+// TestOversubscribeNode: by default a NodeSet keeps one slurmd pod per
+// Kubernetes node (required anti-affinity, the user's terms added to it);
+// with oversubscribeNode the rule is dropped and only the user's remain.
+func TestOversubscribeNode(t *testing.T) {
+	userTerm := corev1.PodAffinityTerm{TopologyKey: "zone", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"x": "y"}}}
+	n := testutil.MakeNodeSet("cpu", "ns", "slurm").Obj()
+	n.Spec.Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{userTerm},
+	}}
+	terms := func(p *corev1.Pod) []corev1.PodAffinityTerm {
+		if p.Spec.Affinity == nil || p.Spec.Affinity.PodAntiAffinity == nil {
+			return nil
+		}
+		return p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	in := PodInputs{Controller: testutil.MakeController("slurm", "ns").Keys("keys").Obj()}
+	got := terms(BuildPod(n, 0, in))
+	if len(got) != 2 || got[0].TopologyKey != corev1.LabelHostname || got[1].TopologyKey != "zone" {
+		t.Errorf("default anti-affinity = %+v, want one pod per hostname plus the user's term", got)
+	}
+	n.Spec.OversubscribeNode = true
+	got = terms(BuildPod(n, 0, in))
+	if len(got) != 1 || got[0].TopologyKey != "zone" {
+		t.Errorf("oversubscribed anti-affinity = %+v, want only the user's term", got)
+	}
+	n.Spec.Template.Spec.Affinity = nil
+	if got := terms(BuildPod(n, 0, in)); len(got) != 0 {
+		t.Errorf("oversubscribed anti-affinity without the user's = %+v, want none", got)
 	}
 }
