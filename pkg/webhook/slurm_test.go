@@ -467,9 +467,8 @@ func TestControllerSlinkyFieldsGantryLacks(t *testing.T) {
 			want: "spec.ha.enabled: Invalid value: true: not supported by Gantry yet: Gantry runs one slurmctld without backup controllers",
 		},
 		{
-			name:   "inplaceReconfigure",
+			name:   "inplaceReconfigure is supported",
 			mutate: func(c *slinkyv1beta1.Controller) { c.Spec.InplaceReconfigure = true },
-			want:   "spec.inplaceReconfigure: Invalid value: true: not supported by Gantry yet: Gantry replaces the slurmctld pod when its configuration changes",
 		},
 	}
 	for _, tc := range tests {
@@ -486,9 +485,10 @@ func TestControllerSlinkyFieldsGantryLacks(t *testing.T) {
 		})
 	}
 
-	// A Controller stored with inplaceReconfigure keeps its metadata editable.
+	// A Controller stored with ha keeps its metadata editable.
 	stored := sampleController(t)
-	stored.Spec.InplaceReconfigure = true
+	stored.Spec.HighAvailability.Enabled = true
+	stored.Spec.Persistence.ExistingClaim = "slurmctld-state"
 	relabelled := stored.DeepCopy()
 	relabelled.Labels = map[string]string{"team": "hpc"}
 	_, err := controllerValidator(t).ValidateUpdate(context.Background(), stored, relabelled)

@@ -76,11 +76,6 @@ func unsupportedControllerFields(c *slinkyv1beta1.Controller) field.ErrorList {
 			"Gantry runs one slurmctld without backup controllers (its state survives restarts on the persistence volume); "+
 			"set ha.enabled to false"))
 	}
-	if c.Spec.InplaceReconfigure {
-		errs = append(errs, field.Invalid(slurmSpec.Child("inplaceReconfigure"), true, notSupportedYet+
-			"Gantry replaces the slurmctld pod when its configuration changes (slurm.conf is read at start); "+
-			"set inplaceReconfigure to false"))
-	}
 	return errs
 }
 

@@ -116,8 +116,9 @@ spec:
 			n.Spec.PinToNode = true
 		}, `admission webhook "vnodeset.slinky.slurm.net" denied the request`, "spec.pinToNode: Invalid value: true: not supported by Gantry yet")
 		expectUpdateDenied(t, c, key, &slinkyv1beta1.Controller{}, func(s *slinkyv1beta1.Controller) {
-			s.Spec.InplaceReconfigure = true
-		}, `admission webhook "vcontroller.slinky.slurm.net" denied the request`, "spec.inplaceReconfigure: Invalid value: true: not supported by Gantry yet")
+			s.Spec.HighAvailability.Enabled = true
+			s.Spec.Persistence.ExistingClaim = "slurmctld-state"
+		}, `admission webhook "vcontroller.slinky.slurm.net" denied the request`, "spec.ha.enabled: Invalid value: true: not supported by Gantry yet")
 	})
 
 	t.Run("invalid manifests are denied", func(t *testing.T) {

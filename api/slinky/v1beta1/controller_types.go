@@ -68,16 +68,17 @@ type ControllerSpec struct {
 	// +optional
 	Slurmctld ContainerWrapper `json:"slurmctld,omitzero"`
 
-	// InplaceReconfigure applies slurm.conf changes with `scontrol
-	// reconfigure` from a sidecar, keeping the slurmctld pod; when false the
-	// pod is replaced on a configuration change and reads the new files at
-	// start. Gantry always replaces the pod: admission refuses true.
+	// InplaceReconfigure applies configuration changes (slurm.conf and the
+	// other files Gantry mounts) with `scontrol reconfigure` from a sidecar,
+	// keeping the slurmctld pod; when false the pod is replaced on a
+	// configuration change and reads the new files at start. A change of a
+	// key replaces the pod either way.
 	// +optional
 	// +kubebuilder:default=false
 	InplaceReconfigure bool `json:"inplaceReconfigure,omitempty"`
 
-	// Reconfigure overrides the reconfigure sidecar container, which runs
-	// only with inplaceReconfigure.
+	// Reconfigure overrides the reconfigure sidecar container (by default
+	// the slurmctld image), which runs only with inplaceReconfigure.
 	// +optional
 	Reconfigure ContainerWrapper `json:"reconfigure,omitzero"`
 

@@ -1,10 +1,13 @@
 package controller
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -253,5 +256,63 @@ func TestBuildStatefulSet(t *testing.T) {
 				t.Errorf("builder modified the Controller:\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestInplaceReconfigure: by default a slurm.conf change rolls the
+// slurmctld pod (its hash is on the template); with inplaceReconfigure the
+// template carries no config hash, so it does not change, and a reconfigure
+// sidecar watches the mounted files instead. Key hashes roll it either way.
+func TestInplaceReconfigure(t *testing.T) {
+	images := common.DefaultImages()
+	build := func(c *slinkyv1beta1.Controller, configHash, keyHash string) *appsv1.StatefulSet {
+		return BuildStatefulSet(c, PodInputs{ConfigHash: configHash, SlurmKeyHash: keyHash, Images: images})
+	}
+	sidecar := func(sts *appsv1.StatefulSet) *corev1.Container {
+		for i := range sts.Spec.Template.Spec.InitContainers {
+			if c := &sts.Spec.Template.Spec.InitContainers[i]; c.Name == "reconfigure" {
+				return c
+			}
+		}
+		return nil
+	}
+	restart := testutil.MakeController("slurm", "ns").Keys("k").Obj()
+	if a, b := build(restart, "conf-1", "key"), build(restart, "conf-2", "key"); equality.Semantic.DeepEqual(a.Spec.Template, b.Spec.Template) {
+		t.Error("by default a new slurm.conf must change the pod template (and roll the pod)")
+	} else if sidecar(a) != nil {
+		t.Error("no reconfigure sidecar without inplaceReconfigure")
+	}
+
+	inplace := restart.DeepCopy()
+	inplace.Spec.InplaceReconfigure = true
+	a, b := build(inplace, "conf-1", "key"), build(inplace, "conf-2", "key")
+	if !equality.Semantic.DeepEqual(a.Spec.Template, b.Spec.Template) {
+		t.Error("with inplaceReconfigure a new slurm.conf must not change the pod template")
+	}
+	if equality.Semantic.DeepEqual(a.Spec.Template, build(inplace, "conf-1", "key-2").Spec.Template) {
+		t.Error("a new key must still change the pod template")
+	}
+	sc := sidecar(a)
+	if sc == nil {
+		t.Fatal("no reconfigure sidecar")
+	}
+	if sc.Image != images.Slurmctld || sc.RestartPolicy == nil || *sc.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+		t.Errorf("sidecar image %q restartPolicy %v: want the slurmctld image, restartPolicy Always", sc.Image, sc.RestartPolicy)
+	}
+	if got := sc.Command[len(sc.Command)-1]; got != ReconfigureScript || !strings.Contains(got, "scontrol reconfigure") {
+		t.Errorf("sidecar runs %q", got)
+	}
+	mounts := map[string]string{}
+	for _, m := range sc.VolumeMounts {
+		mounts[m.Name] = m.MountPath
+	}
+	if mounts[common.SlurmEtcVolume] != common.SlurmEtcDir || mounts[common.SlurmAuthSocketVolume] != common.SlurmctldAuthSocketDir {
+		t.Errorf("sidecar mounts %v: want the config and slurmctld's auth socket", mounts)
+	}
+
+	custom := inplace.DeepCopy()
+	custom.Spec.Reconfigure.Image = "registry.example/slurmctld:mine"
+	if got := sidecar(build(custom, "c", "k")).Image; got != "registry.example/slurmctld:mine" {
+		t.Errorf("spec.reconfigure.image ignored: %q", got)
 	}
 }

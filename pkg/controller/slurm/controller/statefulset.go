@@ -1,6 +1,7 @@
 package controller
 
 import (
+	_ "embed"
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -21,8 +22,9 @@ var DefaultStateSaveStorage = resource.MustParse("4Gi")
 
 // PodInputs are what the slurmctld pod depends on besides the Controller.
 // The hashes cover contents the pod mounts but does not embed; each is an
-// annotation on the pod template, so a change of slurm.conf or of a key
-// rolls the pod (slurmctld reads both only at start-up).
+// annotation on the pod template, so a change of a key rolls the pod
+// (slurmctld reads keys only at start-up), and so does a change of
+// slurm.conf unless the Controller reconfigures in place.
 type PodInputs struct {
 	ConfigHash   string
 	SlurmKeyHash string
@@ -87,9 +89,14 @@ func stateSaveClaim(c *slinkyv1beta1.Controller) corev1.PersistentVolumeClaim {
 func podTemplate(c *slinkyv1beta1.Controller, in PodInputs) corev1.PodTemplateSpec {
 	annotations := map[string]string{
 		common.AnnotationDefaultContainer: common.AppSlurmctld,
-		common.AnnotationSlurmConfigHash:  in.ConfigHash,
 		common.AnnotationSlurmKeyHash:     in.SlurmKeyHash,
 		common.AnnotationJwtKeyHash:       in.JwtKeyHash,
+	}
+	sidecars := []corev1.Container{common.LogfileSidecar(c.Spec.LogFile.Container, in.Images.Logfile, common.SlurmctldLogFilePath)}
+	if c.Spec.InplaceReconfigure {
+		sidecars = append([]corev1.Container{reconfigureSidecar(c, in.Images.Slurmctld)}, sidecars...)
+	} else {
+		annotations[common.AnnotationSlurmConfigHash] = in.ConfigHash
 	}
 	base := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{
@@ -99,7 +106,7 @@ func podTemplate(c *slinkyv1beta1.Controller, in PodInputs) corev1.PodTemplateSp
 		Spec: corev1.PodSpec{
 			AutomountServiceAccountToken: ptr.To(false),
 			Containers:                   []corev1.Container{slurmctldContainer(c, in.Images.Slurmctld)},
-			InitContainers:               []corev1.Container{common.LogfileSidecar(c.Spec.LogFile.Container, in.Images.Logfile, common.SlurmctldLogFilePath)},
+			InitContainers:               sidecars,
 			SecurityContext: &corev1.PodSecurityContext{
 				RunAsNonRoot: ptr.To(true),
 				RunAsUser:    ptr.To(common.SlurmUserUID),
@@ -111,6 +118,36 @@ func podTemplate(c *slinkyv1beta1.Controller, in PodInputs) corev1.PodTemplateSp
 	}
 	user := common.UserPodTemplate(c.Spec.Template.Metadata.Labels, c.Spec.Template.Metadata.Annotations, c.Spec.Template.Spec.PodSpec)
 	return builder.MergePodTemplate(base, user)
+}
+
+// ReconfigureScript is the reconfigure sidecar's program (bash).
+//
+//go:embed reconfigure.sh
+var ReconfigureScript string
+
+// reconfigureSidecar runs beside slurmctld when the Controller reconfigures
+// in place: it watches the mounted configuration and runs `scontrol
+// reconfigure` when it changes, so a new NodeSet or partition reaches
+// slurmctld without replacing its pod. It runs from the slurmctld image
+// (which has scontrol, bash and tini) unless spec.reconfigure names another,
+// and talks to slurmctld through its auth socket.
+func reconfigureSidecar(c *slinkyv1beta1.Controller, image string) corev1.Container {
+	base := corev1.Container{
+		Name:          "reconfigure",
+		Image:         image,
+		Command:       []string{"tini", "-g", "--", "bash", "-c", ReconfigureScript},
+		RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways),
+		SecurityContext: &corev1.SecurityContext{
+			RunAsNonRoot: ptr.To(true),
+			RunAsUser:    ptr.To(common.SlurmUserUID),
+			RunAsGroup:   ptr.To(common.SlurmUserGID),
+		},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: common.SlurmEtcVolume, MountPath: common.SlurmEtcDir, ReadOnly: true},
+			{Name: common.SlurmAuthSocketVolume, MountPath: common.SlurmctldAuthSocketDir, ReadOnly: true},
+		},
+	}
+	return builder.MergeContainer(base, c.Spec.Reconfigure.Container)
 }
 
 func slurmctldContainer(c *slinkyv1beta1.Controller, image string) corev1.Container {

@@ -1,0 +1,96 @@
+package realslurm
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/controller"
+)
+
+// TestReconfigureSidecarScript runs the reconfigure sidecar's own script
+// (the one a Controller with inplaceReconfigure runs beside slurmctld)
+// against the real slurmctld: a partition added to slurm.conf reaches
+// slurmctld without a restart, which it would not otherwise (slurmctld
+// reads slurm.conf only when asked).
+func TestReconfigureSidecarScript(t *testing.T) {
+	c := requireCluster(t)
+	confPath := filepath.Join(c.root, "etc", "slurm", "slurm.conf")
+	original, err := os.ReadFile(confPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	partition := uniqueName("reconf")
+	showPartition := func() (string, error) { return execInRoot(c.root, "scontrol", "show", "partition", partition) }
+	if out, err := showPartition(); err == nil {
+		t.Fatalf("partition %s exists before the change: %s", partition, out)
+	}
+
+	script := filepath.Join(c.root, "run", "gantry-reconfigure.sh")
+	if err := os.WriteFile(script, []byte(controller.ReconfigureScript), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var log lockedBuffer
+	sidecar := exec.CommandContext(ctx, "chroot", c.root, "env", "SLURM_CONF_DIR=/etc/slurm", "POLL_SECONDS=1", "bash", "/run/gantry-reconfigure.sh")
+	sidecar.Stdout, sidecar.Stderr = &log, &log
+	sidecar.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	sidecar.Cancel = func() error { return syscall.Kill(-sidecar.Process.Pid, syscall.SIGKILL) }
+	if err := sidecar.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = sidecar.Wait()
+		_ = os.WriteFile(confPath, original, 0o644)
+		_, _ = execInRoot(c.root, "scontrol", "reconfigure")
+		_ = os.Remove(script)
+		t.Logf("sidecar output:\n%s", log.String())
+	})
+	// Let it take its first look at the files before they change.
+	time.Sleep(2 * time.Second)
+
+	changed := append(bytes.Clone(original), []byte("PartitionName="+partition+" Nodes=ALL State=UP MaxTime=INFINITE\n")...)
+	if err := os.WriteFile(confPath, changed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := showPartition()
+		if err == nil && strings.Contains(out, "PartitionName="+partition) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("slurmctld does not know partition %s 30s after slurm.conf changed: %v %s", partition, err, out)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	if !strings.Contains(log.String(), "asking slurmctld to reconfigure") {
+		t.Errorf("the sidecar did not say it reconfigured:\n%s", log.String())
+	}
+}
+
+// lockedBuffer collects a process's output while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
