@@ -78,6 +78,14 @@
   - patch
 - apiGroups:
   - ""
+  resources:
+  - pods/status
+  verbs:
+  - get
+  - patch
+  - update
+- apiGroups:
+  - ""
   - events.k8s.io
   resources:
   - events

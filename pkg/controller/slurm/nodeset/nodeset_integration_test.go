@@ -205,6 +205,24 @@ func TestNodeSetIntegration(t *testing.T) {
 		g.Eventually(podTopology).Should(HaveKeyWithValue(slinkyv1beta1.AnnotationNodeTopologySpec, "topo-switch:s1"))
 		g.Eventually(func() string { n, _ := slurmd.Node("topo-0"); return n.Topology }).Should(Equal("topo-switch:s1"))
 
+		// The pod shows its node's Slurm state, and the node names its pod.
+		conditionTypes := func(g Gomega) []corev1.PodConditionType {
+			g.Expect(h.c.Get(h.ctx, h.key("topo-0"), pod)).To(Succeed())
+			var out []corev1.PodConditionType
+			for _, c := range pod.Status.Conditions {
+				out = append(out, c.Type)
+			}
+			return out
+		}
+		g.Eventually(conditionTypes).Should(ContainElement(corev1.PodConditionType("SlurmNodeStateIdle")))
+		g.Eventually(func() string { n, _ := slurmd.Node("topo-0"); return n.Comment }).Should(MatchJSON(
+			`{"namespace":"` + h.ns + `","podName":"topo-0","node":"kn-topo","nodeSetName":"topo","nodeSetUID":"` + string(h.nodeSet(g, "topo").UID) + `"}`))
+		slurmd.SetNode(slurm.Node{Name: "topo-0", State: []slurm.NodeState{slurm.NodeStateIdle, slurm.NodeStateDrain}, Reason: "bad DIMM",
+			Topology: "topo-switch:s1", Comment: func() string { n, _ := slurmd.Node("topo-0"); return n.Comment }()})
+		h.poke(g, "topo-0")
+		g.Eventually(conditionTypes).Should(ContainElements(corev1.PodConditionType("SlurmNodeStateIdle"), corev1.PodConditionType("SlurmNodeStateDrain")))
+		g.Expect(conditionTypes(g)).To(ContainElement(corev1.PodReady), "the kubelet's conditions stay")
+
 		// The Node moves to another switch: both follow.
 		g.Expect(h.c.Get(h.ctx, client.ObjectKeyFromObject(node), node)).To(Succeed())
 		node.Annotations[slinkyv1beta1.AnnotationNodeTopologySpec] = "topo-switch:s2"
