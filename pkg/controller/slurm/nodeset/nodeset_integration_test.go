@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -237,6 +238,28 @@ func TestNodeSetIntegration(t *testing.T) {
 		g.Expect(h.c.Update(h.ctx, node)).To(Succeed())
 		g.Eventually(podTopology).ShouldNot(HaveKey(slinkyv1beta1.AnnotationNodeTopologySpec))
 		g.Consistently(func() string { n, _ := slurmd.Node("topo-0"); return n.Topology }).Should(Equal("topo-switch:s2"))
+	})
+
+	t.Run("a failed pod is recreated only after its back-off", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(h.c.Create(h.ctx, testutil.MakeNodeSet("flaky", h.ns, "norest").Obj())).To(Succeed())
+		g.Eventually(h.liveNames("flaky")).Should(Equal([]string{"flaky-0"}))
+		pod := &corev1.Pod{}
+		g.Expect(h.c.Get(h.ctx, h.key("flaky-0"), pod)).To(Succeed())
+		failedUID := pod.UID
+		pod.Status.Phase = corev1.PodFailed
+		g.Expect(h.c.Status().Update(h.ctx, pod)).To(Succeed())
+		failedAt := time.Now()
+		g.Eventually(func() bool {
+			err := h.c.Get(h.ctx, h.key("flaky-0"), pod)
+			return apierrors.IsNotFound(err) || (err == nil && pod.UID != failedUID)
+		}).Should(BeTrue(), "the failed pod is deleted")
+		// Not at once: the first back-off is 10 s.
+		g.Consistently(func() error { return h.c.Get(h.ctx, h.key("flaky-0"), &corev1.Pod{}) }).
+			WithTimeout(nodeset.FailedPodBackoffInitial - 3*time.Second).Should(MatchError(apierrors.IsNotFound, "NotFound"))
+		g.Eventually(func() error { return h.c.Get(h.ctx, h.key("flaky-0"), pod) }).WithTimeout(20 * time.Second).Should(Succeed())
+		g.Expect(time.Since(failedAt)).To(BeNumerically(">=", nodeset.FailedPodBackoffInitial-time.Second))
+		g.Expect(pod.UID).NotTo(Equal(failedUID))
 	})
 
 	t.Run("rolling update respects maxUnavailable", func(t *testing.T) {

@@ -73,6 +73,8 @@ type Reconciler struct {
 	recorder     events.EventRecorder
 	clients      ClientSource
 	expectations *expectations.Expectations
+	// backoff delays the replacement of failed pods.
+	backoff *failedPodBackoff
 	// Images fill in container images the NodeSet leaves empty.
 	Images common.Images
 	// Now is the clock; tests replace it.
@@ -90,6 +92,7 @@ func NewReconciler(c client.Client, apiReader client.Reader, clients ClientSourc
 		recorder:     recorder,
 		clients:      clients,
 		expectations: expectations.New(),
+		backoff:      newFailedPodBackoff(FailedPodBackoffInitial, FailedPodBackoffMax),
 		Images:       common.DefaultImages(),
 		Now:          time.Now,
 	}

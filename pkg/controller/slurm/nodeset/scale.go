@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,10 +51,21 @@ func (r *Reconciler) scaleOut(ctx context.Context, n *slinkyv1beta1.NodeSet, run
 	}
 	in := PodInputs{Controller: controller, RevisionHash: run.revisions.hash(), Images: r.Images}
 	toCreate := make([]*corev1.Pod, 0, count)
-	for ordinal := 0; len(toCreate) < count; ordinal++ {
-		if !used[ordinal] {
-			toCreate = append(toCreate, BuildPod(n, ordinal, in))
+	var waiting []string
+	for ordinal := 0; len(toCreate)+len(waiting) < count; ordinal++ {
+		if used[ordinal] {
+			continue
 		}
+		pod := BuildPod(n, ordinal, in)
+		if wait := r.backoff.wait(client.ObjectKeyFromObject(pod).String(), r.Now()); wait > 0 {
+			waiting = append(waiting, pod.Name)
+			run.requeue.After(wait)
+			continue
+		}
+		toCreate = append(toCreate, pod)
+	}
+	if len(waiting) > 0 {
+		r.recordf(n, corev1.EventTypeNormal, ReasonBackOff, "Waiting to recreate failed Pods %s (back-off)", strings.Join(waiting, ", "))
 	}
 
 	r.expectations.ExpectCreations(run.key, expectationGroup, len(toCreate))
@@ -239,6 +251,10 @@ func (r *Reconciler) steadyState(ctx context.Context, n *slinkyv1beta1.NodeSet, 
 	errs = append(errs, forEachPod(livePods(pods), func(pod *corev1.Pod) error {
 		if isTerminal(pod) {
 			// No slurmd runs in a finished pod, so nothing can be killed.
+			// A failed one comes back only after its back-off.
+			if pod.Status.Phase == corev1.PodFailed {
+				r.backoff.failed(client.ObjectKeyFromObject(pod).String(), r.Now())
+			}
 			return r.deletePod(ctx, n, run, pod, "")
 		}
 		if identityMatches(n, pod) {

@@ -23,6 +23,8 @@ const (
 	ReasonSlurmUnreachable = "SlurmUnreachable"
 	// ReasonAdopted: a pod another operator made (Slinky's) is now Gantry's.
 	ReasonAdopted = "Adopted"
+	// ReasonBackOff: failed pods wait before they are created again.
+	ReasonBackOff = "BackOff"
 )
 
 // maxNamesInEvent keeps an event about a thousand pods readable.
