@@ -27,6 +27,7 @@ import (
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	trainerv1alpha1 "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	"github.com/gantry-dev/gantry/pkg/slurm"
 )
 
 // sampleRun is how one group of samples is applied and what a user sees
@@ -123,6 +124,20 @@ var sampleRuns = map[string]sampleRun{
 				g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, s)).To(Succeed(), "generated key Secret %s", name)
 				expectControlledBy(g, s, c)
 			}
+		}},
+	"Slurm Token signed with the Controller's generated key": {
+		files: []string{"slinky_v1beta1_controller.yaml", "slinky_v1beta1_token.yaml"},
+		check: func(g Gomega, ctx context.Context, ns string) {
+			tok := &slinkyv1beta1.Token{}
+			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "slurm-token"}, tok)).To(Succeed())
+			g.Expect(meta.IsStatusConditionTrue(tok.Status.Conditions, "Ready")).To(BeTrue(), "Token: %v", tok.Status.Conditions)
+			key := &corev1.Secret{}
+			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "slurm-auth-jwt"}, key)).To(Succeed())
+			s := &corev1.Secret{}
+			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "slurm-token-jwt-slurm"}, s)).To(Succeed())
+			claims, err := slurm.VerifyToken(key.Data["jwt.key"], string(s.Data["SLURM_JWT"]))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(claims.UserName).To(Equal("slurm"))
 		}},
 	"TrainJob on the shipped torch runtime": {files: []string{"trainer_v1alpha1_trainjob.yaml"},
 		check: trainJobCompleteIn("trainer_v1alpha1_trainjob.yaml")},

@@ -6,6 +6,8 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -131,6 +133,27 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 			g.Expect(cond).NotTo(BeNil())
 			g.Expect(cond.Status).To(Equal(metav1.ConditionTrue), cond.Message)
 		}).WithTimeout(time.Minute).Should(Succeed(), "the NodeSet polls Slurm every 30 s")
+	})
+
+	It("issues a Token whose JWT slurmrestd accepts", func(ctx SpecContext) {
+		user := envOr("GANTRY_SLURM_USER", "slurm")
+		createStrict(ctx, &slinkyv1beta1.Token{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "rest"}, Spec: slinkyv1beta1.TokenSpec{
+			JwtKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "keys"}, Key: "jwt.key"},
+			Username:  user,
+		}})
+		secret := &corev1.Secret{}
+		Eventually(ctx, func() error {
+			return k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "rest-jwt-" + user}, secret)
+		}).Should(Succeed())
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, slurm.url+"/slurm/v0.0.44/ping/", nil)
+		Expect(err).NotTo(HaveOccurred())
+		req.Header.Set("X-SLURM-USER-NAME", user)
+		req.Header.Set("X-SLURM-USER-TOKEN", string(secret.Data["SLURM_JWT"]))
+		resp, err := http.DefaultClient.Do(req)
+		Expect(err).NotTo(HaveOccurred())
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		Expect(resp.StatusCode).To(Equal(http.StatusOK), "slurmrestd refused the Token's JWT: %s", body)
 	})
 
 	It("drains the Slurm node of a cordoned Kubernetes Node and resumes it on uncordon", func(ctx SpecContext) {

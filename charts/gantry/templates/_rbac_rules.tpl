@@ -35,6 +35,7 @@
   - ""
   resources:
   - configmaps
+  - secrets
   - serviceaccounts
   - services
   verbs:
@@ -49,7 +50,6 @@
   - ""
   resources:
   - persistentvolumeclaims
-  - secrets
   verbs:
   - create
   - get
@@ -229,6 +229,7 @@
   resources:
   - controllers
   - restapis
+  - tokens
   verbs:
   - get
   - list
@@ -248,6 +249,7 @@
   - nodesets/scale
   - nodesets/status
   - restapis/status
+  - tokens/status
   verbs:
   - get
   - patch

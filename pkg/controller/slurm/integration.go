@@ -14,6 +14,7 @@ import (
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/controller"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/nodeset"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/restapi"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/token"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 )
 
@@ -52,5 +53,8 @@ func setup(_ context.Context, mgr ctrl.Manager, opts workload.Options) error {
 	clients := restapi.NewClientResolver(mgr.GetClient(), mgr.GetAPIReader(), restapi.ResolverOptions{
 		AllowEndpointOverride: opts.Features != nil && opts.Features.Enabled(SlurmrestdURLOverride),
 	})
-	return nodeset.SetupWithManager(mgr, clients, opts.MaxConcurrentReconciles)
+	if err := nodeset.SetupWithManager(mgr, clients, opts.MaxConcurrentReconciles); err != nil {
+		return err
+	}
+	return token.SetupWithManager(mgr, opts.MaxConcurrentReconciles)
 }

@@ -1,0 +1,25 @@
+package token
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+)
+
+// SetupWithManager registers a Token reconciler built from the manager's
+// client, API reader and event recorder.
+//
+// Watches: the Token and the Secret it owns (metadata only: the manager
+// caches no Secret data).
+func SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
+	r := NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(Name))
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		For(&slinkyv1beta1.Token{}).
+		Owns(&corev1.Secret{}, builder.OnlyMetadata).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(maxConcurrentReconciles, 1)}).
+		Complete(r)
+}

@@ -1,0 +1,131 @@
+package token_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/token"
+	"github.com/gantry-dev/gantry/pkg/slurm"
+	"github.com/gantry-dev/gantry/test/testenv"
+)
+
+// TestToken: a Token keeps a JWT for its user, signed with the cluster's
+// key, in a Secret it owns; with refresh the JWT is issued again before it
+// expires, without refresh the Secret is immutable and the JWT kept; a
+// missing signing key is reported, and a Secret of the same name that is
+// not the Token's is never overwritten.
+func TestToken(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(30 * time.Second)
+	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	env := testenv.Start(t, testenv.Options{AddToScheme: []func(*runtime.Scheme) error{slinkyv1beta1.AddToScheme}})
+	testutil.StartManager(t, env, func(mgr ctrl.Manager) error { return token.SetupWithManager(mgr, 1) })
+	ctx := context.Background()
+	c := env.Client
+	const ns = "tokens"
+	key := []byte("the-cluster-jwt-key")
+	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	g.Expect(c.Create(ctx, testutil.MakeSecret("keys", ns, map[string]string{"jwt.key": string(key)}))).To(Succeed())
+	keyRef := &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "keys"}, Key: "jwt.key"}
+	newToken := func(name, user string, lifetime time.Duration, refresh bool) *slinkyv1beta1.Token {
+		return &slinkyv1beta1.Token{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: slinkyv1beta1.TokenSpec{
+			JwtKeyRef: keyRef, Username: user, Lifetime: &metav1.Duration{Duration: lifetime}, Refresh: ptr.To(refresh)}}
+	}
+	jwtIn := func(g Gomega, secret string, k string) (slurm.TokenClaims, *corev1.Secret) {
+		s := &corev1.Secret{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: secret}, s)).To(Succeed())
+		claims, err := slurm.VerifyToken(key, string(s.Data[k]))
+		g.Expect(err).NotTo(HaveOccurred(), "the token verifies with the cluster's key")
+		return claims, s
+	}
+	readyOf := func(g Gomega, name string) *metav1.Condition {
+		tok := &slinkyv1beta1.Token{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, tok)).To(Succeed())
+		return meta.FindStatusCondition(tok.Status.Conditions, token.ConditionReady)
+	}
+
+	t.Run("a refreshed token is issued again before it expires", func(t *testing.T) {
+		g := newG(t)
+		tok := newToken("submit", "alice", 5*time.Second, true)
+		g.Expect(c.Create(ctx, tok)).To(Succeed())
+		var first slurm.TokenClaims
+		g.Eventually(func(g Gomega) {
+			claims, s := jwtIn(g, "submit-jwt-alice", "SLURM_JWT")
+			g.Expect(claims.UserName).To(Equal("alice"))
+			g.Expect(claims.ExpiresAt - claims.IssuedAt).To(Equal(int64(5)))
+			g.Expect(s.Immutable).To(HaveValue(BeFalse()))
+			g.Expect(metav1.IsControlledBy(s, tok)).To(BeTrue())
+			first = claims
+		}).Should(Succeed())
+		g.Eventually(func(g Gomega) *metav1.Condition { return readyOf(g, "submit") }).
+			Should(And(Not(BeNil()), HaveField("Status", metav1.ConditionTrue), HaveField("Reason", token.ReasonIssued)))
+		// Renewed at 80% of its life: within 5 s, before the old one expires.
+		g.Eventually(func(g Gomega) int64 {
+			claims, _ := jwtIn(g, "submit-jwt-alice", "SLURM_JWT")
+			return claims.IssuedAt
+		}).WithTimeout(10 * time.Second).Should(BeNumerically(">", first.IssuedAt))
+	})
+
+	t.Run("without refresh the Secret is immutable and the token kept", func(t *testing.T) {
+		g := newG(t)
+		tok := newToken("once", "bob", 2*time.Second, false)
+		tok.Spec.SecretRef = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "bob-token"}, Key: "token"}
+		g.Expect(c.Create(ctx, tok)).To(Succeed())
+		var first slurm.TokenClaims
+		g.Eventually(func(g Gomega) {
+			claims, s := jwtIn(g, "bob-token", "token")
+			g.Expect(s.Immutable).To(HaveValue(BeTrue()))
+			first = claims
+		}).Should(Succeed())
+		g.Consistently(func(g Gomega) slurm.TokenClaims {
+			claims, _ := jwtIn(g, "bob-token", "token")
+			return claims
+		}).WithTimeout(4 * time.Second).Should(Equal(first))
+	})
+
+	t.Run("a missing signing key and someone else's Secret are reported", func(t *testing.T) {
+		g := newG(t)
+		noKey := newToken("nokey", "carol", time.Minute, true)
+		noKey.Spec.JwtKeyRef = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "missing"}, Key: "jwt.key"}
+		g.Expect(c.Create(ctx, noKey)).To(Succeed())
+		g.Eventually(func(g Gomega) *metav1.Condition { return readyOf(g, "nokey") }).
+			Should(And(Not(BeNil()), HaveField("Status", metav1.ConditionFalse), HaveField("Reason", token.ReasonSigningKeyNotFound)))
+
+		g.Expect(c.Create(ctx, testutil.MakeSecret("theirs-jwt-dave", ns, map[string]string{"SLURM_JWT": "not ours"}))).To(Succeed())
+		g.Expect(c.Create(ctx, newToken("theirs", "dave", time.Minute, true))).To(Succeed())
+		g.Eventually(func(g Gomega) *metav1.Condition { return readyOf(g, "theirs") }).
+			Should(And(Not(BeNil()), HaveField("Status", metav1.ConditionFalse), HaveField("Reason", token.ReasonSecretNotOwned)))
+		s := &corev1.Secret{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "theirs-jwt-dave"}, s)).To(Succeed())
+		g.Expect(string(s.Data["SLURM_JWT"])).To(Equal("not ours"))
+		g.Eventually(func(g Gomega) []string {
+			list := &eventsv1.EventList{}
+			g.Expect(c.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+			var reasons []string
+			for _, e := range list.Items {
+				reasons = append(reasons, e.Reason)
+			}
+			return reasons
+		}).Should(ContainElements(token.ReasonTokenIssued, token.ReasonSigningKeyNotFound, token.ReasonSecretNotOwned))
+	})
+}
+
+func newG(t *testing.T) *WithT {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(30 * time.Second)
+	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	return g
+}
