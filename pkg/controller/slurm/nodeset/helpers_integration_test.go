@@ -148,6 +148,22 @@ func (h *harness) kubelet(g Gomega, nodeSet string, f *fake.Client) {
 	}
 }
 
+// onePodOn creates node and a one-pod NodeSet of the "slurm" Controller,
+// binds its pod to node and runs it (see kubelet); it returns the pod.
+func (h *harness) onePodOn(g Gomega, nodeSet string, node *corev1.Node, f *fake.Client) *corev1.Pod {
+	g.Expect(h.c.Create(h.ctx, node)).To(Succeed())
+	g.Expect(h.c.Create(h.ctx, testutil.MakeNodeSet(nodeSet, h.ns, "slurm").Obj())).To(Succeed())
+	g.Eventually(h.liveNames(nodeSet)).Should(Equal([]string{nodeSet + "-0"}))
+	pod := &corev1.Pod{}
+	g.Expect(h.c.Get(h.ctx, h.key(nodeSet+"-0"), pod)).To(Succeed())
+	g.Expect(h.c.SubResource("binding").Create(h.ctx, pod, &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: h.ns},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: node.Name},
+	})).To(Succeed())
+	h.kubelet(g, nodeSet, f)
+	return pod
+}
+
 // poke changes an annotation of the pod, which wakes its NodeSet: Slurm
 // sends no event when a job ends.
 func (h *harness) poke(g Gomega, pod string) {

@@ -144,16 +144,7 @@ func TestNodeSetIntegration(t *testing.T) {
 	t.Run("cordoning a Kubernetes Node drains the Slurm node of its pod", func(t *testing.T) {
 		g := NewWithT(t)
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "kn-1"}}
-		g.Expect(h.c.Create(h.ctx, node)).To(Succeed())
-		g.Expect(h.c.Create(h.ctx, testutil.MakeNodeSet("cord", h.ns, "slurm").Obj())).To(Succeed())
-		g.Eventually(h.liveNames("cord")).Should(Equal([]string{"cord-0"}))
-		pod := &corev1.Pod{}
-		g.Expect(h.c.Get(h.ctx, h.key("cord-0"), pod)).To(Succeed())
-		g.Expect(h.c.SubResource("binding").Create(h.ctx, pod, &corev1.Binding{
-			ObjectMeta: metav1.ObjectMeta{Name: "cord-0", Namespace: h.ns},
-			Target:     corev1.ObjectReference{Kind: "Node", Name: "kn-1"},
-		})).To(Succeed())
-		h.kubelet(g, "cord", slurmd)
+		pod := h.onePodOn(g, "cord", node, slurmd)
 
 		node.Spec.Unschedulable = true
 		node.Annotations = map[string]string{slinkyv1beta1.AnnotationNodeCordonReason: "kernel\nupgrade"}
@@ -189,16 +180,7 @@ func TestNodeSetIntegration(t *testing.T) {
 		g := NewWithT(t)
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "kn-topo",
 			Annotations: map[string]string{slinkyv1beta1.AnnotationNodeTopologySpec: "topo-switch:s1"}}}
-		g.Expect(h.c.Create(h.ctx, node)).To(Succeed())
-		g.Expect(h.c.Create(h.ctx, testutil.MakeNodeSet("topo", h.ns, "slurm").Obj())).To(Succeed())
-		g.Eventually(h.liveNames("topo")).Should(Equal([]string{"topo-0"}))
-		pod := &corev1.Pod{}
-		g.Expect(h.c.Get(h.ctx, h.key("topo-0"), pod)).To(Succeed())
-		g.Expect(h.c.SubResource("binding").Create(h.ctx, pod, &corev1.Binding{
-			ObjectMeta: metav1.ObjectMeta{Name: "topo-0", Namespace: h.ns},
-			Target:     corev1.ObjectReference{Kind: "Node", Name: "kn-topo"},
-		})).To(Succeed())
-		h.kubelet(g, "topo", slurmd)
+		pod := h.onePodOn(g, "topo", node, slurmd)
 		podTopology := func(g Gomega) map[string]string {
 			g.Expect(h.c.Get(h.ctx, h.key("topo-0"), pod)).To(Succeed())
 			return pod.Annotations
