@@ -313,19 +313,37 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 		It("keeps the pod when the manager is killed and restarted meanwhile", func(ctx SpecContext) {
 			restart := localManagerRestart()
 			uid := getPod(Default, ctx, victim).UID
+			reachable := func(g Gomega) *metav1.Condition {
+				cond := meta.FindStatusCondition(nodeSet(g, ctx).Status.Conditions, "SlurmReachable")
+				g.Expect(cond).NotTo(BeNil())
+				return cond
+			}
+			// The restarted manager must reconcile the NodeSet while its Slurm
+			// client cannot be had: the JWT key goes from its Secret, so the
+			// client stays unknown after the restart until it comes back.
+			keys := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "keys"}}
+			update(ctx, keys, func(s *corev1.Secret) { delete(s.Data, "jwt.key") })
+			DeferCleanup(func(ctx SpecContext) {
+				update(ctx, keys, func(s *corev1.Secret) { s.Data["jwt.key"] = slurm.jwtKey })
+			})
 			out, err := restart(ctx)
 			Expect(err).NotTo(HaveOccurred(), "restarting the manager: %s", out)
-			// The restarted manager reconciles every NodeSet at once, before or
-			// after it has seen the RestApi: either way the pod must stay.
+			Eventually(ctx, func(g Gomega) {
+				cond := reachable(g)
+				g.Expect(cond.Status).To(Equal(metav1.ConditionFalse), cond.Message)
+				g.Expect(cond.Message).To(ContainSubstring("not usable"))
+			}).Should(Succeed(), "the restarted manager reports Slurm unknown")
 			Consistently(ctx, func(g Gomega) {
 				g.Expect(getPod(g, ctx, victim).UID).To(Equal(uid))
 				g.Expect(slurm.jobRunning(g, ctx, job)).To(BeTrue())
-			}).WithTimeout(20 * time.Second).Should(Succeed())
+			}).WithTimeout(20 * time.Second).Should(Succeed(), "a pod whose node may run a job is kept while Slurm is unknown")
+
+			update(ctx, keys, func(s *corev1.Secret) { s.Data["jwt.key"] = slurm.jwtKey })
 			Eventually(ctx, func(g Gomega) {
-				cond := meta.FindStatusCondition(nodeSet(g, ctx).Status.Conditions, "SlurmReachable")
-				g.Expect(cond).NotTo(BeNil())
+				cond := reachable(g)
 				g.Expect(cond.Status).To(Equal(metav1.ConditionTrue), cond.Message)
-			}).Should(Succeed())
+			}).WithTimeout(time.Minute).Should(Succeed())
+			Expect(getPod(Default, ctx, victim).UID).To(Equal(uid))
 		})
 
 		It("deletes the pod once the job ends", func(ctx SpecContext) {

@@ -126,7 +126,10 @@ func (r *Reconciler) syncSlurmPodState(ctx context.Context, n *slinkyv1beta1.Nod
 		if conds, changed := withSlurmConditions(pod.Status.Conditions, want, now); changed {
 			next := pod.DeepCopy()
 			next.Status.Conditions = conds
-			if err := r.client.Status().Patch(ctx, next, client.MergeFrom(pod)); err != nil && !apierrors.IsNotFound(err) {
+			// A strategic merge patch touches the conditions by type, so the
+			// kubelet's own (Ready, ...) are never overwritten from a stale
+			// cached copy, as a JSON merge patch of the whole list would.
+			if err := r.client.Status().Patch(ctx, next, client.StrategicMergeFrom(pod)); err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("setting the Slurm conditions of Pod %s: %w", pod.Name, err)
 			}
 		}

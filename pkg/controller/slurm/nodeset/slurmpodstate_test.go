@@ -1,14 +1,21 @@
 package nodeset
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
 	"github.com/gantry-dev/gantry/pkg/slurm"
+	"github.com/gantry-dev/gantry/pkg/slurm/fake"
 )
 
 func TestSlurmPodConditions(t *testing.T) {
@@ -67,5 +74,38 @@ func TestWithSlurmConditions(t *testing.T) {
 	out, changed = withSlurmConditions([]corev1.PodCondition{ready, idle}, nil, t1)
 	if !changed || len(out) != 1 || out[0].Type != corev1.PodReady {
 		t.Errorf("node gone: changed=%v %v; want only the kubelet's conditions", changed, out)
+	}
+}
+
+// TestSlurmPodStateKeepsKubeletConditions: the Slurm conditions are written
+// from the reconcile's (possibly stale) copy of the pod; the kubelet's own
+// conditions, changed since, must survive the write.
+func TestSlurmPodStateKeepsKubeletConditions(t *testing.T) {
+	live := makePod("ns-0").ready(t0).obj()
+	live.Labels = map[string]string{"app": "slurmd"}
+	stale := live.DeepCopy()
+	stale.Status.Conditions = nil // read before the kubelet set Ready
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c := ctrlfake.NewClientBuilder().WithScheme(scheme).WithObjects(live).WithStatusSubresource(live).Build()
+	r := NewReconciler(c, c, nil, nil)
+	r.Now = func() time.Time { return t0 }
+	n := testutil.MakeNodeSet("ns", "ns", "slurm").Obj()
+	run := &syncRun{slurm: loadSlurmView(context.Background(), fake.New(slurmNode("ns-0", "", slurm.NodeStateIdle)), t0)}
+	if err := r.syncSlurmPodState(context.Background(), n, run, []*corev1.Pod{stale}); err != nil {
+		t.Fatal(err)
+	}
+	got := &corev1.Pod{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(live), got); err != nil {
+		t.Fatal(err)
+	}
+	var types []corev1.PodConditionType
+	for _, cond := range got.Status.Conditions {
+		types = append(types, cond.Type)
+	}
+	if !slices.Contains(types, corev1.PodReady) || !slices.Contains(types, "SlurmNodeStateIdle") {
+		t.Errorf("conditions %v: want the kubelet's Ready kept and SlurmNodeStateIdle added", types)
 	}
 }
