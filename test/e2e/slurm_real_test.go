@@ -236,12 +236,17 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 		job := slurm.allocate(ctx, evicted)
 		DeferCleanup(func(ctx SpecContext) { _, _ = slurm.run(ctx, "scancel", job) })
 		old := getPod(Default, ctx, evicted)
+		// The returning pod's slurmd waits until the DOWN is seen: its
+		// registration may lift it at once (ReturnToService=2).
+		standIn.hold(evicted)
+		DeferCleanup(func() { standIn.release(evicted) })
 		Expect(k8s.Delete(ctx, old)).To(Succeed())
 		Eventually(ctx, func(g Gomega) {
 			st := slurm.node(g, ctx, evicted)
 			g.Expect(st.State).To(ContainSubstring("DOWN"))
 			g.Expect(st.Reason).To(Equal(gantryReason + "Pod is terminating"))
 		}).Should(Succeed(), "the preStop of a pod whose node runs a job marks the node DOWN")
+		standIn.release(evicted)
 		Eventually(ctx, func(g Gomega) {
 			p := getPod(g, ctx, evicted)
 			g.Expect(p.UID).NotTo(Equal(old.UID))

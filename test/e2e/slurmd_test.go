@@ -158,6 +158,23 @@ type slurmdStandIn struct {
 	mu      sync.Mutex
 	byPod   map[types.UID]slurmd // by pod UID
 	started int
+	// held are node names whose slurmd is not started again until
+	// released, so a spec can see what a pod's going left in Slurm.
+	held map[string]bool
+}
+
+// hold keeps a node's slurmd from starting again until release.
+func (sd *slurmdStandIn) hold(node string) {
+	sd.mu.Lock()
+	defer sd.mu.Unlock()
+	sd.held[node] = true
+}
+
+// release lets a held node's slurmd start again.
+func (sd *slurmdStandIn) release(node string) {
+	sd.mu.Lock()
+	defer sd.mu.Unlock()
+	delete(sd.held, node)
 }
 
 // slurmd is one running slurmd: its node, process and the pod's preStop
@@ -172,7 +189,7 @@ type slurmd struct {
 // container ends; DeferCleanup stops every slurmd it started.
 func startSlurmdStandIn(ctx context.Context, s *realSlurm, ns string) *slurmdStandIn {
 	GinkgoHelper()
-	sd := &slurmdStandIn{slurm: s, ns: ns, byPod: map[types.UID]slurmd{}}
+	sd := &slurmdStandIn{slurm: s, ns: ns, byPod: map[types.UID]slurmd{}, held: map[string]bool{}}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
@@ -225,7 +242,7 @@ func (sd *slurmdStandIn) sync(ctx context.Context) error {
 	}
 	var errs []error
 	for uid, p := range live {
-		if _, ok := sd.byPod[uid]; ok {
+		if _, ok := sd.byPod[uid]; ok || sd.held[nodeset.SlurmNodeName(p)] {
 			continue
 		}
 		d, err := sd.start(ctx, nodeset.SlurmNodeName(p))
