@@ -343,7 +343,7 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 			Consistently(ctx, func(g Gomega) {
 				g.Expect(getPod(g, ctx, victim).UID).To(Equal(uid))
 				g.Expect(slurm.jobRunning(g, ctx, job)).To(BeTrue())
-			}).WithTimeout(20 * time.Second).Should(Succeed(), "a pod whose node may run a job is kept while Slurm is unknown")
+			}).WithTimeout(20*time.Second).Should(Succeed(), "a pod whose node may run a job is kept while Slurm is unknown")
 
 			update(ctx, keys, func(s *corev1.Secret) { s.Data["jwt.key"] = slurm.jwtKey })
 			Eventually(ctx, func(g Gomega) {
