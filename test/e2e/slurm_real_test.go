@@ -236,7 +236,8 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 		job := slurm.allocate(ctx, evicted)
 		DeferCleanup(func(ctx SpecContext) { _, _ = slurm.run(ctx, "scancel", job) })
 		old := getPod(Default, ctx, evicted)
-		// The returning pod's slurmd waits until the DOWN is seen.
+		// The returning pod's slurmd waits until the DOWN is seen: its
+		// registration may lift it at once (ReturnToService=2).
 		standIn.hold(evicted)
 		DeferCleanup(func() { standIn.release(evicted) })
 		Expect(k8s.Delete(ctx, old)).To(Succeed())
@@ -254,9 +255,10 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 			g.Expect(st.idle()).To(BeTrue(), "node %s is %s, reason %q", evicted, st.State, st.Reason)
 		}).WithTimeout(time.Minute).Should(Succeed(), "the pod is back and its node resumed, not left DOWN")
 
-		// The test Slurm has ReturnToService=1 (test/slurm/start.sh): its
-		// registration did not lift that DOWN, Gantry did. Once more, with
-		// slurmd up all along.
+		// This Slurm, like Gantry's slurm.conf, has ReturnToService=2, so
+		// slurmctld itself may have resumed the node when the new slurmd
+		// registered. Gantry resumes it too, for clusters without that
+		// setting: a node DOWN with Gantry's reason behind a Ready pod.
 		slurm.must(ctx, "scontrol", "update", "NodeName="+evicted, "State=DOWN", "Reason="+gantryReason+"Pod is terminating")
 		poke(ctx, evicted)
 		Eventually(ctx, func(g Gomega) {

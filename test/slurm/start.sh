@@ -128,10 +128,7 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 MpiDefault=none
-# 1, not Gantry's default 2: a node set DOWN by a command (a preStop) stays
-# DOWN when its slurmd registers again, so the e2e tier sees that Gantry
-# resumes it; with 2 slurmctld would do it by itself.
-ReturnToService=1
+ReturnToService=2
 # Dynamic nodes (scontrol create, slurmd -Z) need room in the node table.
 MaxNodeCount=64
 # Tests may run several slurmd (one per dynamic node) on this one machine.
