@@ -269,6 +269,14 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 			g.Expect(st.drain()).To(BeFalse(), "state %s", st.State)
 			g.Expect(st.Reason).To(BeEmpty())
 		}).WithTimeout(time.Minute).Should(Succeed(), "Gantry resumes a node its preStop left DOWN once the pod is Ready")
+		// A resumed node is NOT_RESPONDING until slurmctld's ping has its
+		// slurmd register again, and with ReturnToService=2 that
+		// registration lifts any DOWN, an administrator's too. Wait for it,
+		// so what follows shows Gantry's rule, not a race with slurmctld.
+		Eventually(ctx, func(g Gomega) {
+			st := slurm.node(g, ctx, evicted)
+			g.Expect(st.idle()).To(BeTrue(), "node %s is %s, reason %q", evicted, st.State, st.Reason)
+		}).WithTimeout(time.Minute).Should(Succeed(), "the resumed node's slurmd registers again")
 
 		// An administrator's DOWN is theirs to lift.
 		const reason = "admin: PSU replaced"
