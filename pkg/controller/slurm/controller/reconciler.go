@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -76,6 +77,11 @@ type syncRun struct {
 	configHash string
 	changes    common.ChangeLog
 	requeue    requeue.Requeue
+	// monitor is the ServiceMonitorReady condition, nil when none is asked for.
+	monitor *metav1.Condition
+	// monitorSynced: the ServiceMonitor step ran to its end, so monitor is
+	// what the status should say (a failed run leaves the condition as is).
+	monitorSynced bool
 }
 
 // Reconcile converges the objects of the Controller named by req.
@@ -97,7 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// A stale cache, not a state worth reporting: retry at once.
 		return ctrl.Result{}, syncErr
 	}
-	statusErr := r.updateStatus(ctx, c, syncErr)
+	statusErr := r.updateStatus(ctx, c, run, syncErr)
 	if isUserError(syncErr) {
 		// A missing Secret or ConfigMap is reported in the condition and the
 		// event; the watches on them bring the Controller back when it appears.
@@ -155,7 +161,9 @@ func (r *Reconciler) steps(run *syncRun) []syncsteps.Step[*slinkyv1beta1.Control
 		{
 			Name: "ServiceMonitor",
 			Sync: func(ctx context.Context, c *slinkyv1beta1.Controller) error {
-				return r.syncServiceMonitor(ctx, c, &run.changes)
+				err := r.syncServiceMonitor(ctx, c, run)
+				run.monitorSynced = err == nil
+				return err
 			},
 		},
 	}
@@ -305,8 +313,9 @@ func isUserError(err error) bool {
 	return true
 }
 
-// updateStatus writes the Ready condition when it changed.
-func (r *Reconciler) updateStatus(ctx context.Context, c *slinkyv1beta1.Controller, syncErr error) error {
+// updateStatus writes the Ready and ServiceMonitorReady conditions when
+// they changed.
+func (r *Reconciler) updateStatus(ctx context.Context, c *slinkyv1beta1.Controller, run *syncRun, syncErr error) error {
 	var sts *appsv1.StatefulSet
 	if !c.Spec.External {
 		live := &appsv1.StatefulSet{}
@@ -321,6 +330,14 @@ func (r *Reconciler) updateStatus(ctx context.Context, c *slinkyv1beta1.Controll
 	cond := readyCondition(c, sts, syncErr)
 	_, err := status.Update(ctx, r.client, c, func(obj *slinkyv1beta1.Controller) error {
 		meta.SetStatusCondition(&obj.Status.Conditions, cond)
+		switch {
+		case !run.monitorSynced:
+		case run.monitor != nil:
+			run.monitor.ObservedGeneration = c.Generation
+			meta.SetStatusCondition(&obj.Status.Conditions, *run.monitor)
+		default:
+			meta.RemoveStatusCondition(&obj.Status.Conditions, ConditionServiceMonitor)
+		}
 		return nil
 	})
 	return err

@@ -206,3 +206,47 @@ func TestReconcileGoneControllerIsNoOp(t *testing.T) {
 }
 
 func meta1(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: "ns", Name: name} }
+
+// TestServiceMonitorUnavailableWarnsOnce: on a cluster without the
+// ServiceMonitor CRD, a Controller asking for one says so in its
+// ServiceMonitorReady condition; the Warning is recorded once, not on every
+// reconcile, and the condition goes away when the ServiceMonitor is no
+// longer asked for.
+func TestServiceMonitorUnavailableWarnsOnce(t *testing.T) {
+	ctl := testutil.MakeController("slurm", "ns").Keys("keys").Obj()
+	ctl.Spec.Metrics.Enabled = true
+	ctl.Spec.Metrics.ServiceMonitor.Enabled = true
+	env := newFakeEnv(t, ctl, keysSecret())
+	for range 3 {
+		env.reconcile(t, "slurm", "ns")
+	}
+	var warnings []string
+	for _, e := range env.events() {
+		if strings.Contains(e, ReasonServiceMonitorUnavailable) {
+			warnings = append(warnings, e)
+		}
+	}
+	if len(warnings) != 1 {
+		t.Fatalf("three reconciles recorded %d %s events, want 1: %q", len(warnings), ReasonServiceMonitorUnavailable, warnings)
+	}
+	cur := &slinkyv1beta1.Controller{}
+	if err := env.client.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "slurm"}, cur); err != nil {
+		t.Fatal(err)
+	}
+	cond := meta.FindStatusCondition(cur.Status.Conditions, ConditionServiceMonitor)
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != ReasonServiceMonitorUnavailable {
+		t.Fatalf("ServiceMonitorReady is %+v, want False/%s", cond, ReasonServiceMonitorUnavailable)
+	}
+
+	cur.Spec.Metrics.ServiceMonitor.Enabled = false
+	if err := env.client.Update(context.Background(), cur); err != nil {
+		t.Fatal(err)
+	}
+	env.reconcile(t, "slurm", "ns")
+	if err := env.client.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "slurm"}, cur); err != nil {
+		t.Fatal(err)
+	}
+	if cond := meta.FindStatusCondition(cur.Status.Conditions, ConditionServiceMonitor); cond != nil {
+		t.Fatalf("ServiceMonitorReady is %+v on a Controller that asks for no ServiceMonitor", cond)
+	}
+}

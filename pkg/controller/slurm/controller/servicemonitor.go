@@ -99,26 +99,45 @@ func BuildServiceMonitor(c *slinkyv1beta1.Controller) *unstructured.Unstructured
 	return u
 }
 
+// ConditionServiceMonitor reports, on a Controller that asks for a
+// ServiceMonitor, whether it exists; a Controller that asks for none has no
+// such condition.
+const ConditionServiceMonitor = "ServiceMonitorReady"
+
+// ReasonServiceMonitorSynced: the ServiceMonitor matches the spec.
+const ReasonServiceMonitorSynced = "Synced"
+
 // syncServiceMonitor creates or updates the ServiceMonitor the Controller
 // asks for and deletes one it no longer asks for. On a cluster without the
-// ServiceMonitor CRD nothing is written; a Controller that asks for one
-// gets a Warning event saying so, and the rest of the reconcile goes on.
-func (r *Reconciler) syncServiceMonitor(ctx context.Context, c *slinkyv1beta1.Controller, changes *common.ChangeLog) error {
+// ServiceMonitor CRD nothing is written: the ServiceMonitorReady condition
+// says why, a Warning event says it once when that starts, and the rest of
+// the reconcile goes on.
+func (r *Reconciler) syncServiceMonitor(ctx context.Context, c *slinkyv1beta1.Controller, run *syncRun) error {
+	changes := &run.changes
 	served, err := r.servesServiceMonitors()
 	if err != nil {
 		return err
 	}
 	if !served {
-		if wantsServiceMonitor(c) && r.recorder != nil {
-			r.recorder.Eventf(c, nil, corev1.EventTypeWarning, ReasonServiceMonitorUnavailable, "Sync",
-				"spec.metrics.serviceMonitor is enabled but the ServiceMonitor CRD (%s) is not installed; install the Prometheus Operator's CRDs to have slurmctld scraped",
+		if wantsServiceMonitor(c) {
+			msg := fmt.Sprintf("spec.metrics.serviceMonitor is enabled but the ServiceMonitor CRD (%s) is not installed; install the Prometheus Operator's CRDs to have slurmctld scraped",
 				ServiceMonitorGVK.GroupKind())
+			run.monitor = &metav1.Condition{Type: ConditionServiceMonitor, Status: metav1.ConditionFalse, Reason: ReasonServiceMonitorUnavailable, Message: msg}
+			prev := meta.FindStatusCondition(c.Status.Conditions, ConditionServiceMonitor)
+			if r.recorder != nil && (prev == nil || prev.Reason != ReasonServiceMonitorUnavailable) {
+				r.recorder.Eventf(c, nil, corev1.EventTypeWarning, ReasonServiceMonitorUnavailable, "Sync", "%s", msg)
+			}
 		}
 		return nil
 	}
 	desired := BuildServiceMonitor(c)
 	if wantsServiceMonitor(c) {
-		return r.sync(ctx, desired, changes)
+		if err := r.sync(ctx, desired, changes); err != nil {
+			return err
+		}
+		run.monitor = &metav1.Condition{Type: ConditionServiceMonitor, Status: metav1.ConditionTrue, Reason: ReasonServiceMonitorSynced,
+			Message: "ServiceMonitor " + desired.GetName() + " scrapes slurmctld"}
+		return nil
 	}
 	existing := &unstructured.Unstructured{}
 	existing.SetGroupVersionKind(ServiceMonitorGVK)

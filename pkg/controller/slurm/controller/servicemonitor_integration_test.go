@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -52,6 +53,11 @@ func TestServiceMonitor(t *testing.T) {
 	}}
 	g.Expect(c.Create(ctx, ctl)).To(Succeed())
 
+	monitorCondition := func(g Gomega) *metav1.Condition {
+		cur := &slinkyv1beta1.Controller{}
+		g.Expect(c.Get(ctx, key("slurm"), cur)).To(Succeed())
+		return meta.FindStatusCondition(cur.Status.Conditions, controller.ConditionServiceMonitor)
+	}
 	serviceMonitor := func() (*unstructured.Unstructured, error) {
 		sm := &unstructured.Unstructured{}
 		sm.SetGroupVersionKind(controller.ServiceMonitorGVK)
@@ -73,6 +79,8 @@ func TestServiceMonitor(t *testing.T) {
 			}
 			return notes
 		}).WithTimeout(30 * time.Second).Should(ContainElement(ContainSubstring("ServiceMonitor CRD")))
+		g.Eventually(func(g Gomega) *metav1.Condition { return monitorCondition(g) }).WithTimeout(30 * time.Second).
+			Should(And(Not(BeNil()), HaveField("Status", metav1.ConditionFalse), HaveField("Reason", controller.ReasonServiceMonitorUnavailable)))
 	})
 
 	crd := testenv.MinimalCRD(controller.ServiceMonitorGVK)
@@ -116,6 +124,8 @@ func TestServiceMonitor(t *testing.T) {
 			map[string]any{"path": "/metrics/jobs", "port": "slurmctld", "scheme": "http", "interval": "30s"},
 			map[string]any{"path": "/metrics/nodes", "port": "slurmctld", "scheme": "http", "interval": "10s", "scrapeTimeout": "5s"},
 		}))
+		g.Eventually(func(g Gomega) *metav1.Condition { return monitorCondition(g) }).WithTimeout(30 * time.Second).
+			Should(And(Not(BeNil()), HaveField("Status", metav1.ConditionTrue), HaveField("Reason", controller.ReasonServiceMonitorSynced)))
 	})
 
 	t.Run("turning it off deletes it", func(t *testing.T) {

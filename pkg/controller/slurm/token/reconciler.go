@@ -94,6 +94,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		cond = metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: "SyncFailed", Message: err.Error()}
 	}
+	r.warnOnTransition(t, cond)
 	statusErr := r.updateStatus(ctx, t, claims, cond)
 	return ctrl.Result{RequeueAfter: requeue}, errors.Join(err, statusErr)
 }
@@ -111,7 +112,6 @@ func (r *Reconciler) sync(ctx context.Context, t *slinkyv1beta1.Token) (*slurm.T
 	}
 	key, err := r.secrets.GetSecretKey(ctx, t.Namespace, *keyRef)
 	if refresolver.IsNotFound(err) {
-		r.event(t, corev1.EventTypeWarning, ReasonSigningKeyNotFound, "%v", err)
 		return nil, retryMissingKey, notReady(ReasonSigningKeyNotFound, err.Error()), nil
 	}
 	if err != nil {
@@ -129,7 +129,6 @@ func (r *Reconciler) sync(ctx context.Context, t *slinkyv1beta1.Token) (*slurm.T
 	}
 	if found && !metav1.IsControlledBy(existing, t) {
 		msg := fmt.Sprintf("Secret %s exists and is not this Token's; name another in spec.secretRef", ref.Name)
-		r.event(t, corev1.EventTypeWarning, ReasonSecretNotOwned, "%s", msg)
 		return nil, 0, notReady(ReasonSecretNotOwned, msg), nil
 	}
 
@@ -240,6 +239,21 @@ func equalStatus(a, b slinkyv1beta1.TokenStatus) bool {
 		}
 	}
 	return true
+}
+
+// warnOnTransition records a Warning when the Token becomes not Ready for
+// a reason the user must act on (a missing key, someone else's Secret), once
+// per change of reason or message: the retries that follow are in the
+// condition, not in a new event each time.
+func (r *Reconciler) warnOnTransition(t *slinkyv1beta1.Token, cond metav1.Condition) {
+	if cond.Status != metav1.ConditionFalse || (cond.Reason != ReasonSigningKeyNotFound && cond.Reason != ReasonSecretNotOwned) {
+		return
+	}
+	if prev := meta.FindStatusCondition(t.Status.Conditions, ConditionReady); prev != nil &&
+		prev.Status == cond.Status && prev.Reason == cond.Reason && prev.Message == cond.Message {
+		return
+	}
+	r.event(t, corev1.EventTypeWarning, cond.Reason, "%s", cond.Message)
 }
 
 func (r *Reconciler) event(t *slinkyv1beta1.Token, eventType, reason, format string, args ...any) {
