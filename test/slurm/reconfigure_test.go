@@ -54,8 +54,14 @@ func TestReconfigureSidecarScript(t *testing.T) {
 		_ = os.Remove(script)
 		t.Logf("sidecar output:\n%s", log.String())
 	})
-	// Let it take its first look at the files before they change.
-	time.Sleep(2 * time.Second)
+	// Change the files only once it has taken its first look at them: it
+	// says so.
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(log.String(), "reconfigure: watching"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the sidecar did not start watching within 30s:\n%s", log.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 
 	changed := append(bytes.Clone(original), []byte("PartitionName="+partition+" Nodes=ALL State=UP MaxTime=INFINITE\n")...)
 	if err := os.WriteFile(confPath, changed, 0o644); err != nil {
