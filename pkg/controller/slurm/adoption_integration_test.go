@@ -163,10 +163,13 @@ func TestAdoptionFromSlinky(t *testing.T) {
 		g.Expect(c.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 		var notes []string
 		for _, e := range list.Items {
-			if e.Regarding.Name == "cpu" && e.Reason == nodeset.ReasonAdopted {
-				notes = append(notes, e.Note)
+			if e.Regarding.Name == "cpu" && (e.Reason == nodeset.ReasonAdopted || e.Reason == nodeset.ReasonSuccessfulCreate) {
+				notes = append(notes, e.Reason+": "+e.Note)
 			}
 		}
 		return notes
-	}, 30*time.Second).Should(ContainElement(ContainSubstring("Adopted Pod cpu-")))
+	}, 30*time.Second).Should(And(
+		ContainElement(MatchRegexp(`^Adopted: Adopted \d Pods? made by another operator.*cpu-`)),
+		// Adopting a pod is not creating one.
+		Not(ContainElement(HavePrefix(nodeset.ReasonSuccessfulCreate)))))
 }

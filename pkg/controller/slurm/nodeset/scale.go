@@ -70,13 +70,18 @@ func (r *Reconciler) scaleOut(ctx context.Context, n *slinkyv1beta1.NodeSet, run
 
 	r.expectations.ExpectCreations(run.key, expectationGroup, len(toCreate))
 	created, err := slowstart.SlowStartBatch(len(toCreate), 1, func(i int) error {
-		return r.createPod(ctx, n, toCreate[i])
+		adopted, err := r.createPod(ctx, n, toCreate[i])
+		if adopted {
+			run.tally.add(&run.tally.adopted, toCreate[i])
+		}
+		return err
 	})
 	// Creates that failed or never ran will not be seen by the informer.
 	if skipped := len(toCreate) - created; skipped > 0 {
 		r.expectations.CancelCreations(run.key, expectationGroup, skipped)
 	}
-	run.tally.created += created
+	// An adopted pod was taken over, not created.
+	run.tally.created += created - len(run.tally.adopted)
 	if err != nil {
 		r.recordf(n, corev1.EventTypeWarning, "FailedCreate", "Created %d of %d Pods: %v", created, len(toCreate), err)
 	}
@@ -84,30 +89,31 @@ func (r *Reconciler) scaleOut(ctx context.Context, n *slinkyv1beta1.NodeSet, run
 }
 
 // createPod creates the pod's claims, then the pod: a pod whose claim is
-// missing would stay Pending on an unbound volume.
-func (r *Reconciler) createPod(ctx context.Context, n *slinkyv1beta1.NodeSet, pod *corev1.Pod) error {
+// missing would stay Pending on an unbound volume. It reports whether,
+// instead, it adopted a pod of that name that another operator made.
+func (r *Reconciler) createPod(ctx context.Context, n *slinkyv1beta1.NodeSet, pod *corev1.Pod) (adopted bool, err error) {
 	for _, claim := range podClaims(n, ordinalOf(pod)) {
 		if n.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted == slinkyv1beta1.DeletePersistentVolumeClaimRetentionPolicyType {
 			claim.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(n, slinkyv1beta1.NodeSetGVK)}
 		}
 		if err := r.client.Create(ctx, claim); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating PersistentVolumeClaim %s: %w", claim.Name, err)
+			return false, fmt.Errorf("creating PersistentVolumeClaim %s: %w", claim.Name, err)
 		}
 	}
-	err := r.client.Create(ctx, pod)
+	err = r.client.Create(ctx, pod)
 	switch {
 	case err == nil:
-		return nil
+		return false, nil
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
-		return nil
+		return false, nil
 	case apierrors.IsAlreadyExists(err):
 		if adopted, aerr := r.adoptPod(ctx, n, pod); aerr != nil || adopted {
-			return aerr
+			return adopted, aerr
 		}
 		// The cache lagged behind a pod that exists; it is not ours to count.
-		return fmt.Errorf("creating Pod %s: %w", pod.Name, err)
+		return false, fmt.Errorf("creating Pod %s: %w", pod.Name, err)
 	default:
-		return fmt.Errorf("creating Pod %s: %w", pod.Name, err)
+		return false, fmt.Errorf("creating Pod %s: %w", pod.Name, err)
 	}
 }
 
@@ -133,7 +139,6 @@ func (r *Reconciler) adoptPod(ctx context.Context, n *slinkyv1beta1.NodeSet, des
 	if err := r.client.Patch(ctx, live, patch); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
-	r.recordf(n, corev1.EventTypeNormal, ReasonAdopted, "Adopted Pod %s, made by another operator, without restarting it", live.Name)
 	return true, nil
 }
 

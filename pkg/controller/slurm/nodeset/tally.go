@@ -36,6 +36,7 @@ const maxNamesInEvent = 10
 type tally struct {
 	mu              sync.Mutex
 	created         int
+	adopted         []string
 	deletedScaleIn  []string
 	deletedUpdate   []string
 	deletedFinished []string
@@ -60,6 +61,10 @@ func (t *tally) record(recorder events.EventRecorder, n *slinkyv1beta1.NodeSet) 
 	}
 	if t.created > 0 {
 		emit(corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created %s", plural(t.created, "Pod"))
+	}
+	if len(t.adopted) > 0 {
+		emit(corev1.EventTypeNormal, ReasonAdopted, "Adopted %s made by another operator, without restarting them: %s",
+			plural(len(t.adopted), "Pod"), nameList(t.adopted))
 	}
 	for _, d := range []struct {
 		names []string
