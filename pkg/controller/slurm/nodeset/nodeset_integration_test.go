@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -423,6 +424,69 @@ func TestNodeSetIntegration(t *testing.T) {
 		g.Eventually(h.liveNames("named")).Should(BeEmpty())
 		g.Eventually(func(g Gomega) *metav1.Condition {
 			return meta.FindStatusCondition(h.nodeSet(g, "named").Status.Conditions, nodeset.ConditionSlurmNodesFound)
+		}).Should(BeNil())
+	})
+
+	t.Run("a healthy pod whose Slurm node is gone is replaced, unless a listed node could be it", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(h.c.Create(h.ctx, testutil.MakeController("healer", h.ns).Keys("keys").Obj())).To(Succeed())
+		healer := h.clients.add(h.key("healer"))
+		g.Expect(h.c.Create(h.ctx, testutil.MakeNodeSet("heal", h.ns, "healer").Obj())).To(Succeed())
+		g.Eventually(h.liveNames("heal")).Should(Equal([]string{"heal-0"}))
+		h.kubelet(g, "heal", healer)
+		// Ready long enough ago that only Slurm's node list decides.
+		readyLongAgo := func(g Gomega) types.UID {
+			p := h.pods(g, "heal")[0]
+			patch := client.MergeFrom(p.DeepCopy())
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue,
+				LastTransitionTime: metav1.NewTime(time.Now().Add(-time.Hour))}}
+			g.Expect(h.c.Status().Patch(h.ctx, &p, patch)).To(Succeed())
+			return p.UID
+		}
+		uid := readyLongAgo(g)
+		uidOf := func(g Gomega) types.UID {
+			pods := h.pods(g, "heal")
+			g.Expect(pods).To(HaveLen(1))
+			return pods[0].UID
+		}
+		h.poke(g, "heal-0")
+		g.Consistently(uidOf).WithTimeout(3*time.Second).Should(Equal(uid), "a pod whose node Slurm lists was replaced")
+
+		// An administrator deletes the node, but a node named after the pod
+		// with a domain is listed: it could be the pod's slurmd, so the pod stays.
+		healer.DeleteNode("heal-0")
+		healer.SetNode(slurm.Node{Name: "heal-0.example.org", State: []slurm.NodeState{slurm.NodeStateAllocated}})
+		h.poke(g, "heal-0")
+		g.Eventually(func(g Gomega) *metav1.Condition {
+			return meta.FindStatusCondition(h.nodeSet(g, "heal").Status.Conditions, nodeset.ConditionSlurmNodesFound)
+		}).Should(And(Not(BeNil()), HaveField("Status", metav1.ConditionFalse), HaveField("Message", ContainSubstring("pod heal-0"))))
+		g.Consistently(uidOf).WithTimeout(3*time.Second).Should(Equal(uid), "a pod that may run jobs under another name was replaced")
+
+		// So could a node with the NodeSet's feature that no pod accounts for.
+		healer.DeleteNode("heal-0.example.org")
+		healer.SetNode(slurm.Node{Name: "somewhere", Features: []string{"heal"}, State: []slurm.NodeState{slurm.NodeStateAllocated}})
+		h.poke(g, "heal-0")
+		g.Consistently(uidOf).WithTimeout(3*time.Second).Should(Equal(uid), "a pod that may run jobs under another name was replaced")
+
+		// Nothing Slurm lists can be it: the pod is replaced, and says why.
+		healer.DeleteNode("somewhere")
+		h.poke(g, "heal-0")
+		g.Eventually(uidOf).ShouldNot(Equal(uid))
+		g.Eventually(func(g Gomega) []string {
+			list := &eventsv1.EventList{}
+			g.Expect(h.c.List(h.ctx, list, client.InNamespace(h.ns))).To(Succeed())
+			var notes []string
+			for _, e := range list.Items {
+				if e.Regarding.Name == "heal" && e.Reason == nodeset.ReasonSuccessfulDelete {
+					notes = append(notes, e.Note)
+				}
+			}
+			return notes
+		}).Should(ContainElement(ContainSubstring("whose slurmd Slurm does not list")))
+		// The new pod registers and is kept.
+		h.kubelet(g, "heal", healer)
+		g.Eventually(func(g Gomega) *metav1.Condition {
+			return meta.FindStatusCondition(h.nodeSet(g, "heal").Status.Conditions, nodeset.ConditionSlurmNodesFound)
 		}).Should(BeNil())
 	})
 

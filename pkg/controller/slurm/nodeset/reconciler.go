@@ -210,6 +210,9 @@ func (r *Reconciler) steps(run *syncRun, pods []*corev1.Pod) []syncsteps.Step[*s
 		{Name: "SlurmPodState", Sync: func(ctx context.Context, n *slinkyv1beta1.NodeSet) error {
 			return r.syncSlurmPodState(ctx, n, run, pods)
 		}},
+		{Name: "SlurmNodes", Sync: func(ctx context.Context, n *slinkyv1beta1.NodeSet) error {
+			return r.syncUnregistered(ctx, n, run, pods)
+		}},
 		{Name: "Replicas", Sync: func(ctx context.Context, n *slinkyv1beta1.NodeSet) error {
 			return r.syncReplicas(ctx, n, run, pods)
 		}},

@@ -203,6 +203,8 @@ func (r *Reconciler) deletePod(ctx context.Context, n *slinkyv1beta1.NodeSet, ru
 		run.tally.add(&run.tally.deletedScaleIn, pod)
 	case cordonedForUpdate:
 		run.tally.add(&run.tally.deletedUpdate, pod)
+	case whyUnregistered:
+		run.tally.add(&run.tally.deletedUnregistered, pod)
 	default:
 		run.tally.add(&run.tally.deletedFinished, pod)
 	}

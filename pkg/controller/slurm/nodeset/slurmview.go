@@ -171,12 +171,7 @@ func (v *slurmView) mayRunJobs(pod *corev1.Pod) bool {
 		if !isPodReady(pod) {
 			return false
 		}
-		v.mu.Lock()
-		if v.unknown == nil {
-			v.unknown = map[string]string{}
-		}
-		v.unknown[pod.Name] = name
-		v.mu.Unlock()
+		v.markUnknown(pod, name)
 		return true
 	}
 	return !n.IsDrained()

@@ -40,8 +40,10 @@ type tally struct {
 	deletedScaleIn  []string
 	deletedUpdate   []string
 	deletedFinished []string
-	draining        []string
-	cordonedForNode []string
+	// deletedUnregistered: healthy pods Slurm had no node for.
+	deletedUnregistered []string
+	draining            []string
+	cordonedForNode     []string
 }
 
 func (t *tally) add(list *[]string, pod *corev1.Pod) {
@@ -73,6 +75,7 @@ func (t *tally) record(recorder events.EventRecorder, n *slinkyv1beta1.NodeSet) 
 		{t.deletedScaleIn, "to scale in"},
 		{t.deletedUpdate, "to roll out a new revision"},
 		{t.deletedFinished, "that had exited, to recreate them"},
+		{t.deletedUnregistered, "whose slurmd Slurm does not list, to recreate them"},
 	} {
 		if len(d.names) > 0 {
 			emit(corev1.EventTypeNormal, ReasonSuccessfulDelete, "Deleted %s %s: %s", plural(len(d.names), "Pod"), d.why, nameList(d.names))

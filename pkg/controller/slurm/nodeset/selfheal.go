@@ -1,0 +1,89 @@
+package nodeset
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+)
+
+// unregisteredGrace is how long a pod may be Ready (and available) with no
+// Slurm node before it is replaced: slurmd registers before its readiness
+// probe passes, so a pod still unlisted after this lost its node (an
+// administrator deleted it) or never had one.
+const unregisteredGrace = 30 * time.Second
+
+// whyUnregistered is the deletion reason of a pod replaced for that.
+const whyUnregistered = "unregistered"
+
+// syncUnregistered replaces healthy pods whose Slurm node Slurm does not
+// list, as Slinky does: such a slurmd serves no job, and a new pod
+// registers again. It fails closed: nothing is replaced while Slurm cannot
+// be read, and a pod is kept (and reported, as for scale-in) while a node
+// Slurm lists could be that pod's under another name, i.e. a node named
+// after the pod with a domain ("<name>.example.org"), or a node with the
+// NodeSet's feature that no pod of the NodeSet accounts for. Jobs can only
+// run on nodes Slurm lists, so a pod none of them can be runs none.
+func (r *Reconciler) syncUnregistered(ctx context.Context, n *slinkyv1beta1.NodeSet, run *syncRun, pods []*corev1.Pod) error {
+	if !run.slurm.configured() || !run.slurm.reachable() {
+		return nil
+	}
+	grace := max(unregisteredGrace, time.Duration(n.Spec.MinReadySeconds)*time.Second)
+	now := r.Now()
+	var gone []*corev1.Pod
+	for _, pod := range pods {
+		if !isHealthy(pod) {
+			continue
+		}
+		name := SlurmNodeName(pod)
+		if _, ok := run.slurm.node(name); ok {
+			continue
+		}
+		if wait := grace - now.Sub(podReadyCondition(pod).LastTransitionTime.Time); wait > 0 {
+			run.requeue.After(wait)
+			continue
+		}
+		if run.slurm.couldBeElsewhere(n, pods, name) {
+			run.slurm.markUnknown(pod, name)
+			continue
+		}
+		gone = append(gone, pod)
+	}
+	return forEachPod(gone, func(pod *corev1.Pod) error { return r.deletePod(ctx, n, run, pod, whyUnregistered) })
+}
+
+// couldBeElsewhere reports whether a node Slurm lists might be the one the
+// pod's slurmd registered under another name than name.
+func (v *slurmView) couldBeElsewhere(n *slinkyv1beta1.NodeSet, pods []*corev1.Pod, name string) bool {
+	ours := make(map[string]bool, len(pods))
+	for _, p := range pods {
+		ours[SlurmNodeName(p)] = true
+	}
+	feature := common.SlurmNodeSetName(n)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, node := range v.nodes {
+		if strings.HasPrefix(node.Name, name+".") {
+			return true
+		}
+		if !ours[node.Name] && slices.Contains(node.Features, feature) {
+			return true
+		}
+	}
+	return false
+}
+
+// markUnknown records a pod kept because Slurm does not list its node.
+func (v *slurmView) markUnknown(pod *corev1.Pod, name string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.unknown == nil {
+		v.unknown = map[string]string{}
+	}
+	v.unknown[pod.Name] = name
+}
