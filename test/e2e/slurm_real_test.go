@@ -18,6 +18,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -38,8 +39,9 @@ const gantryReason = "slurm-operator: "
 // restart the manager and share the one slurmctld.
 var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Serial, func() {
 	const (
-		nodeSetName = "real"
-		replicas    = 5
+		nodeSetName  = "real"
+		replicas     = 5
+		podMemoryMiB = 512
 	)
 	var (
 		slurm   *realSlurm
@@ -112,6 +114,12 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 		set.Spec.Replicas = ptr.To[int32](0)
 		set.Spec.Template.Spec.NodeSelector = map[string]string{"gantry.dev/e2e-slurm": ns}
 		set.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: "gantry.dev/e2e-slurm", Operator: corev1.TolerationOpEqual, Value: ns}}
+		// Smaller than this machine, so a Slurm node sized from the whole
+		// host would show.
+		set.Spec.Slurmd.Resources.Limits = corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("1"),
+			corev1.ResourceMemory: resource.MustParse(fmt.Sprintf("%dMi", podMemoryMiB)),
+		}
 		createStrict(ctx, set)
 		standIn = startSlurmdStandIn(ctx, slurm, ns)
 	})
@@ -135,6 +143,64 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 		}).WithTimeout(time.Minute).Should(Succeed(), "the NodeSet polls Slurm every 30 s")
 	})
 
+	It("sizes each Slurm node to its pod, not to the host", func(ctx SpecContext) {
+		host := slurm.fields(Default, ctx, "slurmd", "-C")
+		Expect(host["CPUs"]).To(BeNumerically(">", 1), "this check needs a host with more than one CPU")
+		Expect(host["RealMemory"]).To(BeNumerically(">", podMemoryMiB))
+		for i := range replicas {
+			n := slurm.fields(Default, ctx, "scontrol", "--oneliner", "show", "node", podName(i))
+			Expect(n["CPUEfctv"]).To(Equal(1), "node %s: the pod's one CPU, of the host's %d", podName(i), host["CPUs"])
+			Expect(n["RealMemory"]-n["MemSpecLimit"]).To(Equal(podMemoryMiB), "node %s: the pod's memory, in MiB", podName(i))
+		}
+	})
+
+	It("keeps a pod whose slurmd registered under another name, and says so", func(ctx SpecContext) {
+		renamed := podName(1)
+		alias := renamed + ".e2e.example"
+		uid := getPod(Default, ctx, renamed).UID
+		standIn.rename(ctx, renamed, alias)
+		restored := false
+		DeferCleanup(func(ctx SpecContext) {
+			if !restored {
+				standIn.restore(ctx, renamed, alias)
+			}
+		})
+		poke(ctx, renamed)
+		Eventually(ctx, func(g Gomega) {
+			cond := meta.FindStatusCondition(nodeSet(g, ctx).Status.Conditions, "SlurmNodesFound")
+			g.Expect(cond).NotTo(BeNil())
+			g.Expect(cond.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(cond.Message).To(ContainSubstring("pod " + renamed))
+		}).Should(Succeed(), "the NodeSet reports a Ready pod whose node Slurm does not list")
+		// The pod has been Ready for longer than the grace after which a pod
+		// with no node at all is replaced (next spec); this one stays, since
+		// a node Slurm lists may be its slurmd.
+		Consistently(ctx, func(g Gomega) {
+			g.Expect(getPod(g, ctx, renamed).UID).To(Equal(uid))
+		}).WithTimeout(10*time.Second).Should(Succeed(), "the pod was replaced while it may run jobs")
+
+		standIn.restore(ctx, renamed, alias)
+		restored = true
+		poke(ctx, renamed)
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(getPod(g, ctx, renamed).UID).To(Equal(uid))
+			g.Expect(slurm.node(g, ctx, renamed).idle()).To(BeTrue())
+			g.Expect(meta.FindStatusCondition(nodeSet(g, ctx).Status.Conditions, "SlurmNodesFound")).To(BeNil())
+		}).Should(Succeed(), "slurmd registers under the pod's name again")
+	})
+
+	It("replaces a healthy pod whose Slurm node an administrator deleted", func(ctx SpecContext) {
+		lost := podName(2)
+		uid := getPod(Default, ctx, lost).UID
+		slurm.must(ctx, "scontrol", "delete", "nodename="+lost)
+		poke(ctx, lost)
+		Eventually(ctx, func(g Gomega) {
+			p := getPod(g, ctx, lost)
+			g.Expect(p.UID).NotTo(Equal(uid), "the pod was not replaced")
+			expectScheduledRunningReady(g, p)
+			g.Expect(slurm.node(g, ctx, lost).idle()).To(BeTrue())
+		}).WithTimeout(time.Minute).Should(Succeed(), "a new pod registers a new node")
+	})
 	It("issues a Token whose JWT slurmrestd accepts", func(ctx SpecContext) {
 		user := envOr("GANTRY_SLURM_USER", "slurm")
 		createStrict(ctx, &slinkyv1beta1.Token{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "rest"}, Spec: slinkyv1beta1.TokenSpec{
@@ -269,18 +335,14 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 			g.Expect(st.drain()).To(BeFalse(), "state %s", st.State)
 			g.Expect(st.Reason).To(BeEmpty())
 		}).WithTimeout(time.Minute).Should(Succeed(), "Gantry resumes a node its preStop left DOWN once the pod is Ready")
-		// A resumed node is NOT_RESPONDING until slurmctld's ping has its
-		// slurmd register again, and with ReturnToService=2 that
-		// registration lifts any DOWN, an administrator's too. Wait for it,
-		// so what follows shows Gantry's rule, not a race with slurmctld.
-		Eventually(ctx, func(g Gomega) {
-			st := slurm.node(g, ctx, evicted)
-			g.Expect(st.idle()).To(BeTrue(), "node %s is %s, reason %q", evicted, st.State, st.Reason)
-		}).WithTimeout(time.Minute).Should(Succeed(), "the resumed node's slurmd registers again")
 
-		// An administrator's DOWN is theirs to lift.
+		// An administrator's DOWN is theirs to lift. It is DRAIN as well
+		// here: the resumed node is NOT_RESPONDING until slurmctld's next
+		// ping (up to SlurmdTimeout/3 away), and the registration that
+		// follows would lift a bare DOWN by itself (ReturnToService=2).
 		const reason = "admin: PSU replaced"
 		slurm.must(ctx, "scontrol", "update", "NodeName="+evicted, "State=DOWN", "Reason="+reason)
+		slurm.must(ctx, "scontrol", "update", "NodeName="+evicted, "State=DRAIN", "Reason="+reason)
 		DeferCleanup(func(ctx SpecContext) { slurm.must(ctx, "scontrol", "update", "NodeName="+evicted, "State=RESUME") })
 		poke(ctx, evicted)
 		Consistently(ctx, func(g Gomega) {

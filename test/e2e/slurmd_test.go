@@ -117,6 +117,26 @@ func (s *realSlurm) node(g Gomega, ctx context.Context, name string) slurmNodeSt
 	return st
 }
 
+// fields runs a Slurm command and returns the numeric KEY=VALUE fields of
+// its output (slurmd -C, scontrol --oneliner show node).
+func (s *realSlurm) fields(g Gomega, ctx context.Context, args ...string) map[string]int {
+	out, err := s.run(ctx, args...)
+	g.Expect(err).NotTo(HaveOccurred())
+	return numericFields(out)
+}
+
+func numericFields(out string) map[string]int {
+	fields := map[string]int{}
+	for _, f := range strings.Fields(out) {
+		if k, v, ok := strings.Cut(f, "="); ok {
+			if n, err := strconv.Atoi(v); err == nil {
+				fields[k] = n
+			}
+		}
+	}
+	return fields
+}
+
 // allocate holds one node with a job that runs until cancelled, as a user's
 // `salloc` would, and returns the job id.
 func (s *realSlurm) allocate(ctx context.Context, node string) string {
@@ -177,9 +197,51 @@ func (sd *slurmdStandIn) release(node string) {
 	delete(sd.held, node)
 }
 
+// rename makes the pod of node register under alias instead, as a slurmd
+// that took another hostname would (e.g. its FQDN). The alias registers
+// before node leaves Slurm, so Slurm never lists neither. restore undoes it
+// in the same order.
+func (sd *slurmdStandIn) rename(ctx context.Context, node, alias string) {
+	GinkgoHelper()
+	sd.swap(ctx, node, alias)
+}
+
+// restore gives the pod renamed to alias its own node name back.
+func (sd *slurmdStandIn) restore(ctx context.Context, node, alias string) {
+	GinkgoHelper()
+	sd.swap(ctx, alias, node)
+}
+
+// swap replaces the slurmd registered as from by one registering as to,
+// for the same pod, without running the pod's preStop; from leaves Slurm
+// once to is up.
+func (sd *slurmdStandIn) swap(ctx context.Context, from, to string) {
+	GinkgoHelper()
+	sd.mu.Lock()
+	defer sd.mu.Unlock()
+	for uid, d := range sd.byPod {
+		if d.node != from {
+			continue
+		}
+		pod := &corev1.Pod{}
+		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: sd.ns, Name: d.pod}, pod)).To(Succeed())
+		Expect(pod.UID).To(Equal(uid))
+		d.preStop = ""
+		sd.stop(ctx, d)
+		started, err := sd.start(ctx, pod, to)
+		Expect(err).NotTo(HaveOccurred())
+		started.pod, started.preStop = pod.Name, preStopScript(pod)
+		sd.byPod[uid] = started
+		sd.slurm.must(ctx, "scontrol", "delete", "nodename="+from)
+		return
+	}
+	Fail("no slurmd runs as node " + from)
+}
+
 // slurmd is one running slurmd: its node, process and the pod's preStop
 // script (sh -c), captured when it started.
 type slurmd struct {
+	pod     string
 	node    string
 	pid     int
 	preStop string
@@ -245,30 +307,34 @@ func (sd *slurmdStandIn) sync(ctx context.Context) error {
 		if _, ok := sd.byPod[uid]; ok || sd.held[nodeset.SlurmNodeName(p)] {
 			continue
 		}
-		d, err := sd.start(ctx, nodeset.SlurmNodeName(p))
+		d, err := sd.start(ctx, p, nodeset.SlurmNodeName(p))
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		d.preStop = preStopScript(p)
+		d.pod, d.preStop = p.Name, preStopScript(p)
 		sd.byPod[uid] = d
 		sd.started++
 	}
 	return errors.Join(errs...)
 }
 
-// start runs a dynamic-node slurmd for name on a free port and waits until
-// slurmctld lists the node as up.
-func (sd *slurmdStandIn) start(ctx context.Context, name string) (slurmd, error) {
+// start runs the pod's dynamic-node slurmd, registering as name, on a free
+// port and waits until slurmctld lists the node as up.
+func (sd *slurmdStandIn) start(ctx context.Context, p *corev1.Pod, name string) (slurmd, error) {
 	port, err := freeTCPPort()
 	if err != nil {
 		return slurmd{}, err
 	}
+	conf, err := sd.entrypointConf(ctx, p)
+	if err != nil {
+		return slurmd{}, fmt.Errorf("slurmd %s: %w", name, err)
+	}
 	// slurmd daemonizes; its pid file is /run/slurmd-<name>.pid in the root.
 	pidFile := filepath.Join(sd.slurm.root, "run", "slurmd-"+name+".pid")
 	_ = os.Remove(pidFile)
-	if _, err := sd.slurm.run(ctx, "slurmd", "-Z", "-N", name, "--conf",
-		fmt.Sprintf("CPUs=1 RealMemory=100 Port=%d", port)); err != nil {
+	// Every slurmd here shares one host, so each gets a port of its own.
+	if _, err := sd.slurm.run(ctx, "slurmd", "-Z", "-N", name, "--conf", fmt.Sprintf("%s Port=%d", conf, port)); err != nil {
 		return slurmd{}, err
 	}
 	d := slurmd{node: name}
@@ -287,6 +353,58 @@ func (sd *slurmdStandIn) start(ctx context.Context, name string) (slurmd, error)
 	}
 	sd.stop(ctx, d)
 	return slurmd{}, fmt.Errorf("slurmd %s did not register with slurmctld within 30s", name)
+}
+
+// entrypointConf is the node configuration (slurmd --conf) the pod's slurmd
+// runs with, made as Slinky's slurmd image entrypoint makes it: the
+// container's own --conf argument, plus CoreSpecCount and MemSpecLimit so
+// that slurmd keeps, of the host `slurmd -C` describes, only the pod's
+// POD_CPUS (in whole cores) and POD_MEMORY (MiB). What Gantry puts in the
+// pod is therefore what sizes the Slurm node. (POD_TOPOLOGY is not used:
+// this Slurm has no topology plugin.)
+func (sd *slurmdStandIn) entrypointConf(ctx context.Context, p *corev1.Pod) (string, error) {
+	var c *corev1.Container
+	for i := range p.Spec.Containers {
+		if p.Spec.Containers[i].Name == "slurmd" {
+			c = &p.Spec.Containers[i]
+		}
+	}
+	if c == nil {
+		return "", errors.New("the pod has no slurmd container")
+	}
+	var items []string
+	for i, a := range c.Args {
+		if a == "--conf" && i+1 < len(c.Args) {
+			// The image passes its arguments through a shell: 'A=1 B=2'.
+			items = append(items, strings.Fields(strings.Trim(c.Args[i+1], `'"`))...)
+		}
+	}
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	podCPUs, _ := strconv.Atoi(env["POD_CPUS"])
+	podMemory, _ := strconv.Atoi(env["POD_MEMORY"])
+	if podCPUs == 0 && podMemory == 0 {
+		return strings.Join(items, " "), nil
+	}
+	host, err := sd.slurm.run(ctx, "slurmd", "-C")
+	if err != nil {
+		return "", err
+	}
+	hw := numericFields(host)
+	if podCPUs > 0 && hw["ThreadsPerCore"] > 0 {
+		cores := hw["Boards"] * hw["SocketsPerBoard"] * hw["CoresPerSocket"]
+		if spec := cores - podCPUs/hw["ThreadsPerCore"]; spec > 0 {
+			items = append(items, fmt.Sprintf("CoreSpecCount=%d", spec))
+		}
+	}
+	if podMemory > 0 {
+		if spec := hw["RealMemory"] - podMemory; spec > 0 {
+			items = append(items, fmt.Sprintf("MemSpecLimit=%d", spec))
+		}
+	}
+	return strings.Join(items, " "), nil
 }
 
 // stop runs the pod's preStop against the real slurmctld and then ends
