@@ -191,7 +191,7 @@ var _ admission.Validator[*slinkyv1beta1.NodeSet] = (*NodeSetValidator)(nil)
 // ValidateCreate implements admission.Validator.
 func (v *NodeSetValidator) ValidateCreate(_ context.Context, n *slinkyv1beta1.NodeSet) (admission.Warnings, error) {
 	errs := append(validateNodeSet(n), unsupportedNodeSetFields(n)...)
-	return nodeSetWarnings(n), invalid(nodeSetGK, n.Name, errs)
+	return nil, invalid(nodeSetGK, n.Name, errs)
 }
 
 // ValidateUpdate implements admission.Validator.
@@ -211,7 +211,7 @@ func (v *NodeSetValidator) ValidateUpdate(_ context.Context, oldN, newN *slinkyv
 		errs = append(errs, field.Forbidden(slurmSpec.Child("volumeClaimTemplates"),
 			"cannot change volumeClaimTemplates after deployment"))
 	}
-	return nodeSetWarnings(newN), invalid(nodeSetGK, newN.Name, errs)
+	return nil, invalid(nodeSetGK, newN.Name, errs)
 }
 
 // ValidateDelete implements admission.Validator.

@@ -395,9 +395,15 @@ func TestNodeSetSlinkyFieldsGantryLacks(t *testing.T) {
 			want:   "spec.taintKubeNodes: Invalid value: true: removed in Slinky v1.2 because anyone allowed to create a NodeSet could taint every node NoExecute; Gantry does not support it",
 		},
 		{
-			name:    "scalingMode DaemonSet is admitted with a warning",
-			mutate:  func(n *slinkyv1beta1.NodeSet) { n.Spec.ScalingMode = slinkyv1beta1.ScalingModeDaemonset },
-			warning: "spec.scalingMode: DaemonSet is not supported yet by Gantry",
+			name:   "scalingMode DaemonSet is admitted without a warning",
+			mutate: func(n *slinkyv1beta1.NodeSet) { n.Spec.ScalingMode = slinkyv1beta1.ScalingModeDaemonset },
+		},
+		{
+			name: "pinToNode in DaemonSet mode is admitted (ignored, as by Slinky)",
+			mutate: func(n *slinkyv1beta1.NodeSet) {
+				n.Spec.ScalingMode = slinkyv1beta1.ScalingModeDaemonset
+				n.Spec.PinToNode = true
+			},
 		},
 	}
 	for _, tc := range tests {

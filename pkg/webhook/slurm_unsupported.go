@@ -5,7 +5,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 )
@@ -30,7 +29,9 @@ const defaultScheduledUpdateDuration = 30 * time.Minute
 func unsupportedNodeSetFields(n *slinkyv1beta1.NodeSet) field.ErrorList {
 	var errs field.ErrorList
 	spec := &n.Spec
-	if spec.PinToNode {
+	// Slinky ignores pinToNode in DaemonSet scaling mode, where every pod is
+	// bound to its node anyway; so does Gantry.
+	if spec.PinToNode && spec.ScalingMode != slinkyv1beta1.ScalingModeDaemonset {
 		errs = append(errs, field.Invalid(slurmSpec.Child("pinToNode"), true, notSupportedYet+
 			"pods are not pinned to the Kubernetes node they first ran on; set pinToNode to false "+
 			"(a nodeSelector or node affinity in spec.template keeps pods on chosen nodes)"))
@@ -38,7 +39,7 @@ func unsupportedNodeSetFields(n *slinkyv1beta1.NodeSet) field.ErrorList {
 	if spec.PruneSlurmNodeRecords != "" && spec.PruneSlurmNodeRecords != slinkyv1beta1.NodeSetPruneNodeRecordTypeNever {
 		errs = append(errs, field.Invalid(slurmSpec.Child("pruneSlurmNodeRecords"), spec.PruneSlurmNodeRecords, notSupportedYet+
 			"Slurm node records are never deleted (Slinky prunes them only in scalingMode DaemonSet, "+
-			"which Gantry does not support yet either); set pruneSlurmNodeRecords to Never"))
+			"once their pod and Kubernetes node are gone); set pruneSlurmNodeRecords to Never"))
 	}
 	strategy := slurmSpec.Child("updateStrategy")
 	if spec.UpdateStrategy.Type == slinkyv1beta1.ScheduledUpdateNodeSetStrategyType {
@@ -77,17 +78,6 @@ func unsupportedControllerFields(c *slinkyv1beta1.Controller) field.ErrorList {
 			"set ha.enabled to false"))
 	}
 	return errs
-}
-
-// nodeSetWarnings: scalingMode DaemonSet is admitted, as before, and the
-// NodeSet reconciler refuses it (a Warning event "not supported yet:
-// scalingMode DaemonSet"); the warning tells the user at apply time.
-func nodeSetWarnings(n *slinkyv1beta1.NodeSet) admission.Warnings {
-	if n.Spec.ScalingMode == slinkyv1beta1.ScalingModeDaemonset {
-		return admission.Warnings{"spec.scalingMode: DaemonSet is not supported yet by Gantry: " +
-			"the NodeSet creates no pods until scalingMode is StatefulSet"}
-	}
-	return nil
 }
 
 // specChanged reports an update that is not to metadata or status alone.

@@ -104,7 +104,8 @@ type NodeSetSpec struct {
 	// unavailable; the pinning is dropped when the node is deleted or no
 	// longer matches the pod, and turning the field off forgets every
 	// pinning. StatefulSet scaling mode only.
-	// Not supported by Gantry yet: admission refuses true.
+	// Not supported by Gantry yet: admission refuses true in StatefulSet mode
+	// (in DaemonSet mode it is ignored, as upstream ignores it).
 	// +optional
 	// +kubebuilder:default=false
 	PinToNode bool `json:"pinToNode,omitempty"`

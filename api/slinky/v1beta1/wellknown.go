@@ -36,6 +36,11 @@ const (
 	// AnnotationNodeTopologySpec is the Slurm dynamic topology of the node's
 	// pods, e.g. "topo-switch:s2,topo-block:b2".
 	AnnotationNodeTopologySpec = TopologyPrefix + "spec"
+
+	// AnnotationNodeHostnameOverride is, verbatim, the hostname (hence the
+	// Slurm node name) of the pod a DaemonSet-mode NodeSet runs on the node,
+	// instead of the node's name up to its first dot.
+	AnnotationNodeHostnameOverride = NodeSetPrefix + "hostname-override"
 )
 
 // Labels on NodeSet pods, set by the NodeSet controller.

@@ -125,9 +125,19 @@ func setIdentity(n *slinkyv1beta1.NodeSet, pod *corev1.Pod) {
 	}
 	pod.Labels[slinkyv1beta1.LabelNodeSetPodName] = pod.Name
 	pod.Labels[slinkyv1beta1.LabelNodeSetPodHostname] = SlurmNodeName(pod)
+	if isDaemonPod(pod) {
+		// A DaemonSet-mode pod has a generated name and no ordinal.
+		delete(pod.Labels, slinkyv1beta1.LabelNodeSetPodIndex)
+		return
+	}
 	if ordinal := ordinalOf(pod); ordinal >= 0 {
 		pod.Labels[slinkyv1beta1.LabelNodeSetPodIndex] = paddedOrdinal(n, ordinal)
 	}
+}
+
+// isDaemonPod reports a pod made for a NodeSet in DaemonSet scaling mode.
+func isDaemonPod(pod *corev1.Pod) bool {
+	return pod.Labels[slinkyv1beta1.LabelNodeSetScalingMode] == string(slinkyv1beta1.ScalingModeDaemonset)
 }
 
 // identityMatches reports whether the pod's identity labels are intact.
@@ -144,10 +154,21 @@ func scalingMode(n *slinkyv1beta1.NodeSet) slinkyv1beta1.ScalingModeType {
 	return n.Spec.ScalingMode
 }
 
-// claimName is the PersistentVolumeClaim of template claim for the pod at
-// ordinal: <claim>-<nodeset>-<padded ordinal>, as StatefulSets name theirs.
-func claimName(n *slinkyv1beta1.NodeSet, claim string, ordinal int) string {
-	return fmt.Sprintf("%s-%s-%s", claim, n.Name, paddedOrdinal(n, ordinal))
+// claimName is the PersistentVolumeClaim of template claim for the pod
+// whose claims carry suffix: <claim>-<nodeset>-<suffix>.
+func claimName(n *slinkyv1beta1.NodeSet, claim, suffix string) string {
+	return fmt.Sprintf("%s-%s-%s", claim, n.Name, suffix)
+}
+
+// claimSuffix ends the names of the pod's claims: its padded ordinal, as
+// StatefulSets name theirs, or in DaemonSet mode its hostname (the node
+// it runs on), as Slinky names them, so a pod replaced on the same node
+// gets the same volumes back.
+func claimSuffix(n *slinkyv1beta1.NodeSet, pod *corev1.Pod) string {
+	if isDaemonPod(pod) {
+		return pod.Labels[slinkyv1beta1.LabelNodeSetPodHostname]
+	}
+	return paddedOrdinal(n, ordinalOf(pod))
 }
 
 // setClaimVolumes points the template's claim volumes at the pod's own claims.
@@ -155,13 +176,13 @@ func setClaimVolumes(n *slinkyv1beta1.NodeSet, pod *corev1.Pod) {
 	if len(n.Spec.VolumeClaimTemplates) == 0 {
 		return
 	}
-	ordinal := ordinalOf(pod)
+	suffix := claimSuffix(n, pod)
 	claimed := map[string]bool{}
 	var volumes []corev1.Volume
 	for _, t := range n.Spec.VolumeClaimTemplates {
 		claimed[t.Name] = true
 		volumes = append(volumes, corev1.Volume{Name: t.Name, VolumeSource: corev1.VolumeSource{
-			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claimName(n, t.Name, ordinal)},
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claimName(n, t.Name, suffix)},
 		}})
 	}
 	for _, v := range pod.Spec.Volumes {
@@ -172,12 +193,13 @@ func setClaimVolumes(n *slinkyv1beta1.NodeSet, pod *corev1.Pod) {
 	pod.Spec.Volumes = volumes
 }
 
-// podClaims are the claims the pod at ordinal needs, labelled like the pods.
-func podClaims(n *slinkyv1beta1.NodeSet, ordinal int) []*corev1.PersistentVolumeClaim {
+// podClaims are the claims the pod needs, labelled like the pods.
+func podClaims(n *slinkyv1beta1.NodeSet, pod *corev1.Pod) []*corev1.PersistentVolumeClaim {
+	suffix := claimSuffix(n, pod)
 	out := make([]*corev1.PersistentVolumeClaim, 0, len(n.Spec.VolumeClaimTemplates))
 	for _, t := range n.Spec.VolumeClaimTemplates {
 		c := t.DeepCopy()
-		c.Name = claimName(n, t.Name, ordinal)
+		c.Name = claimName(n, t.Name, suffix)
 		c.Namespace = n.Namespace
 		c.Labels = builder.MergeLabels(c.Labels, common.NodeSetLabels(n))
 		c.ResourceVersion, c.UID = "", ""
@@ -226,11 +248,19 @@ func podTemplate(n *slinkyv1beta1.NodeSet, in PodInputs) corev1.PodTemplateSpec 
 	}
 	user := common.UserPodTemplate(n.Spec.Template.Metadata.Labels, n.Spec.Template.Metadata.Annotations, n.Spec.Template.Spec.PodSpec)
 	out := builder.MergePodTemplate(base, user)
-	if !n.Spec.OversubscribeNode && user.Spec.Affinity != nil && user.Spec.Affinity.PodAntiAffinity != nil {
-		// The user's anti-affinity adds to the one-per-node rule instead of replacing it.
+	if !n.Spec.OversubscribeNode && user.Spec.Affinity != nil {
+		// The user's affinity (a node affinity, say) replaced the base's
+		// whole: the one-per-node rule is put back, and the user's own
+		// anti-affinity terms add to it.
+		var userTerms []corev1.PodAffinityTerm
+		if user.Spec.Affinity.PodAntiAffinity != nil {
+			userTerms = user.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+		}
+		if out.Spec.Affinity.PodAntiAffinity == nil {
+			out.Spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{}
+		}
 		out.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(
-			slices.Clone(base.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution),
-			user.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+			slices.Clone(base.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution), userTerms...)
 	}
 	return out
 }

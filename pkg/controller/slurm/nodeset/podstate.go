@@ -24,12 +24,15 @@ const (
 	cordonedForNode    = "node"
 	cordonedForScaleIn = "scale-in"
 	cordonedForUpdate  = "update"
+	// cordonedForNodeMismatch: DaemonSet mode, the pod's Kubernetes node is
+	// gone or no longer matches the NodeSet.
+	cordonedForNodeMismatch = "node-mismatch"
 )
 
 // isCondemned reports a pod Gantry cordoned to delete it.
 func isCondemned(pod *corev1.Pod) bool {
 	v := pod.Annotations[AnnotationCordonedBy]
-	return isPodCordoned(pod) && (v == cordonedForScaleIn || v == cordonedForUpdate)
+	return isPodCordoned(pod) && (v == cordonedForScaleIn || v == cordonedForUpdate || v == cordonedForNodeMismatch)
 }
 
 // patchPod applies mutate to a copy of pod and sends a merge patch only when

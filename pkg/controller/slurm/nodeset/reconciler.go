@@ -107,6 +107,8 @@ type syncRun struct {
 	changes    common.ChangeLog
 	requeue    requeue.Requeue
 	tally      tally
+	// daemon is the DaemonSet-mode plan; nil in StatefulSet mode.
+	daemon *daemonPlan
 }
 
 // Reconcile converges the pods of the NodeSet named by req.
@@ -137,6 +139,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	pods, err := r.claimPods(ctx, n)
 	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if run.daemon, err = r.loadDaemonPlan(ctx, n, pods); err != nil {
 		return reconcile.Result{}, err
 	}
 
@@ -259,8 +264,7 @@ func (r *Reconciler) claimPods(ctx context.Context, n *slinkyv1beta1.NodeSet) ([
 	}
 	for i := range candidates.Items {
 		p := &candidates.Items[i]
-		parent, ordinal := parentAndOrdinal(p.Name)
-		if metav1.GetControllerOf(p) == nil && p.DeletionTimestamp == nil && parent == n.Name && ordinal >= 0 {
+		if metav1.GetControllerOf(p) == nil && p.DeletionTimestamp == nil && namedAsPodOf(n, p) {
 			orphans = append(orphans, p)
 		}
 	}
@@ -289,6 +293,17 @@ func (r *Reconciler) claimPods(ctx context.Context, n *slinkyv1beta1.NodeSet) ([
 	}
 	r.recordf(n, corev1.EventTypeNormal, "Adopted", "Adopted %d orphan Pod(s): %s", len(orphans), podNames(orphans))
 	return pods, nil
+}
+
+// namedAsPodOf reports a pod named the way the NodeSet names its pods in
+// its scaling mode: <nodeset>-<ordinal>, or in DaemonSet mode generated
+// from <nodeset>-, as Slinky tells its orphans apart.
+func namedAsPodOf(n *slinkyv1beta1.NodeSet, p *corev1.Pod) bool {
+	if isDaemonSetMode(n) {
+		return p.GenerateName == n.Name+"-"
+	}
+	parent, ordinal := parentAndOrdinal(p.Name)
+	return parent == n.Name && ordinal >= 0
 }
 
 func (r *Reconciler) releasePod(ctx context.Context, n *slinkyv1beta1.NodeSet, p *corev1.Pod) error {

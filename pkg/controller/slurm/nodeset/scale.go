@@ -22,8 +22,16 @@ import (
 // the lowest free ordinals, scale in by draining then deleting the pods
 // whose loss costs least, or, at the right count, repair the pods.
 func (r *Reconciler) syncReplicas(ctx context.Context, n *slinkyv1beta1.NodeSet, run *syncRun, pods []*corev1.Pod) error {
-	if scalingMode(n) != slinkyv1beta1.ScalingModeStatefulset {
-		return fmt.Errorf("%w: scalingMode %s (only StatefulSet)", errUnsupported, n.Spec.ScalingMode)
+	if isDaemonSetMode(n) {
+		return r.syncDaemonPods(ctx, n, run)
+	}
+	pods, daemonPods := splitDaemonPods(pods)
+	if len(daemonPods) > 0 {
+		// Left from DaemonSet mode: drained, then deleted, as Slinky does
+		// when the scaling mode changes.
+		if err := r.condemnAll(ctx, n, run, capPods(daemonPods), cordonedForScaleIn); err != nil {
+			return err
+		}
 	}
 	want := int(desiredReplicas(n))
 	switch diff := len(pods) - want; {
@@ -92,7 +100,7 @@ func (r *Reconciler) scaleOut(ctx context.Context, n *slinkyv1beta1.NodeSet, run
 // missing would stay Pending on an unbound volume. It reports whether,
 // instead, it adopted a pod of that name that another operator made.
 func (r *Reconciler) createPod(ctx context.Context, n *slinkyv1beta1.NodeSet, pod *corev1.Pod) (adopted bool, err error) {
-	for _, claim := range podClaims(n, ordinalOf(pod)) {
+	for _, claim := range podClaims(n, pod) {
 		if n.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted == slinkyv1beta1.DeletePersistentVolumeClaimRetentionPolicyType {
 			claim.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(n, slinkyv1beta1.NodeSetGVK)}
 		}
@@ -159,6 +167,10 @@ func (r *Reconciler) condemn(ctx context.Context, n *slinkyv1beta1.NodeSet, run 
 		return r.deletePod(ctx, n, run, pod, why)
 	}
 	reason := fmt.Sprintf("Pod (%s/%s) is pending termination for %s", pod.Namespace, pod.Name, why)
+	if why == cordonedForNodeMismatch {
+		reason = fmt.Sprintf("Pod (%s/%s) is pending termination: its Kubernetes node %s is gone or no longer matches the NodeSet",
+			pod.Namespace, pod.Name, targetNode(pod))
+	}
 	if node, ok := run.slurm.node(SlurmNodeName(pod)); ok && !node.IsDrain() {
 		if err := run.slurm.drain(ctx, pod, reason); err != nil {
 			return err
@@ -182,7 +194,7 @@ func (r *Reconciler) condemn(ctx context.Context, n *slinkyv1beta1.NodeSet, run 
 
 // deletePod deletes one pod, expecting its deletion before it is sent.
 func (r *Reconciler) deletePod(ctx context.Context, n *slinkyv1beta1.NodeSet, run *syncRun, pod *corev1.Pod, why string) error {
-	if why == cordonedForScaleIn {
+	if why == cordonedForScaleIn || why == cordonedForNodeMismatch {
 		if err := r.releaseClaimsOnScaleIn(ctx, n, pod); err != nil {
 			return err
 		}
@@ -203,6 +215,8 @@ func (r *Reconciler) deletePod(ctx context.Context, n *slinkyv1beta1.NodeSet, ru
 		run.tally.add(&run.tally.deletedScaleIn, pod)
 	case cordonedForUpdate:
 		run.tally.add(&run.tally.deletedUpdate, pod)
+	case cordonedForNodeMismatch:
+		run.tally.add(&run.tally.deletedNodeMismatch, pod)
 	case whyUnregistered:
 		run.tally.add(&run.tally.deletedUnregistered, pod)
 	default:
@@ -219,7 +233,7 @@ func (r *Reconciler) releaseClaimsOnScaleIn(ctx context.Context, n *slinkyv1beta
 	}
 	for _, t := range n.Spec.VolumeClaimTemplates {
 		claim := &corev1.PersistentVolumeClaim{}
-		key := types.NamespacedName{Namespace: n.Namespace, Name: claimName(n, t.Name, ordinalOf(pod))}
+		key := types.NamespacedName{Namespace: n.Namespace, Name: claimName(n, t.Name, claimSuffix(n, pod))}
 		if err := r.client.Get(ctx, key, claim); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
@@ -281,6 +295,10 @@ func isRollingUpdate(n *slinkyv1beta1.NodeSet) bool {
 // drained before it is deleted. With OnDelete, pods are replaced only when
 // someone deletes them.
 func (r *Reconciler) syncRollout(ctx context.Context, n *slinkyv1beta1.NodeSet, run *syncRun, pods []*corev1.Pod) error {
+	if isDaemonSetMode(n) {
+		return r.syncDaemonRollout(ctx, n, run)
+	}
+	pods, _ = splitDaemonPods(pods)
 	if !isRollingUpdate(n) || n.DeletionTimestamp != nil || len(pods) != int(desiredReplicas(n)) {
 		return nil
 	}
@@ -288,4 +306,16 @@ func (r *Reconciler) syncRollout(ctx context.Context, n *slinkyv1beta1.NodeSet, 
 	unhealthy, _ := splitUnhealthy(old)
 	victims := rollingUpdateVictims(n, pods, run.revisions.hash(), r.Now())
 	return r.condemnAll(ctx, n, run, append(unhealthy, victims...), cordonedForUpdate)
+}
+
+// splitDaemonPods separates the pods made in DaemonSet mode.
+func splitDaemonPods(pods []*corev1.Pod) (stateful, daemon []*corev1.Pod) {
+	for _, p := range pods {
+		if isDaemonPod(p) {
+			daemon = append(daemon, p)
+		} else {
+			stateful = append(stateful, p)
+		}
+	}
+	return stateful, daemon
 }

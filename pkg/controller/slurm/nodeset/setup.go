@@ -2,20 +2,21 @@ package nodeset
 
 import (
 	"context"
+	"maps"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
@@ -28,8 +29,12 @@ import (
 const (
 	// IndexPodOwner maps a pod to the UID of the NodeSet controlling it.
 	IndexPodOwner = "slinky.nodeset.pod.owner"
-	// IndexPodNodeName maps a pod to the Kubernetes Node it runs on.
+	// IndexPodNodeName maps a pod to the Kubernetes Node it runs on or, not
+	// scheduled yet, is bound to by its node affinity (DaemonSet mode).
 	IndexPodNodeName = "slinky.nodeset.pod.nodeName"
+	// IndexNodeSetScalingMode maps a NodeSet to its scaling mode, so that a
+	// Node event finds the DaemonSet-mode NodeSets without listing them all.
+	IndexNodeSetScalingMode = "slinky.nodeset.scalingMode"
 )
 
 // SetupWithManager registers a NodeSet reconciler built from the manager's
@@ -44,8 +49,8 @@ func SetupWithManager(mgr ctrl.Manager, clients ClientSource, concurrency int) e
 //
 // Watches: the NodeSet; its pods (feeding the expectations first, and
 // orphans that it could adopt); the shared Service and PDB; Kubernetes
-// Nodes whose cordon changes (mapped to the NodeSets with pods on them);
-// Controllers (a NodeSet waits for its Controller before creating pods).
+// Nodes (see nodeHandler); Controllers (a NodeSet waits for its Controller
+// before creating pods).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 	ctx := context.Background()
 	if err := common.RegisterIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
@@ -55,10 +60,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 		return err
 	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, IndexPodNodeName, func(o client.Object) []string {
-		if name := o.(*corev1.Pod).Spec.NodeName; name != "" {
+		if name := targetNode(o.(*corev1.Pod)); name != "" {
 			return []string{name}
 		}
 		return nil
+	}); err != nil {
+		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &slinkyv1beta1.NodeSet{}, IndexNodeSetScalingMode, func(o client.Object) []string {
+		return []string{string(scalingMode(o.(*slinkyv1beta1.NodeSet)))}
 	}); err != nil {
 		return err
 	}
@@ -69,7 +79,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 		Watches(&corev1.Pod{}, r.expectations.Handler(podOwnerKey, handler.EnqueueRequestsFromMapFunc(podToNodeSet))).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(sharedToNodeSets)).
 		Watches(&policyv1.PodDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(sharedToNodeSets)).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nodeToNodeSets(cache)), builder.WithPredicates(nodeChanged())).
+		Watches(&corev1.Node{}, nodeHandler(cache)).
 		Watches(&slinkyv1beta1.Controller{}, handler.EnqueueRequestsFromMapFunc(controllerToNodeSets(cache))).
 		Watches(&slinkyv1beta1.RestApi{}, handler.EnqueueRequestsFromMapFunc(restAPIToNodeSets(cache))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(concurrency, 1)}).
@@ -125,49 +135,114 @@ func sharedToNodeSets(_ context.Context, o client.Object) []reconcile.Request {
 	return reqs
 }
 
-// nodeChanged passes Node updates that change what syncCordon and
-// syncTopology read.
-func nodeChanged() predicate.Predicate {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
+// nodeHandler wakes the NodeSets a Kubernetes Node event concerns, without
+// waking the others:
+//   - the NodeSets with pods on the Node (or bound to it), when it is
+//     deleted or when its cordon, cordon reason, topology, hostname
+//     override, labels or taints change (syncCordon, syncTopology and
+//     DaemonSet mode read them);
+//   - DaemonSet-mode NodeSets that want a pod on a new Node, on a deleted
+//     one (status.desired), or whose wish changes with the labels or taints
+//     of an updated one.
+func nodeHandler(reader client.Reader) handler.TypedEventHandler[client.Object, reconcile.Request] {
+	enqueue := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], reqs []reconcile.Request) {
+		for _, req := range reqs {
+			q.Add(req)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if node, ok := e.Object.(*corev1.Node); ok {
+				enqueue(q, daemonNodeSetsFor(ctx, reader, nil, node))
+			}
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			oldNode, ok1 := e.ObjectOld.(*corev1.Node)
 			newNode, ok2 := e.ObjectNew.(*corev1.Node)
 			if !ok1 || !ok2 {
-				return false
+				return
 			}
-			return oldNode.Spec.Unschedulable != newNode.Spec.Unschedulable ||
-				oldNode.Annotations[slinkyv1beta1.AnnotationNodeCordonReason] != newNode.Annotations[slinkyv1beta1.AnnotationNodeCordonReason] ||
-				oldNode.Annotations[slinkyv1beta1.AnnotationNodeTopologySpec] != newNode.Annotations[slinkyv1beta1.AnnotationNodeTopologySpec]
+			if nodeChangedForPods(oldNode, newNode) {
+				enqueue(q, nodeSetsWithPodsOn(ctx, reader, newNode.Name))
+			}
+			if schedulingChanged(oldNode, newNode) {
+				enqueue(q, daemonNodeSetsFor(ctx, reader, oldNode, newNode))
+			}
+		},
+		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			node, ok := e.Object.(*corev1.Node)
+			if !ok {
+				return
+			}
+			enqueue(q, nodeSetsWithPodsOn(ctx, reader, node.Name))
+			enqueue(q, daemonNodeSetsFor(ctx, reader, nil, node))
 		},
 	}
 }
 
-// nodeToNodeSets maps a Node to the NodeSets with pods on it.
-func nodeToNodeSets(reader client.Reader) handler.MapFunc {
-	return func(ctx context.Context, o client.Object) []reconcile.Request {
-		pods := &corev1.PodList{}
-		if err := reader.List(ctx, pods, client.MatchingFields{IndexPodNodeName: o.GetName()}); err != nil {
-			log.FromContext(ctx).Error(err, "listing pods on a Node", "node", o.GetName())
-			return nil
+// nodeChangedForPods reports a Node update that changes what the steps
+// read about the pods on it.
+func nodeChangedForPods(oldNode, newNode *corev1.Node) bool {
+	for _, key := range []string{slinkyv1beta1.AnnotationNodeCordonReason, slinkyv1beta1.AnnotationNodeTopologySpec,
+		slinkyv1beta1.AnnotationNodeHostnameOverride} {
+		if oldNode.Annotations[key] != newNode.Annotations[key] {
+			return true
 		}
-		seen := map[types.NamespacedName]bool{}
-		var reqs []reconcile.Request
-		for i := range pods.Items {
-			ref := metav1.GetControllerOf(&pods.Items[i])
-			if !isNodeSetRef(ref) {
-				continue
-			}
-			key := types.NamespacedName{Namespace: pods.Items[i].Namespace, Name: ref.Name}
-			if !seen[key] {
-				seen[key] = true
-				reqs = append(reqs, reconcile.Request{NamespacedName: key})
-			}
-		}
-		return reqs
 	}
+	return oldNode.Spec.Unschedulable != newNode.Spec.Unschedulable || schedulingChanged(oldNode, newNode)
+}
+
+// schedulingChanged reports a Node update that may change whether a
+// NodeSet's pods belong on it.
+func schedulingChanged(oldNode, newNode *corev1.Node) bool {
+	return !maps.Equal(oldNode.Labels, newNode.Labels) || !equality.Semantic.DeepEqual(oldNode.Spec.Taints, newNode.Spec.Taints)
+}
+
+// nodeSetsWithPodsOn maps a Node to the NodeSets with pods on it.
+func nodeSetsWithPodsOn(ctx context.Context, reader client.Reader, node string) []reconcile.Request {
+	pods := &corev1.PodList{}
+	if err := reader.List(ctx, pods, client.MatchingFields{IndexPodNodeName: node}); err != nil {
+		log.FromContext(ctx).Error(err, "listing pods on a Node", "node", node)
+		return nil
+	}
+	seen := map[types.NamespacedName]bool{}
+	var reqs []reconcile.Request
+	for i := range pods.Items {
+		ref := metav1.GetControllerOf(&pods.Items[i])
+		if !isNodeSetRef(ref) {
+			continue
+		}
+		key := types.NamespacedName{Namespace: pods.Items[i].Namespace, Name: ref.Name}
+		if !seen[key] {
+			seen[key] = true
+			reqs = append(reqs, reconcile.Request{NamespacedName: key})
+		}
+	}
+	return reqs
+}
+
+// daemonNodeSetsFor lists the DaemonSet-mode NodeSets that want a pod on
+// node or, given the node before an update (oldNode), whose answer changed.
+func daemonNodeSetsFor(ctx context.Context, reader client.Reader, oldNode, node *corev1.Node) []reconcile.Request {
+	list := &slinkyv1beta1.NodeSetList{}
+	if err := reader.List(ctx, list, client.MatchingFields{IndexNodeSetScalingMode: string(slinkyv1beta1.ScalingModeDaemonset)}); err != nil {
+		log.FromContext(ctx).Error(err, "listing DaemonSet-mode NodeSets", "node", node.Name)
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		n := &list.Items[i]
+		pod := schedulingPod(n)
+		fit := nodeFitOf(pod, node)
+		concerned := fit.shouldRun
+		if oldNode != nil {
+			concerned = fit != nodeFitOf(pod, oldNode)
+		}
+		if concerned {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(n)})
+		}
+	}
+	return reqs
 }
 
 // controllerToNodeSets maps a Controller to its NodeSets (any namespace).

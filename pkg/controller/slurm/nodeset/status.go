@@ -65,12 +65,18 @@ func countReplicas(n *slinkyv1beta1.NodeSet, pods []*corev1.Pod, hash string, no
 
 // computeStatus is the status the NodeSet should show; a pure function of
 // its inputs so status.Update may re-run it after a conflict.
-func computeStatus(n *slinkyv1beta1.NodeSet, pods []*corev1.Pod, view *slurmView, rev revisionState, now time.Time) slinkyv1beta1.NodeSetStatus {
+func computeStatus(n *slinkyv1beta1.NodeSet, pods []*corev1.Pod, view *slurmView, rev revisionState, daemon *daemonPlan, now time.Time) slinkyv1beta1.NodeSetStatus {
 	st := *n.Status.DeepCopy()
 	c := countReplicas(n, pods, rev.hash(), now)
 	st.Replicas, st.UpdatedReplicas, st.ReadyReplicas, st.AvailableReplicas = c.replicas, c.updated, c.ready, c.available
-	st.UnavailableReplicas = max(desiredReplicas(n)-c.available, 0)
-	st.Desired = desiredReplicas(n)
+	// Desired is spec.replicas, or in DaemonSet mode the nodes that should
+	// run a pod (replicas is ignored there).
+	desired := desiredReplicas(n)
+	if daemon != nil {
+		desired = int32(daemon.desired)
+	}
+	st.UnavailableReplicas = max(desired-c.available, 0)
+	st.Desired = desired
 	st.ObservedGeneration = n.Generation
 	st.NodeSetHash = rev.hash()
 	st.CollisionCount = &rev.collisionCount
@@ -124,7 +130,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, n *slinkyv1beta1.NodeSet,
 	wasReachable := !meta.IsStatusConditionFalse(n.Status.Conditions, ConditionSlurmReachable)
 	wasNodeNotFound := meta.IsStatusConditionFalse(n.Status.Conditions, ConditionSlurmNodesFound)
 	_, err := status.Update(ctx, r.client, n, func(obj *slinkyv1beta1.NodeSet) error {
-		obj.Status = computeStatus(obj, pods, run.slurm, run.revisions, now)
+		obj.Status = computeStatus(obj, pods, run.slurm, run.revisions, run.daemon, now)
 		return nil
 	})
 	if wasReachable && run.slurm.configured() && !run.slurm.reachable() {

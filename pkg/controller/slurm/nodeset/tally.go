@@ -34,14 +34,19 @@ const maxNamesInEvent = 10
 // event per kind of change ("Created 5 Pods"), not one per pod: every
 // event is an API write.
 type tally struct {
-	mu              sync.Mutex
-	created         int
+	mu      sync.Mutex
+	created int
+	// createdOn names the Kubernetes nodes of pods created in DaemonSet mode.
+	createdOn       []string
 	adopted         []string
 	deletedScaleIn  []string
 	deletedUpdate   []string
 	deletedFinished []string
 	// deletedUnregistered: healthy pods Slurm had no node for.
 	deletedUnregistered []string
+	// deletedNodeMismatch: DaemonSet-mode pods whose node went or no
+	// longer matches.
+	deletedNodeMismatch []string
 	draining            []string
 	cordonedForNode     []string
 }
@@ -50,6 +55,13 @@ func (t *tally) add(list *[]string, pod *corev1.Pod) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	*list = append(*list, pod.Name)
+}
+
+// addNode records the Kubernetes node of a pod created in DaemonSet mode.
+func (t *tally) addNode(pod *corev1.Pod) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.createdOn = append(t.createdOn, targetNode(pod))
 }
 
 func (t *tally) record(recorder events.EventRecorder, n *slinkyv1beta1.NodeSet) {
@@ -61,7 +73,11 @@ func (t *tally) record(recorder events.EventRecorder, n *slinkyv1beta1.NodeSet) 
 	emit := func(eventType, reason, format string, args ...any) {
 		recorder.Eventf(n, nil, eventType, reason, common.ActionSync, format, args...)
 	}
-	if t.created > 0 {
+	switch {
+	case len(t.createdOn) > 0:
+		emit(corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created %s for the Kubernetes nodes %s",
+			plural(t.created, "Pod"), nameList(t.createdOn))
+	case t.created > 0:
 		emit(corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created %s", plural(t.created, "Pod"))
 	}
 	if len(t.adopted) > 0 {
@@ -76,6 +92,7 @@ func (t *tally) record(recorder events.EventRecorder, n *slinkyv1beta1.NodeSet) 
 		{t.deletedUpdate, "to roll out a new revision"},
 		{t.deletedFinished, "that had exited, to recreate them"},
 		{t.deletedUnregistered, "whose slurmd Slurm does not list, to recreate them"},
+		{t.deletedNodeMismatch, "whose Kubernetes node is gone or no longer matches the NodeSet"},
 	} {
 		if len(d.names) > 0 {
 			emit(corev1.EventTypeNormal, ReasonSuccessfulDelete, "Deleted %s %s: %s", plural(len(d.names), "Pod"), d.why, nameList(d.names))

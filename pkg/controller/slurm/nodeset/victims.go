@@ -202,9 +202,14 @@ func splitByRevision(pods []*corev1.Pod, hash string) (updated, old []*corev1.Po
 // up the budget first; unhealthy old pods are replaced separately and do
 // not count, since replacing them cannot make anything less available.
 func rollingUpdateVictims(n *slinkyv1beta1.NodeSet, pods []*corev1.Pod, hash string, now time.Time) []*corev1.Pod {
+	return rollingUpdateVictimsOf(n, pods, hash, int(desiredReplicas(n)), now)
+}
+
+// rollingUpdateVictimsOf is rollingUpdateVictims for a NodeSet that should
+// run total pods.
+func rollingUpdateVictimsOf(n *slinkyv1beta1.NodeSet, pods []*corev1.Pod, hash string, total int, now time.Time) []*corev1.Pod {
 	updated, old := splitByRevision(pods, hash)
 	_, healthyOld := splitUnhealthy(old)
-	total := int(desiredReplicas(n))
 	unavailable := min(max(total-len(updated)-len(old), 0), total)
 	for _, p := range updated {
 		if !isAvailable(p, n.Spec.MinReadySeconds, now) {
