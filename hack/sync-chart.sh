@@ -34,7 +34,7 @@ cluster_scoped="nodes namespaces persistentvolumes storageclasses priorityclasse
 namespaced="pods services endpoints configmaps secrets serviceaccounts persistentvolumeclaims events
   endpointslices controllerrevisions deployments statefulsets replicasets daemonsets jobs cronjobs
   leases ingresses networkpolicies poddisruptionbudgets roles rolebindings podgroups jobsets
-  rayclusters trainjobs trainingruntimes controllers nodesets restapis tokens servicemonitors"
+  rayclusters trainjobs trainingruntimes controllers nodesets restapis tokens loginsets accountings servicemonitors"
 
 # The ClusterTrainingRuntimes the chart ships carry this label, and the
 # ClusterTrainingRuntime webhook skips objects that have it: creating or

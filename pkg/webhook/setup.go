@@ -75,6 +75,8 @@ func Setup(mgr ctrl.Manager, workloads []string, opts Options) error {
 		{WorkloadRayCluster, setupRayCluster},
 		{WorkloadTrainJob, setupTrainer},
 		{WorkloadSlurm, setupSlurm},
+		{WorkloadSlurm, setupLoginSet},
+		{WorkloadSlurm, setupAccounting},
 	}
 	for _, f := range families {
 		if !enabled(f.name) {

@@ -25,7 +25,9 @@ import (
 var (
 	rayPaths   = []string{"/validate-ray-io-v1-raycluster"}
 	slurmPaths = []string{
+		"/validate-slinky-slurm-net-v1beta1-accounting",
 		"/validate-slinky-slurm-net-v1beta1-controller",
+		"/validate-slinky-slurm-net-v1beta1-loginset",
 		"/validate-slinky-slurm-net-v1beta1-nodeset",
 		"/validate-slinky-slurm-net-v1beta1-restapi",
 	}

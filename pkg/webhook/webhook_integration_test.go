@@ -70,6 +70,41 @@ func TestAdmissionThroughAPIServer(t *testing.T) {
 		}
 	})
 
+	t.Run("Slinky's own chart and Token example are admitted unchanged, nothing pruned", func(t *testing.T) {
+		// Upstream's Helm chart (v1.2.1, v1.3.0-rc1) rendered with a
+		// LoginSet, Accounting, NodeSet, RestApi and Controller, and its
+		// Token example, unchanged. Strict field validation turns a field
+		// the schema would prune into an error; admission may refuse a
+		// field Gantry does not support, with a message (none is refused
+		// today, so any refusal is a regression).
+		for _, tc := range []struct{ file, ns string }{
+			{"v1.2.1.yaml", "slinky-v121"}, {"v1.3.0-rc1.yaml", "slinky-v130"}, {"token.yaml", "slinky-token"},
+		} {
+			outcomes := applySlinkyChart(t, c, tc.file, tc.ns)
+			if len(outcomes) == 0 {
+				t.Errorf("%s: no object", tc.file)
+			}
+			for _, o := range outcomes {
+				if o.refusal != "" {
+					t.Errorf("%s %s: refused: %s", tc.file, o.object, o.refusal)
+				} else {
+					t.Logf("%s %s: admitted", tc.file, o.object)
+				}
+			}
+		}
+		// The control: a field the schema does not know fails the create
+		// instead of being pruned.
+		bogus := documentsIn(t, "testdata/slinky-chart/token.yaml")[0]
+		bogus.SetNamespace("slinky-token")
+		bogus.SetName("bogus")
+		if err := unstructured.SetNestedField(bogus.Object, "x", "spec", "notAField"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Create(ctx, bogus, client.FieldValidation("Strict")); err == nil || !strings.Contains(err.Error(), "notAField") {
+			t.Errorf("an unknown field was not refused under strict field validation: %v", err)
+		}
+	})
+
 	t.Run("Slinky chart defaults of the v1.2 and v1.3 fields are admitted", func(t *testing.T) {
 		// As Slinky's Helm chart renders them, defaults spelled out
 		// (scheduledUpdate: {} becomes a 30m duration), plus v1.1's

@@ -139,6 +139,36 @@ var sampleRuns = map[string]sampleRun{
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(claims.UserName).To(Equal("slurm"))
 		}},
+	"Slurm Accounting (slurmdbd) of the sample Controller": {
+		files: []string{"slinky_v1beta1_controller.yaml", "slinky_v1beta1_accounting.yaml"},
+		check: func(g Gomega, ctx context.Context, ns string) {
+			acct := &slinkyv1beta1.Accounting{}
+			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "slurm"}, acct)).To(Succeed())
+			g.Expect(meta.IsStatusConditionTrue(acct.Status.Conditions, "Ready")).To(BeTrue(), "Accounting: %v", acct.Status.Conditions)
+			conf := &corev1.Secret{}
+			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "slurm-accounting"}, conf)).To(Succeed())
+			expectControlledBy(g, conf, acct)
+			g.Expect(string(conf.Data["slurmdbd.conf"])).To(And(ContainSubstring("DbdHost=slurm-accounting-0"),
+				ContainSubstring("StorageHost=mariadb"), ContainSubstring("StoragePass=change-me"), ContainSubstring("PurgeJobAfter=12months")))
+			svc := &corev1.Service{}
+			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "slurm-accounting"}, svc)).To(Succeed())
+			g.Expect(svc.Spec.Ports).To(ContainElement(HaveField("Port", int32(6819))))
+		}},
+	"Slurm LoginSet of the sample Controller": {
+		files: []string{"slinky_v1beta1_controller.yaml", "slinky_v1beta1_loginset.yaml"},
+		check: func(g Gomega, ctx context.Context, ns string) {
+			ls := &slinkyv1beta1.LoginSet{}
+			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "slurm-login-slinky"}, ls)).To(Succeed())
+			g.Expect(meta.IsStatusConditionTrue(ls.Status.Conditions, "Ready")).To(BeTrue(), "LoginSet: %v", ls.Status.Conditions)
+			g.Expect(ls.Status.Replicas).To(Equal(int32(1)))
+			keys := &corev1.Secret{}
+			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "slurm-login-slinky-ssh-host-keys"}, keys)).To(Succeed())
+			g.Expect(keys.Immutable).To(HaveValue(BeTrue()))
+			expectControlledBy(g, keys, ls)
+			svc := &corev1.Service{}
+			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "slurm-login-slinky"}, svc)).To(Succeed())
+			g.Expect(svc.Spec.Ports).To(ContainElement(And(HaveField("Name", "login"), HaveField("Port", int32(22)))))
+		}},
 	"TrainJob on the shipped torch runtime": {files: []string{"trainer_v1alpha1_trainjob.yaml"},
 		check: trainJobCompleteIn("trainer_v1alpha1_trainjob.yaml")},
 	"TrainJob on the sample ClusterTrainingRuntime": {

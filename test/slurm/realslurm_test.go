@@ -34,6 +34,9 @@ type cluster struct {
 	userName string
 	// root is the chroot holding Slurm's commands and config.
 	root string
+	// noAccounting says why the chroot has no slurmdbd or MariaDB (empty
+	// when it has both).
+	noAccounting string
 }
 
 var (
@@ -154,7 +157,8 @@ func startCluster() (*cluster, func(), error) {
 }
 
 func clusterFromEnv(getenv func(string) string) (*cluster, error) {
-	c := &cluster{url: getenv("GANTRY_SLURM_URL"), userName: getenv("GANTRY_SLURM_USER"), root: getenv("GANTRY_SLURM_ROOT")}
+	c := &cluster{url: getenv("GANTRY_SLURM_URL"), userName: getenv("GANTRY_SLURM_USER"), root: getenv("GANTRY_SLURM_ROOT"),
+		noAccounting: getenv("GANTRY_SLURM_NO_ACCOUNTING")}
 	keyPath := getenv("GANTRY_SLURM_JWT_KEY")
 	if c.url == "" || keyPath == "" || c.userName == "" || c.root == "" {
 		return nil, errors.New("GANTRY_SLURM_URL, GANTRY_SLURM_JWT_KEY, GANTRY_SLURM_USER and GANTRY_SLURM_ROOT must all be set")

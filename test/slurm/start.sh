@@ -6,6 +6,9 @@
 #   GANTRY_SLURM_JWT_KEY   path of the HS256 key slurmctld verifies tokens with
 #   GANTRY_SLURM_USER      the Slurm user tokens must name (SlurmUser: an admin)
 #   GANTRY_SLURM_ROOT      the chroot, for `chroot $GANTRY_SLURM_ROOT scontrol ...`
+#   GANTRY_SLURM_NO_ACCOUNTING  set only when the chroot lacks slurmdbd or
+#                          MariaDB and they could not be installed: why (the
+#                          accounting test skips with it; the others run)
 #
 # Idempotent: the chroot is built once (debootstrap, ~30 s) and reused; daemons
 # left by an earlier run are stopped first and slurmctld starts from empty
@@ -54,7 +57,7 @@ bootstrap() {
 	rm -rf "$tmp"
 	log "debootstrap sid into $root (first run only)"
 	if ! debootstrap --variant=minbase \
-		--include=slurmctld,slurmd,slurmrestd,slurm-client,slurm-wlm-jwt-plugin \
+		--include=slurmctld,slurmd,slurmrestd,slurm-client,slurm-wlm-jwt-plugin,slurmdbd,mariadb-server \
 		sid "$tmp" "$mirror" >"$base/debootstrap.log" 2>&1; then
 		# A failed debootstrap may leave its own mounts behind.
 		for m in proc sys dev/pts dev; do umount -l "$tmp/$m" 2>/dev/null || true; done
@@ -66,6 +69,29 @@ bootstrap() {
 }
 
 [ -x "$root/usr/sbin/slurmrestd" ] || bootstrap
+
+# add_accounting installs slurmdbd and MariaDB into a root bootstrapped
+# before they were part of it. Failing that (no mirror) is not fatal: only
+# the accounting test needs them, and it skips with the reason.
+no_accounting=""
+add_accounting() {
+	log "installing slurmdbd and mariadb-server into $root"
+	cp -L /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+	mountpoint -q "$root/proc" || mount -t proc proc "$root/proc"
+	# No service may start inside the chroot while packages are installed.
+	printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
+	chmod 0755 "$root/usr/sbin/policy-rc.d"
+	if ! { chroot "$root" apt-get -o Acquire::Check-Valid-Until=false update -qq &&
+		DEBIAN_FRONTEND=noninteractive chroot "$root" apt-get install -y -qq --no-install-recommends slurmdbd mariadb-server; } \
+		>"$base/apt-accounting.log" 2>&1 9>&-; then
+		no_accounting="cannot install slurmdbd and mariadb-server into $root: $(tail -n 1 "$base/apt-accounting.log")"
+		log "$no_accounting"
+	fi
+	rm -f "$root/usr/sbin/policy-rc.d"
+}
+if [ ! -x "$root/usr/sbin/slurmdbd" ] || [ ! -x "$root/usr/sbin/mariadbd" ]; then
+	add_accounting
+fi
 
 "$here/stop.sh" --locked
 
@@ -161,22 +187,38 @@ if ! in_root scontrol ping 2>/dev/null | grep -q UP; then
 	exit 1
 fi
 
-log "starting slurmrestd on 127.0.0.1:$rest_port"
-# slurmrestd refuses to run as root or SlurmUser; rest_auth/jwt makes it take
-# the caller's token from the request headers. SLURM_JWT=daemon stops it
-# looking for a token of its own.
-SLURM_JWT=daemon setsid chroot "$root" /usr/sbin/slurmrestd \
-	-u "$rest_uid" -g "$rest_gid" -a rest_auth/jwt "127.0.0.1:$rest_port" \
-	</dev/null >"$run/slurmrestd.log" 2>&1 9>&- &
-echo $! >"$run/slurmrestd.pid"
-for _ in $(seq 1 100); do
-	(exec 3<>"/dev/tcp/127.0.0.1/$rest_port") 2>/dev/null && break
-	if ! kill -0 "$(cat "$run/slurmrestd.pid")" 2>/dev/null; then
-		cat "$run/slurmrestd.log" >&2
-		echo "start.sh: slurmrestd exited" >&2
+# start_slurmrestd starts slurmrestd on rest_port and waits until it
+# listens; it fails when slurmrestd exits first (e.g. the port was taken
+# between free_port and the bind).
+start_slurmrestd() {
+	log "starting slurmrestd on 127.0.0.1:$rest_port"
+	# slurmrestd refuses to run as root or SlurmUser; rest_auth/jwt makes it
+	# take the caller's token from the request headers. SLURM_JWT=daemon
+	# stops it looking for a token of its own.
+	SLURM_JWT=daemon setsid chroot "$root" /usr/sbin/slurmrestd \
+		-u "$rest_uid" -g "$rest_gid" -a rest_auth/jwt "127.0.0.1:$rest_port" \
+		</dev/null >"$run/slurmrestd.log" 2>&1 9>&- &
+	echo $! >"$run/slurmrestd.pid"
+	for _ in $(seq 1 100); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$rest_port") 2>/dev/null && return 0
+		if ! kill -0 "$(cat "$run/slurmrestd.pid")" 2>/dev/null; then
+			cat "$run/slurmrestd.log" >&2
+			echo "start.sh: slurmrestd exited" >&2
+			return 1
+		fi
+		sleep 0.1
+	done
+	echo "start.sh: slurmrestd does not listen on $rest_port" >&2
+	return 1
+}
+# A port found free may be taken before slurmrestd binds it: try others,
+# unless the caller fixed the port.
+for attempt in 1 2 3; do
+	start_slurmrestd && break
+	if [ -n "${SLURMRESTD_PORT:-}" ] || [ "$attempt" = 3 ]; then
 		exit 1
 	fi
-	sleep 0.1
+	rest_port="$(free_port)"
 done
 
 cat <<EOF | tee "$run/env"
@@ -185,3 +227,6 @@ GANTRY_SLURM_JWT_KEY=$etc/jwt.key
 GANTRY_SLURM_USER=$slurm_user
 GANTRY_SLURM_ROOT=$root
 EOF
+if [ -n "$no_accounting" ]; then
+	echo "GANTRY_SLURM_NO_ACCOUNTING=$no_accounting" | tee -a "$run/env"
+fi

@@ -227,7 +227,9 @@
 - apiGroups:
   - slinky.slurm.net
   resources:
+  - accountings
   - controllers
+  - loginsets
   - restapis
   - tokens
   verbs:
@@ -237,7 +239,9 @@
 - apiGroups:
   - slinky.slurm.net
   resources:
+  - accountings/finalizers
   - controllers/finalizers
+  - loginsets/finalizers
   - nodesets/finalizers
   - restapis/finalizers
   verbs:
@@ -245,7 +249,9 @@
 - apiGroups:
   - slinky.slurm.net
   resources:
+  - accountings/status
   - controllers/status
+  - loginsets/status
   - nodesets/scale
   - nodesets/status
   - restapis/status

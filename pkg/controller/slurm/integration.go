@@ -11,7 +11,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/accounting"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/controller"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/loginset"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/nodeset"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/restapi"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/token"
@@ -50,10 +52,16 @@ func setup(_ context.Context, mgr ctrl.Manager, opts workload.Options) error {
 	if err := restapi.SetupWithManager(mgr, restapi.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}); err != nil {
 		return err
 	}
+	if err := accounting.SetupWithManager(mgr, accounting.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}); err != nil {
+		return err
+	}
 	clients := restapi.NewClientResolver(mgr.GetClient(), mgr.GetAPIReader(), restapi.ResolverOptions{
 		AllowEndpointOverride: opts.Features != nil && opts.Features.Enabled(SlurmrestdURLOverride),
 	})
 	if err := nodeset.SetupWithManager(mgr, clients, opts.MaxConcurrentReconciles); err != nil {
+		return err
+	}
+	if err := loginset.SetupWithManager(mgr, loginset.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}); err != nil {
 		return err
 	}
 	return token.SetupWithManager(mgr, opts.MaxConcurrentReconciles)

@@ -8,6 +8,7 @@ type Images struct {
 	Slurmctld  string
 	Slurmrestd string
 	Slurmd     string
+	Slurmdbd   string
 	// Logfile runs the log-streaming sidecar; any image with a POSIX shell.
 	Logfile string
 }
@@ -18,6 +19,7 @@ func DefaultImages() Images {
 		Slurmctld:  "ghcr.io/slinkyproject/slurmctld:25.11-ubuntu24.04",
 		Slurmrestd: "ghcr.io/slinkyproject/slurmrestd:25.11-ubuntu24.04",
 		Slurmd:     "ghcr.io/slinkyproject/slurmd:25.11-ubuntu24.04",
+		Slurmdbd:   "ghcr.io/slinkyproject/slurmdbd:25.11-ubuntu24.04",
 		Logfile:    "docker.io/library/alpine:latest",
 	}
 }
@@ -34,6 +36,7 @@ func (i Images) Or(fallback Images) Images {
 		Slurmctld:  pick(i.Slurmctld, fallback.Slurmctld),
 		Slurmrestd: pick(i.Slurmrestd, fallback.Slurmrestd),
 		Slurmd:     pick(i.Slurmd, fallback.Slurmd),
+		Slurmdbd:   pick(i.Slurmdbd, fallback.Slurmdbd),
 		Logfile:    pick(i.Logfile, fallback.Logfile),
 	}
 }

@@ -27,6 +27,12 @@ const (
 	// IndexRestApiController maps a RestApi to its Controller's name (same
 	// namespace).
 	IndexRestApiController = "slinky.restapi.controllerRef"
+	// IndexAccountingSecrets maps an Accounting to the names of the Secrets
+	// it reads (keys, database password; same namespace).
+	IndexAccountingSecrets = "slinky.accounting.secretRefs"
+	// IndexAccountingConfigMaps maps an Accounting to the ConfigMap holding
+	// its JWKS (same namespace).
+	IndexAccountingConfigMaps = "slinky.accounting.configMapRefs"
 )
 
 // ControllerSecretNames lists the Secrets c reads its keys from.
@@ -61,6 +67,26 @@ func ControllerConfigMapNames(c *slinkyv1beta1.Controller) []string {
 	return compact(names)
 }
 
+// AccountingSecretNames lists the Secrets a reads: its keys and its
+// database password.
+func AccountingSecretNames(a *slinkyv1beta1.Accounting) []string {
+	names := []string{a.Spec.StorageConfig.PasswordKeyRef.Name}
+	for _, ref := range []*corev1.SecretKeySelector{a.Spec.SlurmKeyRef, a.Spec.JwtKeyRef, a.Spec.JwtHs256KeyRef} {
+		if ref != nil {
+			names = append(names, ref.Name)
+		}
+	}
+	return compact(names)
+}
+
+// AccountingConfigMapNames lists the ConfigMaps a reads.
+func AccountingConfigMapNames(a *slinkyv1beta1.Accounting) []string {
+	if a.Spec.JwksKeyRef == nil {
+		return nil
+	}
+	return compact([]string{a.Spec.JwksKeyRef.Name})
+}
+
 // NodeSetControllerIndexValue is the IndexNodeSetController value of n.
 func NodeSetControllerIndexValue(n *slinkyv1beta1.NodeSet) string {
 	return n.ControllerKey().String()
@@ -90,6 +116,12 @@ var indexes = []index{
 	}},
 	{&slinkyv1beta1.RestApi{}, IndexRestApiController, func(o client.Object) []string {
 		return []string{o.(*slinkyv1beta1.RestApi).Spec.ControllerRef.Name}
+	}},
+	{&slinkyv1beta1.Accounting{}, IndexAccountingSecrets, func(o client.Object) []string {
+		return AccountingSecretNames(o.(*slinkyv1beta1.Accounting))
+	}},
+	{&slinkyv1beta1.Accounting{}, IndexAccountingConfigMaps, func(o client.Object) []string {
+		return AccountingConfigMapNames(o.(*slinkyv1beta1.Accounting))
 	}},
 }
 

@@ -16,6 +16,9 @@ const (
 
 	AppSlurmd       = "slurmd"
 	ComponentWorker = "worker"
+
+	AppSlurmdbd         = "slurmdbd"
+	ComponentAccounting = "accounting"
 )
 
 // LabelCluster names the Controller a NodeSet's pods belong to.
@@ -60,4 +63,14 @@ func ownedLabels(app, instance, component string) map[string]string {
 	l := builder.SelectorLabels(app, instance, component)
 	l[builder.LabelManagedBy] = builder.ManagedByGantry
 	return l
+}
+
+// AccountingSelectorLabels select the slurmdbd pod of a.
+func AccountingSelectorLabels(a *slinkyv1beta1.Accounting) map[string]string {
+	return builder.SelectorLabels(AppSlurmdbd, a.Name, "")
+}
+
+// AccountingLabels are carried by every object made for a.
+func AccountingLabels(a *slinkyv1beta1.Accounting) map[string]string {
+	return ownedLabels(AppSlurmdbd, a.Name, ComponentAccounting)
 }

@@ -52,6 +52,15 @@ func ControllerReplicas(*slinkyv1beta1.Controller) int32 { return 1 }
 // RestApiName names the slurmrestd Deployment and Service.
 func RestApiName(restapi string) string { return restapi + "-restapi" }
 
+// AccountingName names the slurmdbd StatefulSet, its Service and the
+// Secret holding slurmdbd.conf, as Slinky names all three. A Controller's
+// AccountingStorageHost is this name.
+func AccountingName(accounting string) string { return accounting + "-accounting" }
+
+// AccountingPodName is the slurmdbd pod (and host) name: slurmdbd.conf's
+// DbdHost, which slurmdbd requires to be its own host name.
+func AccountingPodName(accounting string) string { return AccountingName(accounting) + "-0" }
+
 // SlurmNodeSetName is the name of the NodeSet inside Slurm (NodeSet=,
 // Feature=, partition Nodes=): the pods' hostname prefix when the template
 // sets one, else the NodeSet's name.

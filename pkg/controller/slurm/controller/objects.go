@@ -53,7 +53,7 @@ func BuildInternalService(c *slinkyv1beta1.Controller) *corev1.Service {
 func BuildConfigMap(c *slinkyv1beta1.Controller, in ConfigInputs) *corev1.ConfigMap {
 	data := map[string]string{}
 	if c.Spec.External {
-		data[common.SlurmConfFile] = RenderExternalSlurmConf(c)
+		data[common.SlurmConfFile] = RenderExternalSlurmConf(c, in.Accounting)
 	} else {
 		data[common.SlurmConfFile] = RenderSlurmConf(c, in)
 		for name, render := range defaultConfigFiles {

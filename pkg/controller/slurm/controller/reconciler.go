@@ -38,6 +38,7 @@ const FieldOwner = "gantry-slurm"
 // +kubebuilder:rbac:groups=slinky.slurm.net,resources=controllers/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=slinky.slurm.net,resources=controllers/finalizers,verbs=update
 // +kubebuilder:rbac:groups=slinky.slurm.net,resources=nodesets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=slinky.slurm.net,resources=accountings,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
@@ -195,6 +196,11 @@ func (r *Reconciler) sync(ctx context.Context, obj client.Object, changes *commo
 func (r *Reconciler) configInputs(ctx context.Context, c *slinkyv1beta1.Controller) (ConfigInputs, map[string]string, error) {
 	var in ConfigInputs
 	userFiles := map[string]string{}
+	accounting, err := r.accountingOf(ctx, c)
+	if err != nil {
+		return in, nil, err
+	}
+	in.Accounting = accounting
 	if c.Spec.External {
 		return in, userFiles, nil
 	}
@@ -241,6 +247,26 @@ func (r *Reconciler) configInputs(ctx context.Context, c *slinkyv1beta1.Controll
 		}
 	}
 	return in, userFiles, nil
+}
+
+// accountingOf is the Accounting c's accountingRef names, nil when there is
+// none or it does not exist (yet): the Accounting watch brings c back when
+// it appears.
+func (r *Reconciler) accountingOf(ctx context.Context, c *slinkyv1beta1.Controller) (*slinkyv1beta1.Accounting, error) {
+	ref := c.Spec.AccountingRef
+	if ref == nil || ref.Name == "" {
+		return nil, nil
+	}
+	a := &slinkyv1beta1.Accounting{}
+	switch err := r.client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: ref.Name}, a); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("getting Accounting %s: %w", ref.Name, err)
+	case a.DeletionTimestamp != nil:
+		return nil, nil
+	}
+	return a, nil
 }
 
 // nodeSetsOf lists the NodeSets whose controllerRef resolves to c. NodeSets

@@ -35,7 +35,8 @@ func SetupWithManager(mgr ctrl.Manager, opts ...Options) error {
 // SetupWithManager registers r, its watches and the field indexes they use.
 //
 // Watches: the Controller; the Services, ConfigMap and StatefulSet it owns;
-// NodeSets (slurm.conf lists them); Secrets holding its keys (the pod
+// NodeSets (slurm.conf lists them); the Accounting it references
+// (slurm.conf points at it once it exists); Secrets holding its keys (the pod
 // carries their hashes); ConfigMaps it references (files and scripts).
 // Secrets are watched as metadata only: a change of resourceVersion is all
 // the mapping needs, and the data is read on demand.
@@ -56,6 +57,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts ...Options) error {
 		Owns(&corev1.ConfigMap{}).
 		Owns(&appsv1.StatefulSet{}).
 		Watches(&slinkyv1beta1.NodeSet{}, handler.EnqueueRequestsFromMapFunc(nodeSetToController)).
+		Watches(&slinkyv1beta1.Accounting{}, handler.EnqueueRequestsFromMapFunc(accountingToControllers(cache))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(controllersByIndex(cache, common.IndexControllerSecrets)),
 			builder.OnlyMetadata).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(controllersByIndex(cache, common.IndexControllerConfigMaps))).
@@ -69,6 +71,25 @@ func nodeSetToController(_ context.Context, obj client.Object) []reconcile.Reque
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: n.ControllerKey()}}
+}
+
+// accountingToControllers maps an Accounting to the Controllers in its
+// namespace whose accountingRef names it (a short list, from the cache).
+func accountingToControllers(reader client.Reader) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		list := &slinkyv1beta1.ControllerList{}
+		if err := reader.List(ctx, list, client.InNamespace(obj.GetNamespace())); err != nil {
+			log.FromContext(ctx).Error(err, "listing Controllers referencing an Accounting", "accounting", client.ObjectKeyFromObject(obj))
+			return nil
+		}
+		var reqs []reconcile.Request
+		for _, c := range list.Items {
+			if ref := c.Spec.AccountingRef; ref != nil && ref.Name == obj.GetName() {
+				reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&c)})
+			}
+		}
+		return reqs
+	}
 }
 
 // controllersByIndex maps a Secret or ConfigMap to the Controllers in its

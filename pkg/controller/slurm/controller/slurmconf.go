@@ -26,6 +26,9 @@ type ConfigInputs struct {
 	// supply. A default file of the same name (cgroup.conf, gres.conf) is
 	// not rendered: two files of one name cannot share the projected volume.
 	UserConfigFiles []string
+	// Accounting is the Accounting accountingRef names; nil when unset or
+	// not (yet) found, and then slurmctld keeps no accounting, as Slinky's.
+	Accounting *slinkyv1beta1.Accounting
 }
 
 // confWriter accumulates slurm.conf lines.
@@ -76,7 +79,7 @@ func RenderSlurmConf(c *slinkyv1beta1.Controller, in ConfigInputs) string {
 	w.set("CredType", common.CredType)
 	w.set("AuthAltTypes", common.AuthAltTypes)
 	for _, p := range merged {
-		w.set(p.key, strings.Join(p.options, ","))
+		w.set(p.Key, strings.Join(p.Options, ","))
 	}
 	if c.Spec.Metrics.Enabled {
 		w.set("MetricsType", "metrics/openmetrics")
@@ -86,7 +89,7 @@ func RenderSlurmConf(c *slinkyv1beta1.Controller, in ConfigInputs) string {
 	writeDynamicNodeDefaults(&w)
 
 	w.section("ACCOUNTING")
-	writeAccounting(&w, c)
+	writeAccounting(&w, in.Accounting)
 
 	if len(in.PrologSlurmctldScripts) > 0 || len(in.EpilogSlurmctldScripts) > 0 {
 		w.section("SLURMCTLD PROLOG & EPILOG")
@@ -123,7 +126,7 @@ func RenderSlurmConf(c *slinkyv1beta1.Controller, in ConfigInputs) string {
 		if overrides := mergeWithExtraConf(merged, c.Spec.ExtraConf); len(overrides) > 0 {
 			w.section("MERGED CONFIG")
 			for _, p := range overrides {
-				w.set(p.key, strings.Join(p.options, ","))
+				w.set(p.Key, strings.Join(p.Options, ","))
 			}
 		}
 	}
@@ -131,8 +134,9 @@ func RenderSlurmConf(c *slinkyv1beta1.Controller, in ConfigInputs) string {
 }
 
 // RenderExternalSlurmConf renders the minimal slurm.conf slurmrestd needs to
-// reach a slurmctld that runs outside Kubernetes (no configless there).
-func RenderExternalSlurmConf(c *slinkyv1beta1.Controller) string {
+// reach a slurmctld that runs outside Kubernetes (no configless there);
+// accounting is the Controller's Accounting, as in ConfigInputs.
+func RenderExternalSlurmConf(c *slinkyv1beta1.Controller, accounting *slinkyv1beta1.Accounting) string {
 	var w confWriter
 	w.section("GENERAL")
 	w.set("ClusterName", c.ClusterName())
@@ -146,7 +150,7 @@ func RenderExternalSlurmConf(c *slinkyv1beta1.Controller) string {
 	w.set("CredType", common.CredType)
 	w.set("AuthAltTypes", common.AuthAltTypes)
 	w.section("ACCOUNTING")
-	writeAccounting(&w, c)
+	writeAccounting(&w, accounting)
 	return w.String()
 }
 
@@ -206,16 +210,26 @@ func stateSaveLocation(clusterName string) string {
 	return path.Join(common.SlurmctldSpoolDir, clusterName)
 }
 
-// writeAccounting points slurmctld at slurmdbd's Service, named after the
-// Accounting the Controller references, as Slinky names it.
-func writeAccounting(w *confWriter, c *slinkyv1beta1.Controller) {
-	if c.Spec.AccountingRef == nil || c.Spec.AccountingRef.Name == "" {
+// writeAccounting points slurmctld at slurmdbd's Service, <name>-accounting
+// as Slinky names it, once the Accounting exists; until then slurmctld
+// keeps no accounting, as with Slinky. Beyond Slinky, which always names
+// the Service and port 6819: an external Accounting is reached at its
+// externalConfig, and the Service's port at spec.service.port when set.
+func writeAccounting(w *confWriter, a *slinkyv1beta1.Accounting) {
+	if a == nil {
 		w.set("AccountingStorageType", "accounting_storage/none")
 		return
 	}
+	host, port := common.AccountingName(a.Name), common.SlurmdbdPort
+	if a.Spec.Service.Port != 0 {
+		port = a.Spec.Service.Port
+	}
+	if ext := a.Spec.ExternalConfig; a.Spec.External && ext != nil {
+		host, port = ext.Host, ext.Port
+	}
 	w.set("AccountingStorageType", "accounting_storage/slurmdbd")
-	w.set("AccountingStorageHost", c.Spec.AccountingRef.Name+"-accounting")
-	w.set("AccountingStoragePort", common.SlurmdbdPort)
+	w.set("AccountingStorageHost", host)
+	w.set("AccountingStoragePort", port)
 }
 
 // nodeSetLines declares each NodeSet as a Slurm nodeset selected by a

@@ -44,6 +44,7 @@ func TestRenderSlurmConfGolden(t *testing.T) {
 			controller: testutil.MakeController("slurm", "slinky").Keys("keys").Jwks("jwks", "jwks.json").
 				Accounting("slurm").Metrics().Obj(),
 			in: ConfigInputs{
+				Accounting:             testutil.MakeAccounting("slurm", "slinky").Obj(),
 				NodeSets:               nodeSets[:1],
 				PrologScripts:          []string{"90-last.sh", "10-first.sh"},
 				EpilogScripts:          []string{"epilog.sh"},
@@ -61,7 +62,7 @@ func TestRenderSlurmConfGolden(t *testing.T) {
 			before := tc.controller.DeepCopy()
 			var got string
 			if tc.controller.Spec.External {
-				got = RenderExternalSlurmConf(tc.controller)
+				got = RenderExternalSlurmConf(tc.controller, tc.in.Accounting)
 			} else {
 				got = RenderSlurmConf(tc.controller, tc.in)
 			}

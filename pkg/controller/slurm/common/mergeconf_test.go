@@ -1,4 +1,4 @@
-package controller
+package common
 
 import (
 	"testing"
@@ -22,7 +22,7 @@ func TestParseSimpleParameters(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, parseSimpleParameters(tc.conf)); diff != "" {
+			if diff := cmp.Diff(tc.want, ParseSimpleParameters(tc.conf)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
@@ -30,32 +30,32 @@ func TestParseSimpleParameters(t *testing.T) {
 }
 
 func TestMergeWithExtraConf(t *testing.T) {
-	ops := []parameter{
+	ops := []ConfParameter{
 		{"AuthAltParameters", []string{"jwt_key=/etc/slurm/jwt.key"}},
 		{"SlurmctldParameters", []string{"enable_configless", "reconfig_on_restart"}},
 	}
 	tests := []struct {
 		name  string
 		extra string
-		want  []parameter
+		want  []ConfParameter
 	}{
 		{"nothing set by the user", "MaxJobCount=10\n", nil},
 		{"user options appended, duplicates dropped", "SlurmctldParameters=enable_stepmgr,enable_configless\n",
-			[]parameter{{"SlurmctldParameters", []string{"enable_configless", "reconfig_on_restart", "enable_stepmgr"}}}},
+			[]ConfParameter{{"SlurmctldParameters", []string{"enable_configless", "reconfig_on_restart", "enable_stepmgr"}}}},
 		{"operator value of the same option key wins", "AuthAltParameters=jwt_key=/tmp/k,disable_token_creation\n",
-			[]parameter{{"AuthAltParameters", []string{"jwt_key=/etc/slurm/jwt.key", "disable_token_creation"}}}},
+			[]ConfParameter{{"AuthAltParameters", []string{"jwt_key=/etc/slurm/jwt.key", "disable_token_creation"}}}},
 		{"key matched case-insensitively", "slurmctldparameters=idle_on_node_suspend\n",
-			[]parameter{{"SlurmctldParameters", []string{"enable_configless", "reconfig_on_restart", "idle_on_node_suspend"}}}},
+			[]ConfParameter{{"SlurmctldParameters", []string{"enable_configless", "reconfig_on_restart", "idle_on_node_suspend"}}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := mergeWithExtraConf(ops, tc.extra)
-			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(parameter{})); diff != "" {
+			got := MergeWithExtraConf(ops, tc.extra)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
 	}
-	if len(ops[1].options) != 2 {
-		t.Errorf("merging modified the operator's options: %v", ops[1].options)
+	if len(ops[1].Options) != 2 {
+		t.Errorf("merging modified the operator's options: %v", ops[1].Options)
 	}
 }

@@ -1,0 +1,141 @@
+package loginset
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+)
+
+// Field indexes behind the mapped watches.
+const (
+	// IndexController maps a LoginSet to its Controller's name (same
+	// namespace).
+	IndexController = "slinky.loginset.controllerRef"
+	// IndexSecrets maps a LoginSet to the Secrets it reads itself: its
+	// sssd.conf and its host keys (same namespace).
+	IndexSecrets = "slinky.loginset.secretRefs"
+)
+
+// Options tune SetupWithManager.
+type Options struct {
+	// MaxConcurrentReconciles is the number of workers; 0 means one.
+	MaxConcurrentReconciles int
+	// Images override the default images field by field.
+	Images Images
+}
+
+// SetupWithManager registers a LoginSet reconciler built from the manager's
+// client, API reader and event recorder.
+func SetupWithManager(mgr ctrl.Manager, opts ...Options) error {
+	r := NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(Name))
+	return r.SetupWithManager(mgr, opts...)
+}
+
+// SetupWithManager registers r, its watches and the field indexes they use.
+//
+// Watches: the LoginSet; the Deployment, Service and ConfigMap it owns;
+// its Controller (the pods reach its slurmctld and carry its key's hash);
+// Secrets, as metadata only (the data is read on demand): its sssd.conf,
+// its host keys, and the Controller's keys.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts ...Options) error {
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	r.Images = o.Images.Or(r.Images)
+	ctx := context.Background()
+	if err := common.RegisterIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	if err := registerIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	cache := mgr.GetClient()
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(Name).
+		For(&slinkyv1beta1.LoginSet{}).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ConfigMap{}).
+		Watches(&slinkyv1beta1.Controller{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+			return loginSetsOf(ctx, cache, obj.GetNamespace(), obj.GetName())
+		})).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretToLoginSets(cache)), builder.OnlyMetadata).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(o.MaxConcurrentReconciles, 1)}).
+		Complete(r)
+}
+
+// secretNames are the Secrets l reads itself.
+func secretNames(l *slinkyv1beta1.LoginSet) []string {
+	names := []string{HostKeysSecretName(l)}
+	if n := l.Spec.SssdConfRef.Name; n != "" && n != names[0] {
+		names = append(names, n)
+	}
+	return names
+}
+
+func registerIndexes(ctx context.Context, indexer client.FieldIndexer) error {
+	for field, fn := range map[string]client.IndexerFunc{
+		IndexController: func(o client.Object) []string {
+			return []string{o.(*slinkyv1beta1.LoginSet).Spec.ControllerRef.Name}
+		},
+		IndexSecrets: func(o client.Object) []string { return secretNames(o.(*slinkyv1beta1.LoginSet)) },
+	} {
+		// A second registration (SetupWithManager called twice on one
+		// manager) is harmless; client-go reports it only by this message.
+		if err := indexer.IndexField(ctx, &slinkyv1beta1.LoginSet{}, field, fn); err != nil && !strings.Contains(err.Error(), "indexer conflict") {
+			return err
+		}
+	}
+	return nil
+}
+
+func loginSetsOf(ctx context.Context, reader client.Reader, namespace, controller string) []reconcile.Request {
+	return listRequests(ctx, reader, namespace, client.MatchingFields{IndexController: controller})
+}
+
+func listRequests(ctx context.Context, reader client.Reader, namespace string, fields client.MatchingFields) []reconcile.Request {
+	list := &slinkyv1beta1.LoginSetList{}
+	if err := reader.List(ctx, list, client.InNamespace(namespace), fields); err != nil {
+		log.FromContext(ctx).Error(err, "listing LoginSets", "namespace", namespace, "fields", fields)
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return reqs
+}
+
+// secretToLoginSets maps a Secret to the LoginSets that read it: by their
+// own references, and through every Controller in its namespace that takes
+// a key from it.
+func secretToLoginSets(reader client.Reader) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		reqs := listRequests(ctx, reader, obj.GetNamespace(), client.MatchingFields{IndexSecrets: obj.GetName()})
+		controllers := &slinkyv1beta1.ControllerList{}
+		if err := reader.List(ctx, controllers, client.InNamespace(obj.GetNamespace()),
+			client.MatchingFields{common.IndexControllerSecrets: obj.GetName()}); err != nil {
+			log.FromContext(ctx).Error(err, "listing Controllers using a Secret", "secret", client.ObjectKeyFromObject(obj))
+			return reqs
+		}
+		for _, c := range controllers.Items {
+			reqs = append(reqs, loginSetsOf(ctx, reader, c.Namespace, c.Name)...)
+		}
+		slices.SortFunc(reqs, func(a, b reconcile.Request) int { return strings.Compare(a.String(), b.String()) })
+		return slices.Compact(reqs)
+	}
+}
