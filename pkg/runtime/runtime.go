@@ -47,6 +47,11 @@ type Options struct {
 	// RESTMapper tells whether optional CRDs (the coscheduling PodGroup)
 	// are installed. Nil means none are.
 	RESTMapper meta.RESTMapper
+	// ProgressConditions adds Gantry's Created=True and Running conditions
+	// to the status (feature gate TrainJobProgressConditions). Off, the
+	// status has Trainer's condition set, which the Kubeflow SDK needs: it
+	// reports a job Running only while its status has no condition.
+	ProgressConditions bool
 }
 
 // Runtime builds and validates TrainJobs with the fixed plugin order
@@ -55,6 +60,7 @@ type Options struct {
 type Runtime struct {
 	fw       *framework.Framework
 	existing client.Reader
+	progress bool
 }
 
 // Result is what NewObjects produces.
@@ -85,8 +91,12 @@ func New(opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Runtime{fw: fw, existing: opts.Existing}, nil
+	return &Runtime{fw: fw, existing: opts.Existing, progress: opts.ProgressConditions}, nil
 }
+
+// ProgressConditions reports whether the status carries Gantry's Created=True
+// and Running conditions (see Options.ProgressConditions).
+func (r *Runtime) ProgressConditions() bool { return r.progress }
 
 // PluginNames lists the plugins in the order they run.
 func (r *Runtime) PluginNames() []string { return r.fw.PluginNames() }
@@ -155,7 +165,7 @@ func (r *Runtime) Validate(oldJob, newJob *trainer.TrainJob, spec *trainer.Train
 // Status derives the TrainJob status from its JobSet (nil when it does not
 // exist); see jobset.TrainJobStatus for the mapping.
 func (r *Runtime) Status(trainJob *trainer.TrainJob, jobSet *jobsetv1alpha2.JobSet, now metav1.Time) trainer.TrainJobStatus {
-	return jobset.TrainJobStatus(trainJob, jobSet, now)
+	return jobset.TrainJobStatus(trainJob, jobSet, now, r.progress)
 }
 
 func unsupportedPolicies(spec *trainer.TrainingRuntimeSpec) error {

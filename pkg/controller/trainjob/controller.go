@@ -14,7 +14,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -72,6 +75,8 @@ type Reconciler struct {
 	recorder  events.EventRecorder
 	metrics   *Metrics
 	clock     clock.PassiveClock
+	// runtimeGrace is RuntimeNotFoundGrace; tests shorten it.
+	runtimeGrace time.Duration
 }
 
 // NewReconciler builds a reconciler. rt must read existing objects through
@@ -79,13 +84,14 @@ type Reconciler struct {
 // uncached; nil trusts the cache. recorder and metrics may be nil.
 func NewReconciler(c client.Client, apiReader client.Reader, rt *runtime.Runtime, recorder events.EventRecorder, metrics *Metrics) *Reconciler {
 	return &Reconciler{
-		client:    c,
-		apiReader: apiReader,
-		runtime:   rt,
-		applier:   apply.Applier{Client: c, FieldOwner: apply.FieldOwnerTrainer},
-		recorder:  recorder,
-		metrics:   metrics,
-		clock:     clock.RealClock{},
+		client:       c,
+		apiReader:    apiReader,
+		runtime:      rt,
+		applier:      apply.Applier{Client: c, FieldOwner: apply.FieldOwnerTrainer},
+		recorder:     recorder,
+		metrics:      metrics,
+		clock:        clock.RealClock{},
+		runtimeGrace: RuntimeNotFoundGrace,
 	}
 }
 
@@ -97,6 +103,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 
 // setupWithManager lets tests observe reconciles by wrapping r.
 func (r *Reconciler) setupWithManager(mgr ctrl.Manager, concurrency int, rec reconcile.Reconciler) error {
+	if err := setupRuntimeIndex(context.Background(), mgr); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("trainjob").
 		// The controller's own status writes do not bump the generation and
@@ -108,6 +117,11 @@ func (r *Reconciler) setupWithManager(mgr ctrl.Manager, concurrency int, rec rec
 		// Metadata only: owning Secrets must not put every Secret's data in
 		// the cache.
 		Owns(&corev1.Secret{}, builder.OnlyMetadata).
+		// A runtime that appears starts the jobs that were waiting for it.
+		Watches(&trainer.ClusterTrainingRuntime{}, handler.EnqueueRequestsFromMapFunc(r.trainJobsWaitingFor(trainer.ClusterTrainingRuntimeKind)),
+			builder.WithPredicates(createdOnly)).
+		Watches(&trainer.TrainingRuntime{}, handler.EnqueueRequestsFromMapFunc(r.trainJobsWaitingFor(trainer.TrainingRuntimeKind)),
+			builder.WithPredicates(createdOnly)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(concurrency, 1)}).
 		Complete(rec)
 }
@@ -151,7 +165,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// ones are returned, and controller-runtime ignores a result that comes
 	// with an error, so the deadline requeue is kept only without one.
 	failed := func(buildErr error) (ctrl.Result, error) {
-		if err := r.handleBuildFailure(ctx, trainJob, jobSet, buildErr); err != nil {
+		if err := r.handleBuildFailure(ctx, trainJob, jobSet, buildErr, &rq); err != nil {
 			return ctrl.Result{}, err
 		}
 		return rq.Result(), nil
@@ -170,6 +184,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if appliedJobSet != nil {
 		jobSet = appliedJobSet
+	}
+	if slices.Contains(created, "JobSet "+trainJob.Name) {
+		r.metrics.ObserveCreated(trainJob.Namespace)
 	}
 	if len(created) > 0 {
 		r.event(trainJob, corev1.EventTypeNormal, trainer.TrainJobJobsCreationSucceededReason,
@@ -199,17 +216,30 @@ func (r *Reconciler) reconcileFinished(ctx context.Context, trainJob *trainer.Tr
 }
 
 // handleBuildFailure sorts an error from resolving, building or applying
-// into the three cases a user sees differently:
-//   - the runtime is missing or of a kind Gantry cannot run: terminal
-//     Failed, no retry (a new TrainJob is the fix);
+// into the cases a user sees differently:
+//   - the runtime is missing: Created=False while it may still appear
+//     (RuntimeNotFoundGrace from the job's creation; its creation wakes the
+//     job), then terminal Failed;
+//   - the runtime is of a kind Gantry cannot run: terminal Failed, no retry
+//     (a new TrainJob is the fix);
 //   - the TrainJob or runtime is invalid: Created=False, no retry until the
 //     TrainJob changes;
 //   - anything else is transient: Created=False until it succeeds, and the
 //     error goes back to the work queue for a retry with backoff.
-func (r *Reconciler) handleBuildFailure(ctx context.Context, trainJob *trainer.TrainJob, jobSet *jobsetv1alpha2.JobSet, buildErr error) error {
+func (r *Reconciler) handleBuildFailure(ctx context.Context, trainJob *trainer.TrainJob, jobSet *jobsetv1alpha2.JobSet, buildErr error, rq *requeue.Requeue) error {
 	created := runtime.CreatedCondition(buildErr)
 	failed, terminal := terminalFailure(buildErr)
-	permanent := terminal || runtime.IsBuildError(buildErr)
+	if runtime.IsRuntimeNotFound(buildErr) {
+		if left := r.runtimeGraceLeft(trainJob); left > 0 {
+			terminal = false
+			created.Message = fmt.Sprintf("%s; the TrainJob fails unless it exists by %s",
+				created.Message, trainJob.CreationTimestamp.Add(r.runtimeGrace).UTC().Format(time.RFC3339))
+			rq.After(left)
+		}
+	}
+	// A missing runtime is waited for by its watch and the requeue above,
+	// not by error backoff.
+	permanent := terminal || runtime.IsBuildError(buildErr) || runtime.IsRuntimeNotFound(buildErr)
 	o := outcome{}
 	// An existing JobSet was created and may be running: a runtime deleted
 	// or edited since only matters for the next build, so it is reported

@@ -7,12 +7,10 @@ import (
 
 	"github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 	"github.com/gantry-dev/gantry/pkg/runtime/plugins/coscheduling"
 	rtesting "github.com/gantry-dev/gantry/pkg/runtime/testing"
 	"github.com/gantry-dev/gantry/test/testenv"
@@ -53,7 +51,7 @@ func TestCoschedulingWithAndWithoutThePodGroupCRD(t *testing.T) {
 
 	h.create(t, newTrainJob(ns, "gang", rtName).NumNodes(3).Obj())
 	js := h.eventuallyJobSet(t, ns, "gang")
-	tj := h.eventuallyCondition(t, ns, "gang", trainer.TrainJobCreated, metav1.ConditionTrue, trainer.TrainJobJobsCreationSucceededReason)
+	tj := h.eventuallyCreated(t, ns, "gang")
 
 	pg := &unstructured.Unstructured{}
 	pg.SetGroupVersionKind(coscheduling.PodGroupGVK)

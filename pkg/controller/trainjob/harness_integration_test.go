@@ -88,6 +88,10 @@ func startHarness(t *testing.T) *harness {
 	return shared
 }
 
+// harnessRuntimeGrace stands for RuntimeNotFoundGrace in the harness: long
+// enough for a test to see a job wait, short enough to see it fail.
+const harnessRuntimeGrace = 8 * time.Second
+
 func newHarness() (*harness, error) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 	env, err := testenv.StartE(testenv.Options{AddToScheme: []func(*apiruntime.Scheme) error{trainer.AddToScheme, jobsetv1alpha2.AddToScheme, apiextensionsv1.AddToScheme}})
@@ -126,6 +130,7 @@ func newHarness() (*harness, error) {
 	}
 	c := interceptor.NewClient(noWatchClient{mgr.GetClient()}, h.interceptorFuncs())
 	r := NewReconciler(c, mgr.GetAPIReader(), rt, mgr.GetEventRecorder(ControllerName), h.metrics)
+	r.runtimeGrace = harnessRuntimeGrace
 	h.seen.cache = mgr.GetClient()
 	h.seen.inner = r
 	if err := r.setupWithManager(mgr, 2, h.seen); err != nil {
@@ -338,6 +343,23 @@ func (h *harness) eventuallyJobSet(t *testing.T, ns, name string) *jobsetv1alpha
 		return h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, js)
 	}).WithTimeout(20 * time.Second).Should(gomega.Succeed())
 	return js
+}
+
+// eventuallyCreated waits until the TrainJob's JobSet exists and its
+// status has caught up with it: no Created or Running condition, which
+// Trainer's condition set (the default, see ProgressConditions) does not
+// have and the Kubeflow SDK would read as "not Running". It returns the
+// TrainJob.
+func (h *harness) eventuallyCreated(t *testing.T, ns, name string) *trainer.TrainJob {
+	t.Helper()
+	h.eventuallyJobSet(t, ns, name)
+	var tj *trainer.TrainJob
+	gomega.NewWithT(t).Eventually(func(g gomega.Gomega) {
+		tj = h.trainJob(g, ns, name)
+		g.Expect(meta.FindStatusCondition(tj.Status.Conditions, trainer.TrainJobCreated)).To(gomega.BeNil(), "conditions %v", tj.Status.Conditions)
+		g.Expect(meta.FindStatusCondition(tj.Status.Conditions, trainer.TrainJobRunning)).To(gomega.BeNil(), "conditions %v", tj.Status.Conditions)
+	}).WithTimeout(20 * time.Second).Should(gomega.Succeed())
+	return tj
 }
 
 // eventuallyCondition waits until the TrainJob has the condition with the

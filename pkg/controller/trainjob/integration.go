@@ -5,6 +5,7 @@ import (
 
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
+	"k8s.io/component-base/featuregate"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -17,12 +18,22 @@ import (
 // Name is the controller's name in --controllers.
 const Name = "trainjob"
 
+// ProgressConditions adds Gantry's Created=True and Running conditions to
+// a TrainJob's status. Off by default: Trainer v2.3 has neither, and the
+// Kubeflow SDK reports a job Running only while its status has no
+// condition at all, so with them wait_for_job_status({"Running"}) would
+// never return.
+const ProgressConditions featuregate.Feature = "TrainJobProgressConditions"
+
 // Integration registers the TrainJob controller with the manager.
 func Integration() workload.Integration {
 	return workload.Integration{
 		Name:        Name,
 		AddToScheme: []func(*apiruntime.Scheme) error{trainer.AddToScheme, jobsetv1alpha2.AddToScheme},
-		Setup:       setup,
+		FeatureGates: map[featuregate.Feature]featuregate.FeatureSpec{
+			ProgressConditions: {Default: false, PreRelease: featuregate.Alpha},
+		},
+		Setup: setup,
 	}
 }
 
@@ -35,7 +46,7 @@ func setup(_ context.Context, mgr ctrl.Manager, opts workload.Options) error {
 	// Rather than failing the whole manager (and with it Ray and Slurm),
 	// the controller waits for the CRD and starts once it is served.
 	return setupWhenJobSetServed(mgr, d, jobSetCRDPollInterval, func() error {
-		r, err := NewReconcilerForManager(mgr)
+		r, err := NewReconcilerForManager(mgr, opts.Features != nil && opts.Features.Enabled(ProgressConditions))
 		if err != nil {
 			return err
 		}
@@ -45,13 +56,14 @@ func setup(_ context.Context, mgr ctrl.Manager, opts workload.Options) error {
 
 // NewReconcilerForManager wires a reconciler to the manager's cached
 // client, REST mapper (to notice the optional PodGroup CRD), event
-// recorder and controller-runtime's metrics registry.
-func NewReconcilerForManager(mgr ctrl.Manager) (*Reconciler, error) {
+// recorder and controller-runtime's metrics registry; progress turns on
+// the ProgressConditions.
+func NewReconcilerForManager(mgr ctrl.Manager, progress bool) (*Reconciler, error) {
 	metrics, err := NewMetrics(ctrlmetrics.Registry)
 	if err != nil {
 		return nil, err
 	}
-	rt, err := runtime.New(runtime.Options{Existing: mgr.GetClient(), RESTMapper: mgr.GetRESTMapper()})
+	rt, err := runtime.New(runtime.Options{Existing: mgr.GetClient(), RESTMapper: mgr.GetRESTMapper(), ProgressConditions: progress})
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 	fwmetrics "github.com/gantry-dev/gantry/pkg/framework/metrics"
@@ -74,8 +75,11 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
-// State is the single state a TrainJob is reported in.
-func State(st *trainer.TrainJobStatus) string {
+// State is the single state a TrainJob is reported in; jobSetExists is
+// whether its JobSet exists, which a status without the Created condition
+// (the default, see ProgressConditions) does not tell before the JobSet
+// reports its jobs.
+func State(st *trainer.TrainJobStatus, jobSetExists bool) string {
 	conds := st.Conditions
 	switch {
 	case meta.IsStatusConditionTrue(conds, trainer.TrainJobFailed):
@@ -86,18 +90,37 @@ func State(st *trainer.TrainJobStatus) string {
 		return StateSuspended
 	case meta.IsStatusConditionTrue(conds, trainer.TrainJobRunning):
 		return StateRunning
-	case meta.IsStatusConditionTrue(conds, trainer.TrainJobCreated):
+	case meta.FindStatusCondition(conds, trainer.TrainJobRunning) == nil && anyJobActive(st.JobsStatus):
+		// Trainer's condition set (no Running condition): the JobSet's
+		// counters say it.
+		return StateRunning
+	case created(st) || jobSetExists:
 		return StateCreated
 	}
 	return StatePending
 }
 
+// created: the JobSet exists, by the Created condition where the status
+// carries it and by the JobSet's counters where it does not.
+func created(st *trainer.TrainJobStatus) bool {
+	return meta.IsStatusConditionTrue(st.Conditions, trainer.TrainJobCreated) || len(st.JobsStatus) > 0
+}
+
+func anyJobActive(jobs []trainer.JobStatus) bool {
+	for _, j := range jobs {
+		if ptr.Deref(j.Active, 0) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // SetState publishes the job's current state.
-func (m *Metrics) SetState(trainJob *trainer.TrainJob) {
+func (m *Metrics) SetState(trainJob *trainer.TrainJob, jobSetExists bool) {
 	if m == nil {
 		return
 	}
-	state := State(&trainJob.Status)
+	state := State(&trainJob.Status, jobSetExists)
 	key := jobKey{trainJob.Namespace, trainJob.Name}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -109,14 +132,19 @@ func (m *Metrics) SetState(trainJob *trainer.TrainJob) {
 	m.published[key] = state
 }
 
+// ObserveCreated counts a TrainJob whose JobSet the controller created.
+func (m *Metrics) ObserveCreated(namespace string) {
+	if m == nil {
+		return
+	}
+	m.created.WithLabelValues(namespace).Inc()
+}
+
 // ObserveTransition counts the conditions that turned true between two
 // written statuses of a job in namespace.
 func (m *Metrics) ObserveTransition(namespace string, before, after *trainer.TrainJobStatus) {
 	if m == nil {
 		return
-	}
-	if turnedTrue(before, after, trainer.TrainJobCreated) {
-		m.created.WithLabelValues(namespace).Inc()
 	}
 	if turnedTrue(before, after, trainer.TrainJobComplete) {
 		m.completed.WithLabelValues(namespace).Inc()

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 )
@@ -90,7 +91,7 @@ func TestState(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := State(&trainer.TrainJobStatus{Conditions: tc.conds}); got != tc.want {
+			if got := State(&trainer.TrainJobStatus{Conditions: tc.conds}, false); got != tc.want {
 				t.Errorf("State() = %s, want %s", got, tc.want)
 			}
 		})
@@ -127,7 +128,11 @@ func TestMetricsFollowTheJob(t *testing.T) {
 		before := job.Status.DeepCopy()
 		job.Status.Conditions = s.conds
 		m.ObserveTransition(job.Namespace, before, &job.Status)
-		m.SetState(job)
+		if s.name == "created" {
+			// The controller counts the JobSet it creates.
+			m.ObserveCreated(job.Namespace)
+		}
+		m.SetState(job, false)
 		if got := gaugeStates(t, reg, "ns", "job"); !slices.Equal(got, s.wantStates) {
 			t.Errorf("%s: states = %v, want %v (one series per job)", s.name, got, s.wantStates)
 		}
@@ -150,7 +155,31 @@ func TestMetricsFollowTheJob(t *testing.T) {
 	}
 	// A nil *Metrics (metrics disabled) is safe to call.
 	var none *Metrics
-	none.SetState(job)
+	none.SetState(job, false)
 	none.ObserveTransition("ns", &job.Status, &job.Status)
 	none.Forget("ns", "job")
+}
+
+// TestStateWithoutProgressConditions: by default the status has no Created
+// or Running condition, so the JobSet's counters tell the state.
+func TestStateWithoutProgressConditions(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		st   trainer.TrainJobStatus
+		want string
+	}{
+		{"no JobSet yet", trainer.TrainJobStatus{}, StatePending},
+		{"JobSet, nothing active", trainer.TrainJobStatus{JobsStatus: []trainer.JobStatus{{Name: "node", Active: ptr.To[int32](0)}}}, StateCreated},
+		{"JobSet, jobs active", trainer.TrainJobStatus{JobsStatus: []trainer.JobStatus{{Name: "node", Active: ptr.To[int32](2)}}}, StateRunning},
+		{"suspended with jobs still active", trainer.TrainJobStatus{
+			Conditions: []metav1.Condition{{Type: trainer.TrainJobSuspended, Status: metav1.ConditionTrue}},
+			JobsStatus: []trainer.JobStatus{{Name: "node", Active: ptr.To[int32](1)}}}, StateSuspended},
+	} {
+		if got := State(&tc.st, false); got != tc.want {
+			t.Errorf("%s: state %s, want %s", tc.name, got, tc.want)
+		}
+	}
+	if got := State(&trainer.TrainJobStatus{}, true); got != StateCreated {
+		t.Errorf("a JobSet that reports no jobs yet: state %s, want %s", got, StateCreated)
+	}
 }

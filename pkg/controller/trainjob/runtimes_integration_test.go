@@ -52,7 +52,7 @@ func TestShippedRuntimesRunATrainJob(t *testing.T) {
 
 			job := ctr.Name
 			h.create(t, newTrainJob(ns, job, ctr.Name).NumNodes(2).Obj())
-			h.eventuallyCondition(t, ns, job, trainer.TrainJobCreated, metav1.ConditionTrue, trainer.TrainJobJobsCreationSucceededReason)
+			h.eventuallyCreated(t, ns, job)
 			js := h.eventuallyJobSet(t, ns, job)
 			g.Expect(js.Spec.ReplicatedJobs).NotTo(gomega.BeEmpty(), "replicated jobs: %s", jobNames(js))
 		})

@@ -39,7 +39,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, trainJob *trainer.TrainJob
 	if changed {
 		r.metrics.ObserveTransition(trainJob.Namespace, before, &trainJob.Status)
 	}
-	r.metrics.SetState(trainJob)
+	r.metrics.SetState(trainJob, jobSet != nil)
 	return changed, nil
 }
 
@@ -49,7 +49,13 @@ func (r *Reconciler) writeStatus(ctx context.Context, trainJob *trainer.TrainJob
 // TrainJob spec, which leads the JobSet's lagging Suspended condition.
 func desiredStatus(rt *runtime.Runtime, trainJob *trainer.TrainJob, jobSet *jobsetv1alpha2.JobSet, o outcome, now metav1.Time) trainer.TrainJobStatus {
 	st := rt.Status(trainJob, jobSet, now)
-	if o.created != nil && jobSet == nil {
+	switch {
+	case o.created == nil || jobSet != nil:
+	case o.created.Status == metav1.ConditionTrue && !rt.ProgressConditions():
+		// Trainer's condition set has no Created=True; a Created=False of an
+		// earlier attempt goes.
+		meta.RemoveStatusCondition(&st.Conditions, trainer.TrainJobCreated)
+	default:
 		status.SetCondition(&st.Conditions, *o.created, now)
 	}
 	reflectSuspend(&st, trainJob, jobSet, now)

@@ -1,6 +1,7 @@
 package trainjob
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -16,8 +17,11 @@ import (
 	jobsetplugin "github.com/gantry-dev/gantry/pkg/runtime/plugins/jobset"
 )
 
+// TestDesiredStatus: with the TrainJobProgressConditions feature gate, the
+// controller's outcome and the JobSet's conditions merge into Gantry's
+// Created and Running conditions as well as Trainer's.
 func TestDesiredStatus(t *testing.T) {
-	rt, err := runtime.New(runtime.Options{Existing: fake.NewClientBuilder().Build()})
+	rt, err := runtime.New(runtime.Options{Existing: fake.NewClientBuilder().Build(), ProgressConditions: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,6 +137,41 @@ func TestDesiredStatus(t *testing.T) {
 			}
 			if len(tc.before) > 0 && tj.Status.Conditions[0].Type != tc.before[0].Type {
 				t.Error("desiredStatus modified the TrainJob")
+			}
+		})
+	}
+}
+
+// TestDesiredStatusDefault: without the feature gate a successful build adds
+// no Created condition and clears the Created=False of an earlier attempt,
+// while a failed build still says why (the job cannot be running then, so
+// the Kubeflow SDK's reading is not at stake).
+func TestDesiredStatusDefault(t *testing.T) {
+	rt, err := runtime.New(runtime.Options{Existing: fake.NewClientBuilder().Build()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.NewTime(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+	created := runtime.CreatedCondition(nil)
+	creationFailed := runtime.CreatedCondition(errors.New("quota exceeded"))
+	for _, tc := range []struct {
+		name    string
+		before  []metav1.Condition
+		outcome outcome
+		want    []string
+	}{
+		{name: "built", outcome: outcome{created: &created}},
+		{name: "built after a failed attempt", before: []metav1.Condition{creationFailed}, outcome: outcome{created: &created}},
+		{name: "creation failed", outcome: outcome{created: &creationFailed}, want: []string{trainer.TrainJobCreated}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tj := &trainer.TrainJob{Status: trainer.TrainJobStatus{Conditions: tc.before}}
+			var got []string
+			for _, c := range desiredStatus(rt, tj, nil, tc.outcome, now).Conditions {
+				got = append(got, c.Type)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("condition types (-want +got):\n%s", diff)
 			}
 		})
 	}

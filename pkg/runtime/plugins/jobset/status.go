@@ -26,19 +26,25 @@ const (
 // from a copy of trainJob.Status and only writes what the JobSet decides:
 //
 //	JobSet                         TrainJob
-//	(exists)                       Created=True  JobsCreationSucceeded
+//	(exists)                       Created=True  JobsCreationSucceeded (progress)
 //	Suspended=True/False           Suspended=True Suspended / False Resumed
 //	Completed=True                 Complete=True, reason and message copied
 //	Failed=True                    Failed=True, reason and message copied
 //	replicatedJobsStatus           jobsStatus, sorted by name
-//	some job active, not suspended Running=True JobsRunning
+//	some job active, not suspended Running=True JobsRunning (progress)
 //	  or finished
+//
+// Created=True and Running are Gantry's and only written with progress
+// (feature gate TrainJobProgressConditions); without it both are removed,
+// and a JobSet that exists clears a Created=False left by an earlier
+// failed attempt. That is Trainer v2.3's condition set: the Kubeflow SDK
+// derives "Running" only from a status without conditions.
 //
 // jobSet may be nil: before it is created (only the suspend flag of the spec
 // is reflected) or after JobSet's TTL deleted it (a finished TrainJob keeps
 // its status). Timestamps come from the JobSet's conditions where they exist
 // and from now otherwise.
-func TrainJobStatus(trainJob *trainer.TrainJob, jobSet *jobsetv1alpha2.JobSet, now metav1.Time) trainer.TrainJobStatus {
+func TrainJobStatus(trainJob *trainer.TrainJob, jobSet *jobsetv1alpha2.JobSet, now metav1.Time, progress bool) trainer.TrainJobStatus {
 	status := *trainJob.Status.DeepCopy()
 	if jobSet == nil {
 		if ptr.Deref(trainJob.Spec.Suspend, false) && !trainer.IsFinished(status.Conditions) {
@@ -47,12 +53,17 @@ func TrainJobStatus(trainJob *trainer.TrainJob, jobSet *jobsetv1alpha2.JobSet, n
 		return status
 	}
 
-	fwstatus.SetCondition(&status.Conditions, metav1.Condition{
-		Type:    trainer.TrainJobCreated,
-		Status:  metav1.ConditionTrue,
-		Reason:  trainer.TrainJobJobsCreationSucceededReason,
-		Message: trainer.TrainJobJobsCreationSucceededMessage,
-	}, now)
+	if progress {
+		fwstatus.SetCondition(&status.Conditions, metav1.Condition{
+			Type:    trainer.TrainJobCreated,
+			Status:  metav1.ConditionTrue,
+			Reason:  trainer.TrainJobJobsCreationSucceededReason,
+			Message: trainer.TrainJobJobsCreationSucceededMessage,
+		}, now)
+	} else {
+		meta.RemoveStatusCondition(&status.Conditions, trainer.TrainJobCreated)
+		meta.RemoveStatusCondition(&status.Conditions, trainer.TrainJobRunning)
+	}
 
 	if c := meta.FindStatusCondition(jobSet.Status.Conditions, string(jobsetv1alpha2.JobSetSuspended)); c != nil {
 		fwstatus.SetCondition(&status.Conditions, suspendedCondition(c.Status, c.LastTransitionTime), now)
@@ -70,6 +81,7 @@ func TrainJobStatus(trainJob *trainer.TrainJob, jobSet *jobsetv1alpha2.JobSet, n
 	status.JobsStatus = jobsStatus(jobSet.Status.ReplicatedJobsStatus)
 	finished := completed != nil || failed != nil || trainer.IsFinished(status.Conditions)
 	switch {
+	case !progress:
 	case !suspended && !finished && anyActive(status.JobsStatus):
 		fwstatus.SetCondition(&status.Conditions, metav1.Condition{
 			Type:    trainer.TrainJobRunning,

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -40,7 +41,9 @@ func jobSet(conds []metav1.Condition, active ...int32) *jobsetv1alpha2.JobSet {
 	return js
 }
 
-func TestTrainJobStatus(t *testing.T) {
+// TestTrainJobStatusWithProgressConditions: with the feature gate,
+// Gantry's Created and Running conditions are written too.
+func TestTrainJobStatusWithProgressConditions(t *testing.T) {
 	jsCompleted := cond(string(jobsetv1alpha2.JobSetCompleted), metav1.ConditionTrue, "AllJobsCompleted", "jobset completed successfully", earlier)
 	jsFailed := cond(string(jobsetv1alpha2.JobSetFailed), metav1.ConditionTrue, "FailedJobs", "jobset failed due to one or more job failures", earlier)
 	jsSuspended := cond(string(jobsetv1alpha2.JobSetSuspended), metav1.ConditionTrue, "SuspendedJobs", "jobset is suspended", earlier)
@@ -103,7 +106,7 @@ func TestTrainJobStatus(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			before := tc.job.DeepCopy()
-			got := TrainJobStatus(tc.job, tc.jobSet, now)
+			got := TrainJobStatus(tc.job, tc.jobSet, now, true)
 			if diff := cmp.Diff(tc.wantConds, got.Conditions); diff != "" {
 				t.Errorf("conditions (-want +got):\n%s", diff)
 			}
@@ -125,10 +128,82 @@ func TestJobsStatusCopiesCounts(t *testing.T) {
 	js := &jobsetv1alpha2.JobSet{Status: jobsetv1alpha2.JobSetStatus{ReplicatedJobsStatus: []jobsetv1alpha2.ReplicatedJobStatus{
 		{Name: "node", Ready: 1, Succeeded: 2, Failed: 3, Active: 4, Suspended: 5},
 	}}}
-	got := TrainJobStatus(rttesting.MakeTrainJob("a").Obj(), js, now).JobsStatus
+	got := TrainJobStatus(rttesting.MakeTrainJob("a").Obj(), js, now, false).JobsStatus
 	want := []trainer.JobStatus{{Name: "node", Ready: ptr.To[int32](1), Succeeded: ptr.To[int32](2), Failed: ptr.To[int32](3),
 		Active: ptr.To[int32](4), Suspended: ptr.To[int32](5)}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("jobsStatus (-want +got):\n%s", diff)
+	}
+}
+
+// sdkStatus is how the Kubeflow SDK (kubeflow/sdk, the Kubernetes backend's
+// __get_trainjob_from_cr) names a TrainJob's status: Complete or Failed
+// from a True condition of that type; otherwise Running only when the
+// status has no condition at all and every training node runs; else
+// Created.
+func sdkStatus(st trainer.TrainJobStatus, nodesRunning bool) string {
+	if len(st.Conditions) > 0 {
+		out := "Created"
+		for _, c := range st.Conditions {
+			if (c.Type == trainer.TrainJobComplete || c.Type == trainer.TrainJobFailed) && c.Status == metav1.ConditionTrue {
+				out = c.Type
+			}
+		}
+		return out
+	}
+	if nodesRunning {
+		return "Running"
+	}
+	return "Created"
+}
+
+// TestTrainJobStatus: by default the status has Trainer v2.3's condition
+// set, so the Kubeflow SDK sees a running job as Running (it would not
+// with a Created or Running condition present), and conditions Gantry
+// wrote before (an earlier failed attempt's Created=False, or both
+// conditions from a manager that had the feature gate on) are removed.
+func TestTrainJobStatus(t *testing.T) {
+	jsCompleted := cond(string(jobsetv1alpha2.JobSetCompleted), metav1.ConditionTrue, "AllJobsCompleted", "jobset completed successfully", earlier)
+	wasRunning := running(metav1.ConditionTrue, trainer.TrainJobJobsRunningReason, "The TrainJob has active jobs")
+	createFailed := cond(trainer.TrainJobCreated, metav1.ConditionFalse, trainer.TrainJobJobsCreationFailedReason, "Failed to create Jobs: quota", earlier)
+
+	cases := map[string]struct {
+		job       *trainer.TrainJob
+		jobSet    *jobsetv1alpha2.JobSet
+		wantConds []metav1.Condition
+		wantSDK   string
+	}{
+		"created, pods pending": {
+			job: rttesting.MakeTrainJob("a").Obj(), jobSet: jobSet(nil, 0), wantSDK: "Created",
+		},
+		"running": {
+			job: rttesting.MakeTrainJob("a").Obj(), jobSet: jobSet(nil, 2), wantSDK: "Running",
+		},
+		"running after a failed first attempt": {
+			job: rttesting.MakeTrainJob("a").Condition(createFailed).Obj(), jobSet: jobSet(nil, 2), wantSDK: "Running",
+		},
+		"running, conditions of a manager with the gate on": {
+			job: rttesting.MakeTrainJob("a").Condition(created()).Condition(wasRunning).Obj(), jobSet: jobSet(nil, 2), wantSDK: "Running",
+		},
+		"completed": {
+			job: rttesting.MakeTrainJob("a").Obj(), jobSet: jobSet([]metav1.Condition{jsCompleted}, 0),
+			wantConds: []metav1.Condition{cond(trainer.TrainJobComplete, metav1.ConditionTrue, "AllJobsCompleted", "jobset completed successfully", earlier)},
+			wantSDK:   "Complete",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := TrainJobStatus(tc.job, tc.jobSet, now, false)
+			if diff := cmp.Diff(tc.wantConds, got.Conditions, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("conditions (-want +got):\n%s", diff)
+			}
+			active := false
+			for _, j := range got.JobsStatus {
+				active = active || ptr.Deref(j.Active, 0) > 0
+			}
+			if s := sdkStatus(got, active); s != tc.wantSDK {
+				t.Errorf("the Kubeflow SDK would report %s, want %s", s, tc.wantSDK)
+			}
+		})
 	}
 }
