@@ -20,13 +20,23 @@ import (
 // a subset of the reconciler's rules, which KubeRay applies later, as events.
 type RayClusterValidator struct {
 	Options raycluster.SpecValidationOptions
+	// MaxPodsPerCluster is --ray-max-pods-per-cluster; 0 means
+	// raycluster.DefaultMaxPodsPerCluster.
+	MaxPodsPerCluster int32
 }
 
 var _ admission.Validator[*rayv1.RayCluster] = (*RayClusterValidator)(nil)
 
 func setupRayCluster(mgr ctrl.Manager, opts Options) error {
+	limit := opts.RayMaxPodsPerCluster
+	if limit <= 0 {
+		limit = raycluster.DefaultMaxPodsPerCluster
+	}
 	return ctrl.NewWebhookManagedBy(mgr, &rayv1.RayCluster{}).
-		WithValidator(&RayClusterValidator{Options: raycluster.SpecValidationOptionsFromGates(opts.Features)}).
+		WithValidator(&RayClusterValidator{
+			Options:           raycluster.SpecValidationOptionsFromGates(opts.Features),
+			MaxPodsPerCluster: limit,
+		}).
 		Complete()
 }
 
@@ -60,6 +70,13 @@ func (v *RayClusterValidator) validate(c *rayv1.RayCluster) error {
 	}
 	if err := raycluster.ValidateRayClusterUpgradeOptions(c); err != nil {
 		errs = append(errs, raycluster.AsFieldError(err, field.NewPath("spec", "upgradeStrategy")))
+	}
+	limit := v.MaxPodsPerCluster
+	if limit == 0 {
+		limit = raycluster.DefaultMaxPodsPerCluster
+	}
+	if err := raycluster.ValidatePodLimit(&c.Spec, limit); err != nil {
+		errs = append(errs, raycluster.AsFieldError(err, field.NewPath("spec", "workerGroupSpecs")))
 	}
 	return invalid(rayv1.GroupVersion.WithKind("RayCluster").GroupKind(), c.Name, errs)
 }

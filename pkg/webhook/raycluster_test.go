@@ -142,3 +142,35 @@ func TestRayClusterUpdateOfDeletedObjectAdmitted(t *testing.T) {
 func setEnv(c *corev1.Container, name, value string) {
 	c.Env = append(c.Env, corev1.EnvVar{Name: name, Value: value})
 }
+
+// A RayCluster that would have more Pods than --ray-max-pods-per-cluster is
+// refused with the total it asks for, before a single Pod is created.
+func TestRayClusterPodLimit(t *testing.T) {
+	withGroup := func(replicas, hosts int32) *rayv1.RayCluster {
+		rc := decodeFile[rayv1.RayCluster](t, "config/samples/ray_v1_raycluster_minimal.yaml")
+		g := &rc.Spec.WorkerGroupSpecs[0]
+		g.Replicas, g.MinReplicas, g.MaxReplicas, g.NumOfHosts = ptr.To(replicas), ptr.To[int32](0), ptr.To(replicas), hosts
+		return &rc
+	}
+	const maxInt32 = 2147483647
+	tests := []struct {
+		name  string
+		rc    *rayv1.RayCluster
+		limit int32
+		want  string
+	}{
+		{name: "pod flood at the default limit", rc: withGroup(maxInt32, maxInt32),
+			want: "spec.workerGroupSpecs[0]: Forbidden: the RayCluster would have 4611686014132420610 Pods (1 head and 4611686014132420609 workers); at most 1000 Pods per RayCluster are allowed (--ray-max-pods-per-cluster)"},
+		{name: "exactly at the limit", rc: withGroup(999, 1)},
+		{name: "one over", rc: withGroup(1000, 1), want: "would have 1001 Pods (1 head and 1000 workers); at most 1000"},
+		{name: "a raised limit", rc: withGroup(1000, 2), limit: 5000},
+		{name: "a lowered limit", rc: withGroup(5, 2), limit: 10, want: "spec.workerGroupSpecs[0]: Forbidden: the RayCluster would have 11 Pods"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v := &RayClusterValidator{MaxPodsPerCluster: tc.limit}
+			_, err := v.ValidateCreate(context.Background(), tc.rc)
+			checkAdmission(t, err, tc.want)
+		})
+	}
+}

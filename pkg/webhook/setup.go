@@ -52,6 +52,10 @@ type Options struct {
 
 	// Clock stamps TrainJob runtime patches; nil means the real clock.
 	Clock clock.PassiveClock
+
+	// RayMaxPodsPerCluster is --ray-max-pods-per-cluster, the most Pods one
+	// RayCluster may have; 0 means raycluster.DefaultMaxPodsPerCluster.
+	RayMaxPodsPerCluster int32
 }
 
 // Setup registers the webhooks of the named workloads ("raycluster",

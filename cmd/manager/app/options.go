@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/gantry-dev/gantry/pkg/controller/raycluster"
 	"github.com/gantry-dev/gantry/pkg/framework/features"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 	"github.com/gantry-dev/gantry/pkg/webhook/certs"
@@ -32,7 +33,10 @@ type Options struct {
 	KubeAPIQPS              float32
 	KubeAPIBurst            int
 	MaxConcurrentReconciles int
-	Zap                     zap.Options
+	// RayMaxPodsPerCluster caps one RayCluster's Pods (head and workers),
+	// at admission and in the reconciler.
+	RayMaxPodsPerCluster int32
+	Zap                  zap.Options
 
 	// Leader-election timings (controller-runtime's defaults: 15s/10s/2s).
 	LeaseDuration time.Duration
@@ -77,6 +81,9 @@ func ParseFlags(args []string, reg *workload.Registry) (*Options, error) {
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", 100, "Client-side QPS limit towards the API server.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 200, "Client-side burst limit towards the API server.")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 1, "Default number of parallel reconciles per controller.")
+	fs.Int32Var(&o.RayMaxPodsPerCluster, "ray-max-pods-per-cluster", raycluster.DefaultMaxPodsPerCluster,
+		"The most Pods (head and workers: replicas × numOfHosts summed over groups) one RayCluster may have. Admission refuses a RayCluster over it; "+
+			"for one admitted before, the reconciler keeps the head, creates no workers and sets the ReplicaFailure condition (reason PodLimitExceeded).")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 15*time.Second, "How long a non-leader waits before taking over an unrenewed leadership.")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew before it gives up leadership.")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "How often leader-election clients retry.")
@@ -108,6 +115,9 @@ func ParseFlags(args []string, reg *workload.Registry) (*Options, error) {
 	}
 	if o.MaxConcurrentReconciles < 1 {
 		return nil, fmt.Errorf("--max-concurrent-reconciles must be at least 1")
+	}
+	if o.RayMaxPodsPerCluster < 1 {
+		return nil, fmt.Errorf("--ray-max-pods-per-cluster must be at least 1 (the head Pod)")
 	}
 	for _, ns := range o.Namespaces {
 		if strings.TrimSpace(ns) == "" {

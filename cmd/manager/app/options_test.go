@@ -137,3 +137,22 @@ func TestManagedSelector(t *testing.T) {
 		t.Fatalf("selector = %q, want %q", got, want)
 	}
 }
+
+func TestParseFlagsRayMaxPodsPerCluster(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "gantry-system")
+	o, err := ParseFlags(nil, testRegistry(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.RayMaxPodsPerCluster != 1000 {
+		t.Errorf("default --ray-max-pods-per-cluster = %d, want 1000", o.RayMaxPodsPerCluster)
+	}
+	if o, err = ParseFlags([]string{"--ray-max-pods-per-cluster=5000"}, testRegistry(t)); err != nil || o.RayMaxPodsPerCluster != 5000 {
+		t.Errorf("--ray-max-pods-per-cluster=5000 parsed as %d, %v", o.RayMaxPodsPerCluster, err)
+	}
+	for _, bad := range []string{"0", "-1", "2147483648"} {
+		if _, err := ParseFlags([]string{"--ray-max-pods-per-cluster=" + bad}, testRegistry(t)); err == nil {
+			t.Errorf("--ray-max-pods-per-cluster=%s accepted", bad)
+		}
+	}
+}

@@ -159,6 +159,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options, reg *workload.Regist
 		Namespaces:              o.Namespaces,
 		Features:                o.Features.Reader(),
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+		RayMaxPodsPerCluster:    o.RayMaxPodsPerCluster,
 	}
 	for _, in := range ins {
 		if err := in.Setup(ctx, mgr, wopts); err != nil {

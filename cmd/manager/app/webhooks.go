@@ -44,7 +44,7 @@ func setupWebhooks(ctx context.Context, mgr manager.Manager, o *Options, ins []w
 		mgr.GetWebhookServer().Register(webhookPingPath, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.WriteHeader(http.StatusOK)
 		}))
-		if err := webhook.Setup(mgr, names(ins), webhook.Options{Features: wopts.Features}); err != nil {
+		if err := webhook.Setup(mgr, names(ins), webhook.Options{Features: wopts.Features, RayMaxPodsPerCluster: wopts.RayMaxPodsPerCluster}); err != nil {
 			return err
 		}
 		started := mgr.GetWebhookServer().StartedChecker()

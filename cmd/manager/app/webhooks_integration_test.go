@@ -141,6 +141,7 @@ func TestRunServesWebhooksWithSelfManagedCertificates(t *testing.T) {
 		"--webhook-port=" + strconv.Itoa(port), "--webhook-secret-namespace=" + ns, "--webhook-secret-name=" + secretName,
 		"--webhook-dns-names=localhost", "--webhook-cert-write", "--webhook-cert-dir=" + certDir,
 		"--validating-webhook-configuration=" + vwcName, "--mutating-webhook-configuration=",
+		"--ray-max-pods-per-cluster=3",
 	}, reg)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 
@@ -191,6 +192,17 @@ func TestRunServesWebhooksWithSelfManagedCertificates(t *testing.T) {
 		g.Expect(err.Error()).To(gomega.ContainSubstring("minReplicas"))
 	}
 	g.Eventually(expectRejected).WithTimeout(30 * time.Second).Should(gomega.Succeed())
+
+	// --ray-max-pods-per-cluster reaches admission: 1 head + 3 workers is
+	// one Pod too many.
+	big := invalidRayCluster("team")
+	big.Name = "big"
+	big.Spec.WorkerGroupSpecs[0].MinReplicas = ptr.To[int32](0)
+	big.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](3)
+	big.Spec.WorkerGroupSpecs[0].MaxReplicas = ptr.To[int32](3)
+	err = c.Create(ctx, big)
+	g.Expect(err).To(gomega.HaveOccurred())
+	g.Expect(err.Error()).To(gomega.ContainSubstring("would have 4 Pods (1 head and 3 workers); at most 3 Pods per RayCluster"))
 
 	// A lost Secret: the manager issues a new CA and certificate, injects
 	// the new CA and serves the new certificate.

@@ -2,8 +2,11 @@ package raycluster
 
 import (
 	"errors"
+	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/component-base/featuregate"
@@ -51,6 +54,25 @@ func ReplicaFailureReason(err error) string {
 		return rf.Reason
 	}
 	return ""
+}
+
+// replicaFailureMessage is err's message without the name of the Pod the
+// API server refused: a generated name differs on every retry, and a message
+// that changes each time would cost a status write per retry.
+func replicaFailureMessage(err error) string {
+	// Only the Pod failure: a Service error joined to it is not about replicas.
+	var rf *ReplicaFailureError
+	if errors.As(err, &rf) {
+		err = rf.Err
+	}
+	msg := err.Error()
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		if d := status.Status().Details; d != nil && d.Name != "" {
+			msg = strings.Replace(msg, " "+strconv.Quote(d.Name), "", 1)
+		}
+	}
+	return msg
 }
 
 // suspendPhase is where the cluster is in the two-phase suspend: spec.suspend
@@ -102,7 +124,7 @@ func updateConditions(conditions *[]metav1.Condition, in conditionInputs) {
 			Type:    string(rayv1.RayClusterReplicaFailure),
 			Status:  metav1.ConditionTrue,
 			Reason:  reason,
-			Message: in.reconcileErr.Error(),
+			Message: replicaFailureMessage(in.reconcileErr),
 		})
 	}
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -262,7 +263,12 @@ func TestReplicaFailureCondition(t *testing.T) {
 		{name: "pod creation failed", err: createFailed, wantPresent: true, wantReason: rayv1.FailedCreateWorkerPod, wantMessage: "quota exceeded"},
 		{
 			name: "wrapped by the step runner", err: fmt.Errorf("step pods: %w", createFailed),
-			wantPresent: true, wantReason: rayv1.FailedCreateWorkerPod, wantMessage: "step pods: quota exceeded",
+			wantPresent: true, wantReason: rayv1.FailedCreateWorkerPod, wantMessage: "quota exceeded",
+		},
+		{
+			// A Service failure in the same reconcile is not about replicas.
+			name: "joined with another step's error", err: errors.Join(createFailed, errors.New("step head-service: refused")),
+			wantPresent: true, wantReason: rayv1.FailedCreateWorkerPod, wantMessage: "quota exceeded",
 		},
 		{name: "an error that is not about replicas sets nothing", err: errors.New("service conflict")},
 		{
@@ -347,5 +353,24 @@ func TestStatusFeatureGates(t *testing.T) {
 	spec, ok := StatusFeatureGates()[RayClusterStatusConditions]
 	if !ok || !spec.Default {
 		t.Errorf("RayClusterStatusConditions must be registered and on by default, got %+v", spec)
+	}
+}
+
+// A refused create names a generated Pod that differs on every retry; the
+// condition's message leaves it out, so retries do not rewrite status.
+func TestReplicaFailureMessageOmitsGeneratedPodName(t *testing.T) {
+	refused := func(name string) error {
+		return NewReplicaFailureError(rayv1.FailedCreateHeadPod,
+			apierrors.NewForbidden(corev1.Resource("pods"), name, errors.New("exceeded quota: no-pods")))
+	}
+	a, b := replicaFailureMessage(refused("rc-head-abcde")), replicaFailureMessage(refused("rc-head-fghij"))
+	if a != b {
+		t.Errorf("messages differ by the Pod name: %q vs %q", a, b)
+	}
+	if want := "pods is forbidden: exceeded quota: no-pods"; a != want {
+		t.Errorf("message = %q, want %q", a, want)
+	}
+	if got := replicaFailureMessage(errors.New("plain")); got != "plain" {
+		t.Errorf("plain error message = %q", got)
 	}
 }

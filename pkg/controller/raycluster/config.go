@@ -45,6 +45,9 @@ type Config struct {
 	StatusConditions bool
 	// AllowWorkerGroupSuspend permits spec.workerGroupSpecs[].suspend.
 	AllowWorkerGroupSuspend bool
+	// MaxPodsPerCluster is --ray-max-pods-per-cluster: no worker Pod is
+	// created for a cluster whose spec asks for more Pods than this.
+	MaxPodsPerCluster int32
 	// Build are the pod and service builders' settings.
 	Build Options
 }
@@ -56,6 +59,7 @@ func ConfigFromEnv(getenv func(string) string, gates featuregate.FeatureGate) Co
 		DefaultRequeue:          DefaultRequeue,
 		EnableGCSFTRedisCleanup: true,
 		StatusConditions:        true,
+		MaxPodsPerCluster:       DefaultMaxPodsPerCluster,
 		Build:                   DefaultOptions(),
 	}
 	// KubeRay's constant is named RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV and

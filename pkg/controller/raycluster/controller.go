@@ -2,6 +2,7 @@ package raycluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -9,6 +10,8 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -134,28 +137,41 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, cluster *rayv1.RayClu
 	rq := &requeue.Requeue{}
 	evlog := &eventLog{}
 	st := &reconcileState{requeue: rq, events: evlog}
-	// Owned objects first: the head Pod needs the autoscaler's account and
-	// workers need the head Service. A failing step emits a Warning naming
-	// it and stops the chain, as KubeRay's chain does.
-	steps := []syncsteps.Step[*rayv1.RayCluster]{
+	// Owned objects first. The head Pod cannot start without the
+	// autoscaler's account or the auth token Secret, so a failure there
+	// stops the reconcile, as KubeRay's chain does. A Service or Ingress
+	// that fails (a quota, an immutable field, a webhook) must not hold up
+	// the Pods: it gets its Warning event and the Pods are reconciled
+	// anyway; workers wait for the head on their own.
+	prerequisites := []syncsteps.Step[*rayv1.RayCluster]{
 		{Name: "autoscaler-rbac", Sync: st.bind(r.reconcileAutoscalerRBAC), StopOnError: true},
-		{Name: "ingress", Sync: st.bind(r.reconcileIngress), StopOnError: true, FailureReason: string(rayv1.FailedToCreateIngress)},
 		{Name: "auth-secret", Sync: st.bind(r.reconcileAuthSecret), StopOnError: true},
-		{Name: "head-service", Sync: st.bind(r.reconcileHeadService), StopOnError: true, FailureReason: string(rayv1.FailedToCreateService)},
-		{Name: "headless-service", Sync: st.bind(r.reconcileHeadlessService), StopOnError: true, FailureReason: string(rayv1.FailedToCreateService)},
-		{Name: "serve-service", Sync: st.bind(r.reconcileServeService), StopOnError: true, FailureReason: string(rayv1.FailedToCreateService)},
 	}
-	reconcileErr := syncsteps.Run(ctx, r.recorder, cluster, steps)
+	services := []syncsteps.Step[*rayv1.RayCluster]{
+		{Name: "ingress", Sync: st.bind(r.reconcileIngress), FailureReason: string(rayv1.FailedToCreateIngress)},
+		{Name: "head-service", Sync: st.bind(r.reconcileHeadService), FailureReason: string(rayv1.FailedToCreateService)},
+		{Name: "headless-service", Sync: st.bind(r.reconcileHeadlessService), FailureReason: string(rayv1.FailedToCreateService)},
+		{Name: "serve-service", Sync: st.bind(r.reconcileServeService), FailureReason: string(rayv1.FailedToCreateService)},
+	}
+	reconcileErr := syncsteps.Run(ctx, r.recorder, cluster, prerequisites)
 	if reconcileErr == nil {
+		serviceErr := syncsteps.Run(ctx, r.recorder, cluster, services)
 		// Pod failures emit their own KubeRay-named Warning events.
-		reconcileErr = r.reconcilePods(ctx, cluster, st)
+		podErr := r.reconcilePods(ctx, cluster, st)
+		reconcileErr = errors.Join(podErr, serviceErr)
 	}
 	if reconcileErr != nil {
 		log.Error(reconcileErr, "reconciling RayCluster")
 	}
 	evlog.flush(r.recorder, cluster)
 
-	inconsistent, statusErr := r.updateStatus(ctx, cluster, st, reconcileErr)
+	wasLimited := podLimitReported(cluster)
+	inconsistent, statusErr := r.updateStatus(ctx, cluster, st, errors.Join(reconcileErr, st.podLimit))
+	if st.podLimit != nil && !wasLimited && statusErr == nil {
+		// Once per transition, after the status shows it, not on every
+		// reconcile of a cluster that stays over the limit.
+		warn(r.recorder, cluster, ReasonPodLimitExceeded, "%s", replicaFailureMessage(st.podLimit))
+	}
 	if r.metrics != nil {
 		r.metrics.SetInfo(cluster)
 	}
@@ -172,6 +188,12 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, cluster *rayv1.RayClu
 	return rq.Result(), nil
 }
 
+// podLimitReported reports whether status already shows the pod limit.
+func podLimitReported(cluster *rayv1.RayCluster) bool {
+	c := meta.FindStatusCondition(cluster.Status.Conditions, string(rayv1.RayClusterReplicaFailure))
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == ReasonPodLimitExceeded
+}
+
 // reconcileState is what the steps of one reconcile share.
 type reconcileState struct {
 	requeue *requeue.Requeue
@@ -179,8 +201,13 @@ type reconcileState struct {
 	// headService is the head Service as applied or observed in this
 	// reconcile; the cache may not have it yet.
 	headService *corev1.Service
-	// podsChanged is set when this reconcile created or deleted Pods: the
-	// cache cannot show the result yet, so status waits for the next round.
+	// podLimit is set when the spec asks for more Pods than
+	// --ray-max-pods-per-cluster allows: no worker Pod is created, and
+	// status shows it as a ReplicaFailure.
+	podLimit error
+	// podsChanged is set once this reconcile has created or deleted a Pod
+	// (never before the request succeeded): the cache cannot show the
+	// result yet, so status usually waits for the next round.
 	podsChanged bool
 }
 
@@ -194,11 +221,17 @@ func (st *reconcileState) bind(fn func(context.Context, *rayv1.RayCluster, *reco
 // (suspend) progress.
 func (r *Reconciler) updateStatus(ctx context.Context, cluster *rayv1.RayCluster, st *reconcileState, reconcileErr error) (bool, error) {
 	key := client.ObjectKeyFromObject(cluster).String()
-	if st.podsChanged || !r.expectations.SatisfiedAll(key) {
+	replicaFailure := ReplicaFailureReason(reconcileErr) != ""
+	if !replicaFailure && (st.podsChanged || !r.expectations.SatisfiedAll(key)) {
 		// The cache lags our own creates and deletes; a status computed now
 		// would be wrong and cost a write. The pod events requeue us.
 		return false, nil
 	}
+	// A create or delete the API server refused (quota, Pod Security, a
+	// webhook) is written at once, as KubeRay does: no Pod event will come
+	// to requeue us, and the user must see the ReplicaFailure condition
+	// now. Counts may lag by the Pods this reconcile did manage to change;
+	// the next reconcile corrects them.
 	pods, err := r.listPods(ctx, cluster, nil)
 	if err != nil {
 		return false, err

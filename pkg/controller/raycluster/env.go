@@ -152,7 +152,7 @@ func setRayContainerEnv(c *corev1.Container, e nodeEnv) {
 	if e.nodeType == rayv1.HeadNode {
 		c.Env = setEnv(c.Env, corev1.EnvVar{
 			Name:  EnvRayUsageStatsExtraTags,
-			Value: fmt.Sprintf("kuberay_version=%s;kuberay_crd=%s", e.opts.OperatorVersion, e.creator),
+			Value: fmt.Sprintf("kuberay_version=%s;kuberay_crd=%s", KubeRayCompatibleVersion, e.creator),
 		})
 	}
 	c.Env = addEnvIfMissing(c.Env, corev1.EnvVar{Name: EnvRayDashboardK8sDiskUsage, Value: "1"})

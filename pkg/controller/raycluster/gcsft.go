@@ -27,7 +27,7 @@ func (r *Reconciler) reconcileGCSFTFinalizer(ctx context.Context, cluster *rayv1
 		if !r.cfg.EnableGCSFTRedisCleanup || !cluster.GCSFaultToleranceEnabled() || has {
 			return ctrl.Result{}, false, nil
 		}
-		patch := client.MergeFrom(cluster.DeepCopy())
+		patch := finalizerPatch(cluster)
 		controllerutil.AddFinalizer(cluster, fin)
 		if err := r.client.Patch(ctx, cluster, patch); err != nil {
 			return ctrl.Result{RequeueAfter: ShortRequeue}, true, fmt.Errorf("adding the %s finalizer: %w", fin, err)
@@ -98,12 +98,21 @@ func (r *Reconciler) reconcileGCSFTFinalizer(ctx context.Context, cluster *rayv1
 // removeGCSFTFinalizer lets a deleted GCS fault-tolerant cluster go.
 func (r *Reconciler) removeGCSFTFinalizer(ctx context.Context, cluster *rayv1.RayCluster) (ctrl.Result, bool, error) {
 	const fin = rayv1.GCSFaultToleranceRedisCleanupFinalizer
-	patch := client.MergeFrom(cluster.DeepCopy())
+	patch := finalizerPatch(cluster)
 	controllerutil.RemoveFinalizer(cluster, fin)
 	if err := r.client.Patch(ctx, cluster, patch); err != nil {
 		return ctrl.Result{RequeueAfter: ShortRequeue}, true, fmt.Errorf("removing the %s finalizer: %w", fin, err)
 	}
 	return ctrl.Result{}, true, nil
+}
+
+// finalizerPatch is a merge patch for a change of cluster's finalizers that
+// carries the resourceVersion it was computed from. A merge patch replaces
+// the whole list, so without the lock a finalizer another controller added
+// since our read would be dropped; with it the API server answers Conflict
+// and the next reconcile starts from a fresh read.
+func finalizerPatch(cluster *rayv1.RayCluster) client.Patch {
+	return client.MergeFromWithOptions(cluster.DeepCopy(), client.MergeFromWithOptimisticLock{})
 }
 
 func jobFinished(job *batchv1.Job) (finished, failed bool) {

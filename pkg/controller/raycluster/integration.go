@@ -36,6 +36,9 @@ func setup(_ context.Context, mgr ctrl.Manager, opts workload.Options) error {
 	// KubeRay's environment variables are honoured, read once here.
 	cfg := ConfigFromEnv(os.Getenv, opts.Features)
 	cfg.AllowWorkerGroupSuspend = SpecValidationOptionsFromGates(opts.Features).AllowWorkerGroupSuspend
+	if opts.RayMaxPodsPerCluster > 0 {
+		cfg.MaxPodsPerCluster = opts.RayMaxPodsPerCluster
+	}
 	metrics, err := NewClusterMetrics(ctrlmetrics.Registry)
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
@@ -174,6 +175,10 @@ func (r *Reconciler) deleteReplicaPods(ctx context.Context, cluster *rayv1.RayCl
 // createReplicas creates n replicas of numOfHosts Pods each, with the
 // lowest free replica indices and fresh replica names.
 func (r *Reconciler) createReplicas(ctx context.Context, cluster *rayv1.RayCluster, group *rayv1.WorkerGroupSpec, existing []*hostReplica, n int, st *reconcileState) error {
+	if st.podLimit != nil {
+		ctrl.LoggerFrom(ctx).V(1).Info("not creating worker replicas", "group", group.GroupName, "reason", st.podLimit.Error())
+		return nil
+	}
 	key := client.ObjectKeyFromObject(cluster).String()
 	hosts := int(group.Hosts())
 	used := map[int]bool{}
@@ -191,7 +196,6 @@ func (r *Reconciler) createReplicas(ctx context.Context, cluster *rayv1.RayClust
 		}
 	}
 	r.expectations.ExpectCreations(key, group.GroupName, n*hosts)
-	st.podsChanged = true
 	var createdPods atomic.Int32
 	_, err := slowstart.SlowStartBatch(n, 1, func(i int) error {
 		for h := 0; h < hosts; h++ {
@@ -208,6 +212,7 @@ func (r *Reconciler) createReplicas(ctx context.Context, cluster *rayv1.RayClust
 		r.expectations.CancelCreations(key, group.GroupName, n*hosts-created)
 	}
 	if created > 0 {
+		st.podsChanged = true
 		st.events.add(rayv1.CreatedWorkerPod, fmt.Sprintf("Created %s (%d hosts per replica) in group %s", countOf(created, "worker Pod"), hosts, group.GroupName))
 	}
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
 	"github.com/gantry-dev/gantry/pkg/framework/builder"
+	"github.com/gantry-dev/gantry/pkg/version"
 )
 
 // Default ports of a Ray head, and the names KubeRay gives them.
@@ -56,8 +57,11 @@ const (
 // reads them from environment variables on every call; Gantry reads them
 // once at start-up (honouring the same variable names) and passes them in.
 type Options struct {
-	// OperatorVersion goes into the ray.io/kuberay-version annotation and
-	// Ray's usage-stats tags.
+	// OperatorVersion goes into the head Pod's ray.io/kuberay-version
+	// annotation. It is the Gantry release this binary was built as
+	// (pkg/version, set by -ldflags), so the Recreate strategy's version
+	// guard sees a Gantry upgrade and refreshes the hash instead of
+	// recreating every cluster whose hash recipe changed.
 	OperatorVersion string
 	// ClusterDomain is the cluster DNS suffix (CLUSTER_DOMAIN).
 	ClusterDomain string
@@ -85,10 +89,14 @@ type Options struct {
 	DefaultContainerEnvs []corev1.EnvVar
 }
 
-// DefaultOptions are KubeRay's defaults.
+// KubeRayCompatibleVersion is the KubeRay release whose behaviour Gantry
+// follows; Ray's usage-stats tags report it as kuberay_version.
+const KubeRayCompatibleVersion = "v1.6.0"
+
+// DefaultOptions are KubeRay's defaults, and this build's version.
 func DefaultOptions() Options {
 	return Options{
-		OperatorVersion:    "v1.6.0",
+		OperatorVersion:    version.Version,
 		ClusterDomain:      "cluster.local",
 		InjectWaitGCSReady: true,
 		InjectProbes:       true,
@@ -134,10 +142,11 @@ func BuildHeadPod(cluster *rayv1.RayCluster, opts Options) corev1.Pod {
 	tmpl.Spec.Containers = appendContainers(tmpl.Spec.Containers, opts.HeadSidecarContainers)
 
 	pod := buildPod(cluster, tmpl, rayv1.HeadNode, params, &opts)
-	if cluster.Spec.UpgradeType() == rayv1.RayClusterRecreate {
-		pod.Annotations[rayv1.UpgradeStrategyRecreateHashKey] = SpecHash(&cluster.Spec)
-		pod.Annotations[rayv1.KubeRayVersion] = opts.OperatorVersion
-	}
+	// Stamped whatever the upgrade strategy, as KubeRay v1.6 does: Recreate
+	// may be set later, and then compares against what the Pods were built
+	// from (the hash leaves upgradeStrategy out).
+	pod.Annotations[rayv1.UpgradeStrategyRecreateHashKey] = SpecHash(&cluster.Spec)
+	pod.Annotations[rayv1.KubeRayVersion] = opts.OperatorVersion
 	return pod
 }
 
@@ -444,10 +453,16 @@ func isAlphanumeric(c byte) bool { return isLetter(c) || c >= '0' && c <= '9' }
 // KubeRay's.
 func SpecHash(spec *rayv1.RayClusterSpec) string {
 	s := spec.DeepCopy()
+	// Like KubeRay v1.6, tolerations and scheduling gates are left out:
+	// Kueue and similar controllers add them after creation.
+	s.HeadGroupSpec.Template.Spec.Tolerations = nil
+	s.HeadGroupSpec.Template.Spec.SchedulingGates = nil
 	for i := range s.WorkerGroupSpecs {
 		g := &s.WorkerGroupSpecs[i]
 		g.Replicas, g.MinReplicas, g.MaxReplicas = nil, nil, nil
 		g.ScaleStrategy.WorkersToDelete = nil
+		g.Template.Spec.Tolerations = nil
+		g.Template.Spec.SchedulingGates = nil
 	}
 	s.UpgradeStrategy = nil
 	raw, err := json.Marshal(s)

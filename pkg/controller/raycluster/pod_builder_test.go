@@ -13,6 +13,7 @@ import (
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
 	rctesting "github.com/gantry-dev/gantry/pkg/controller/raycluster/testing"
 	"github.com/gantry-dev/gantry/pkg/framework/builder"
+	"github.com/gantry-dev/gantry/pkg/version"
 )
 
 func envOf(c *corev1.Container, name string) (corev1.EnvVar, bool) {
@@ -360,22 +361,44 @@ func TestSidecarsAndDefaultEnvFromOptions(t *testing.T) {
 	}
 }
 
+// The hash and version are stamped on every head Pod, as KubeRay v1.6
+// does, so upgradeStrategy Recreate set after creation compares against
+// them (the hash leaves upgradeStrategy out).
 func TestRecreateAnnotations(t *testing.T) {
 	opts := DefaultOptions()
 	opts.OperatorVersion = "v9.9.9"
 
-	plain := BuildHeadPod(rctesting.MakeRayCluster("rc").Obj(), opts)
-	if _, ok := plain.Annotations[rayv1.UpgradeStrategyRecreateHashKey]; ok {
-		t.Errorf("hash annotation set without upgradeStrategy Recreate")
+	for name, cluster := range map[string]*rayv1.RayCluster{
+		"no upgradeStrategy": rctesting.MakeRayCluster("rc").Obj(),
+		"Recreate":           rctesting.MakeRayCluster("rc").UpgradeStrategy(rayv1.RayClusterRecreate).Obj(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			pod := BuildHeadPod(cluster, opts)
+			if got, want := pod.Annotations[rayv1.UpgradeStrategyRecreateHashKey], SpecHash(&cluster.Spec); got != want || got == "" {
+				t.Errorf("hash annotation = %q, want %q", got, want)
+			}
+			if got := pod.Annotations[rayv1.KubeRayVersion]; got != "v9.9.9" {
+				t.Errorf("version annotation = %q, want v9.9.9", got)
+			}
+		})
 	}
+	plain := rctesting.MakeRayCluster("rc").Obj()
+	recreate := rctesting.MakeRayCluster("rc").UpgradeStrategy(rayv1.RayClusterRecreate).Obj()
+	if SpecHash(&plain.Spec) != SpecHash(&recreate.Spec) {
+		t.Error("adding upgradeStrategy changed the hash; it would recreate the cluster by itself")
+	}
+}
 
-	cluster := rctesting.MakeRayCluster("rc").UpgradeStrategy(rayv1.RayClusterRecreate).Obj()
-	pod := BuildHeadPod(cluster, opts)
-	if got, want := pod.Annotations[rayv1.UpgradeStrategyRecreateHashKey], SpecHash(&cluster.Spec); got != want || got == "" {
-		t.Errorf("hash annotation = %q, want %q", got, want)
+// The version guard compares the head Pod's version with this build's, so
+// it must be the Gantry release the binary was built as, not a constant.
+func TestOperatorVersionIsTheBuildVersion(t *testing.T) {
+	defer func(v string) { version.Version = v }(version.Version)
+	version.Version = "0.7.3"
+	if got := DefaultOptions().OperatorVersion; got != "0.7.3" {
+		t.Errorf("OperatorVersion = %q, want the build's version 0.7.3", got)
 	}
-	if got := pod.Annotations[rayv1.KubeRayVersion]; got != "v9.9.9" {
-		t.Errorf("version annotation = %q, want v9.9.9", got)
+	if got := ConfigFromEnv(func(string) string { return "" }, nil).Build.OperatorVersion; got != "0.7.3" {
+		t.Errorf("ConfigFromEnv OperatorVersion = %q, want 0.7.3", got)
 	}
 }
 
@@ -397,6 +420,12 @@ func TestSpecHash(t *testing.T) {
 			w.Group("cpu").ScaleStrategy.WorkersToDelete = []string{"rc-cpu-worker-abcde"}
 		}},
 		{name: "upgrade strategy", edit: func(w *rctesting.RayClusterWrapper) { w.UpgradeStrategy(rayv1.RayClusterUpgradeNone) }},
+		{name: "tolerations and scheduling gates added by Kueue", edit: func(w *rctesting.RayClusterWrapper) {
+			for _, spec := range []*corev1.PodSpec{&w.Spec.HeadGroupSpec.Template.Spec, &w.Group("cpu").Template.Spec} {
+				spec.Tolerations = []corev1.Toleration{{Key: "kueue", Operator: corev1.TolerationOpExists}}
+				spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "kueue.x-k8s.io/admission"}}
+			}
+		}},
 		{name: "image", edit: func(w *rctesting.RayClusterWrapper) { w.Image("rayproject/ray:2.47.0") }, wantChange: true},
 		{name: "rayStartParams", edit: func(w *rctesting.RayClusterWrapper) { w.WorkerStartParam("cpu", "num-cpus", "1") }, wantChange: true},
 		{name: "a new group", edit: func(w *rctesting.RayClusterWrapper) { w.WorkerGroup("gpu", 0) }, wantChange: true},

@@ -47,6 +47,9 @@ func (r *Reconciler) reconcilePods(ctx context.Context, cluster *rayv1.RayCluste
 		return r.deleteAllPods(ctx, cluster, st, nil, "the RayCluster spec changed and upgradeStrategy is Recreate")
 	}
 
+	// Over the pod limit the head is still kept (one Pod), but no worker is
+	// created; scale-down and replacement deletions go on.
+	st.podLimit = podLimitError(&cluster.Spec, r.cfg.MaxPodsPerCluster)
 	skipWorkers, err := r.reconcileHeadPod(ctx, cluster, st)
 	if err != nil || skipWorkers {
 		return err
@@ -100,7 +103,6 @@ func (r *Reconciler) deleteAllPods(ctx context.Context, cluster *rayv1.RayCluste
 	for k, v := range extra {
 		sel[k] = v
 	}
-	st.podsChanged = true
 	if err := r.client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(cluster.Namespace), sel); err != nil {
 		for g, uids := range byGroup {
 			r.expectations.CancelDeletions(key, g, uids...)
@@ -108,6 +110,7 @@ func (r *Reconciler) deleteAllPods(ctx context.Context, cluster *rayv1.RayCluste
 		warn(r.recorder, cluster, rayv1.FailedToDeletePodCollection, "Failed to delete the Pods of %s/%s: %v", cluster.Namespace, cluster.Name, err)
 		return NewReplicaFailureError(rayv1.FailedDeleteAllPods, fmt.Errorf("deleting Pods: %w", err))
 	}
+	st.podsChanged = true
 	st.events.add(rayv1.DeletedPod, fmt.Sprintf("Deleted %s: %s", countOf(active, "Pod"), why))
 	return nil
 }
@@ -120,7 +123,6 @@ func (r *Reconciler) deletePods(ctx context.Context, cluster *rayv1.RayCluster, 
 	for i := range pods {
 		p := &pods[i]
 		r.expectations.ExpectDeletions(key, group, p.UID)
-		st.podsChanged = true
 		if err := r.client.Delete(ctx, p); err != nil {
 			if apierrors.IsNotFound(err) {
 				r.expectations.DeletionObserved(key, group, p.UID)
@@ -129,6 +131,7 @@ func (r *Reconciler) deletePods(ctx context.Context, cluster *rayv1.RayCluster, 
 			r.expectations.CancelDeletions(key, group, p.UID)
 			return deleted, err
 		}
+		st.podsChanged = true
 		deleted++
 	}
 	return deleted, nil
@@ -226,12 +229,12 @@ func (r *Reconciler) reconcileHeadPod(ctx context.Context, cluster *rayv1.RayClu
 		}
 		pod := BuildHeadPod(cluster, r.cfg.Build)
 		r.expectations.ExpectCreations(key, headGroup, 1)
-		st.podsChanged = true
 		if err := r.client.Create(ctx, &pod); err != nil {
 			r.expectations.CancelCreations(key, headGroup, 1)
 			warn(r.recorder, cluster, rayv1.FailedToCreateHeadPod, "Failed to create head Pod for %s/%s: %v", cluster.Namespace, cluster.Name, err)
 			return false, NewReplicaFailureError(rayv1.FailedCreateHeadPod, err)
 		}
+		st.podsChanged = true
 		st.events.add(rayv1.CreatedHeadPod, "Created head Pod "+pod.Name)
 		return false, nil
 	default:
@@ -360,10 +363,13 @@ func (r *Reconciler) deleteWorkersToDelete(ctx context.Context, cluster *rayv1.R
 // createWorkers creates n worker Pods in slow-start batches, giving each
 // the lowest free replica index.
 func (r *Reconciler) createWorkers(ctx context.Context, cluster *rayv1.RayCluster, group *rayv1.WorkerGroupSpec, running []corev1.Pod, n int, st *reconcileState) error {
+	if st.podLimit != nil {
+		ctrl.LoggerFrom(ctx).V(1).Info("not creating worker Pods", "group", group.GroupName, "reason", st.podLimit.Error())
+		return nil
+	}
 	key := client.ObjectKeyFromObject(cluster).String()
 	indices := freeIndices(running, n)
 	r.expectations.ExpectCreations(key, group.GroupName, n)
-	st.podsChanged = true
 	created, err := slowstart.SlowStartBatch(n, 1, func(i int) error {
 		pod := BuildWorkerPod(cluster, group, WorkerReplica{Index: indices[i]}, r.cfg.Build)
 		return r.client.Create(ctx, &pod)
@@ -372,6 +378,7 @@ func (r *Reconciler) createWorkers(ctx context.Context, cluster *rayv1.RayCluste
 		r.expectations.CancelCreations(key, group.GroupName, n-created)
 	}
 	if created > 0 {
+		st.podsChanged = true
 		st.events.add(rayv1.CreatedWorkerPod, fmt.Sprintf("Created %s in group %s", countOf(created, "worker Pod"), group.GroupName))
 	}
 	if err != nil {

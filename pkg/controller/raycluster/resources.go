@@ -80,11 +80,18 @@ func (r *Reconciler) reconcileAutoscalerRBAC(ctx context.Context, cluster *rayv1
 
 func (r *Reconciler) reconcileHeadService(ctx context.Context, cluster *rayv1.RayCluster, st *reconcileState) error {
 	svc := BuildHeadService(cluster, r.cfg.Build)
+	recreated, err := r.deleteHeadServiceIfImmutable(ctx, svc)
+	if err != nil {
+		return err
+	}
 	created, err := r.applyOwned(ctx, svc, &corev1.Service{})
 	if err != nil {
 		return err
 	}
-	if created {
+	switch {
+	case recreated != "":
+		st.events.add(rayv1.CreatedService, fmt.Sprintf("Recreated head Service %s: %s", svc.Name, recreated))
+	case created:
 		st.events.add(rayv1.CreatedService, "Created head Service "+svc.Name)
 	}
 	// The applied object has the allocated clusterIP the cache may not
@@ -127,4 +134,54 @@ func (r *Reconciler) reconcileServeService(ctx context.Context, cluster *rayv1.R
 		st.events.add(rayv1.CreatedService, "Created serve Service "+svc.Name)
 	}
 	return err
+}
+
+// deleteHeadServiceIfImmutable deletes the live head Service when desired
+// changes what a Service cannot change in place (its cluster IP, e.g. a
+// headless Service becoming NodePort after a serviceType edit): the apply
+// would fail on every reconcile. It returns why it deleted it ("" when it
+// did not). The caller applies desired at once, creating the new Service.
+func (r *Reconciler) deleteHeadServiceIfImmutable(ctx context.Context, desired *corev1.Service) (string, error) {
+	live := &corev1.Service{}
+	if err := r.client.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	why := immutableServiceChange(live, desired)
+	if why == "" || !live.DeletionTimestamp.IsZero() || !isControlledBy(live, desired) {
+		return "", nil
+	}
+	if err := r.client.Delete(ctx, live, client.Preconditions{UID: &live.UID}); client.IgnoreNotFound(err) != nil {
+		return "", fmt.Errorf("deleting head Service %s to recreate it (%s): %w", live.Name, why, err)
+	}
+	// A finalizer (a load balancer's cleanup) can keep the old Service a
+	// while; an apply now would patch the terminating one. Its deletion
+	// event brings the next reconcile, which creates the new one.
+	gone := &corev1.Service{}
+	err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(live), gone)
+	switch {
+	case apierrors.IsNotFound(err) || (err == nil && gone.UID != live.UID):
+		return why, nil
+	case err != nil:
+		return "", err
+	}
+	return "", fmt.Errorf("waiting for the old head Service %s to be deleted before recreating it (%s)", live.Name, why)
+}
+
+// immutableServiceChange says why live cannot become desired in place, or
+// "" when it can. The API server keeps an allocated cluster IP on update
+// and refuses to change it; a headless Service (clusterIP None) cannot be
+// of type NodePort or LoadBalancer.
+func immutableServiceChange(live, desired *corev1.Service) string {
+	if live.Spec.Type == corev1.ServiceTypeExternalName || desired.Spec.Type == corev1.ServiceTypeExternalName {
+		return ""
+	}
+	liveIP, wantIP := live.Spec.ClusterIP, desired.Spec.ClusterIP
+	switch {
+	case wantIP != "" && liveIP != "" && wantIP != liveIP:
+		return fmt.Sprintf("its clusterIP cannot change from %s to %s in place", liveIP, wantIP)
+	case wantIP == "" && liveIP == corev1.ClusterIPNone &&
+		(desired.Spec.Type == corev1.ServiceTypeNodePort || desired.Spec.Type == corev1.ServiceTypeLoadBalancer):
+		return fmt.Sprintf("it was headless (clusterIP None) and type %s needs a cluster IP", desired.Spec.Type)
+	}
+	return ""
 }

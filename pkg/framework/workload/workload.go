@@ -30,6 +30,10 @@ type Options struct {
 	Features featuregate.FeatureGate
 	// MaxConcurrentReconciles is the default worker count per controller.
 	MaxConcurrentReconciles int
+	// RayMaxPodsPerCluster is --ray-max-pods-per-cluster: the most Pods
+	// (head and workers) one RayCluster may have; 0 means the RayCluster
+	// integration's default.
+	RayMaxPodsPerCluster int32
 }
 
 // Integration describes one workload family.
