@@ -50,6 +50,9 @@ type Client interface {
 	// not know the node.
 	GetNode(ctx context.Context, name string) (*Node, error)
 	UpdateNode(ctx context.Context, name string, update NodeUpdate) error
+	// DeleteNode deletes a node record (scontrol delete nodename=...).
+	// slurmctld refuses to delete a node that runs a job.
+	DeleteNode(ctx context.Context, name string) error
 	ListJobs(ctx context.Context) ([]Job, error)
 }
 
@@ -235,6 +238,15 @@ func (c *httpClient) UpdateNode(ctx context.Context, name string, update NodeUpd
 	}
 	var resp response
 	return c.do(ctx, http.MethodPost, "node/"+url.PathEscape(name), update, &resp)
+}
+
+// DeleteNode sends DELETE /slurm/v0.0.44/node/{name}.
+func (c *httpClient) DeleteNode(ctx context.Context, name string) error {
+	if name == "" {
+		return errors.New("slurm: empty node name")
+	}
+	var resp response
+	return c.do(ctx, http.MethodDelete, "node/"+url.PathEscape(name), nil, &resp)
 }
 
 func (c *httpClient) ListJobs(ctx context.Context) ([]Job, error) {

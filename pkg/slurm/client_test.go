@@ -166,6 +166,12 @@ func TestClientCalls(t *testing.T) {
 				contentType: "application/json", body: `{"state":["RESUME"]}`},
 		},
 		{
+			name:    "delete node",
+			routes:  map[string]route{"DELETE /slurm/v0.0.44/node/ds-gone": {status: 200, body: okEmpty}},
+			call:    func(ctx context.Context, c Client) (any, error) { return nil, c.DeleteNode(ctx, "ds-gone") },
+			wantReq: recordedRequest{method: "DELETE", path: "/slurm/v0.0.44/node/ds-gone"},
+		},
+		{
 			name:    "list jobs",
 			routes:  map[string]route{"GET /slurm/v0.0.44/jobs": {status: 200, fixture: "jobs.json"}},
 			call:    func(ctx context.Context, c Client) (any, error) { return c.ListJobs(ctx) },

@@ -345,11 +345,11 @@ func TestNodeSetSlinkyFieldsGantryLacks(t *testing.T) {
 			want:   "spec.pinToNode: Invalid value: true: not supported by Gantry yet: pods are not pinned to the Kubernetes node they first ran on; set pinToNode to false",
 		},
 		{
-			name: "pruneSlurmNodeRecords NodeNotFound",
+			name: "pruneSlurmNodeRecords NodeNotFound is admitted",
 			mutate: func(n *slinkyv1beta1.NodeSet) {
+				n.Spec.ScalingMode = slinkyv1beta1.ScalingModeDaemonset
 				n.Spec.PruneSlurmNodeRecords = slinkyv1beta1.NodeSetPruneNodeRecordTypeNodeNotFound
 			},
-			want: `spec.pruneSlurmNodeRecords: Invalid value: "NodeNotFound": not supported by Gantry yet: Slurm node records are never deleted`,
 		},
 		{
 			name: "ScheduledUpdate strategy",
@@ -383,11 +383,10 @@ func TestNodeSetSlinkyFieldsGantryLacks(t *testing.T) {
 			want: "spec.updateStrategy.scheduledUpdate: Forbidden: not supported by Gantry yet",
 		},
 		{
-			name: "ssh",
+			name: "ssh with its sssd.conf is admitted",
 			mutate: func(n *slinkyv1beta1.NodeSet) {
-				n.Spec.Ssh = slinkyv1beta1.NodeSetSsh{Enabled: true, SssdConfRef: sssd}
+				n.Spec.Ssh = slinkyv1beta1.NodeSetSsh{Enabled: true, SssdConfRef: sssd, ExtraSshdConfig: "X11Forwarding no"}
 			},
-			want: "spec.ssh.enabled: Invalid value: true: not supported by Gantry yet: the slurmd pods run no sshd (nor the sssd that resolves its users); set ssh.enabled to false",
 		},
 		{
 			name:   "taintKubeNodes",

@@ -36,11 +36,6 @@ func unsupportedNodeSetFields(n *slinkyv1beta1.NodeSet) field.ErrorList {
 			"pods are not pinned to the Kubernetes node they first ran on; set pinToNode to false "+
 			"(a nodeSelector or node affinity in spec.template keeps pods on chosen nodes)"))
 	}
-	if spec.PruneSlurmNodeRecords != "" && spec.PruneSlurmNodeRecords != slinkyv1beta1.NodeSetPruneNodeRecordTypeNever {
-		errs = append(errs, field.Invalid(slurmSpec.Child("pruneSlurmNodeRecords"), spec.PruneSlurmNodeRecords, notSupportedYet+
-			"Slurm node records are never deleted (Slinky prunes them only in scalingMode DaemonSet, "+
-			"once their pod and Kubernetes node are gone); set pruneSlurmNodeRecords to Never"))
-	}
 	strategy := slurmSpec.Child("updateStrategy")
 	if spec.UpdateStrategy.Type == slinkyv1beta1.ScheduledUpdateNodeSetStrategyType {
 		errs = append(errs, field.Invalid(strategy.Child("type"), spec.UpdateStrategy.Type, notSupportedYet+
@@ -48,11 +43,6 @@ func unsupportedNodeSetFields(n *slinkyv1beta1.NodeSet) field.ErrorList {
 	} else if scheduledUpdateSet(spec.UpdateStrategy.ScheduledUpdate) {
 		errs = append(errs, field.Forbidden(strategy.Child("scheduledUpdate"), notSupportedYet+
 			"it configures the ScheduledUpdate strategy; remove startTime, flags and duration"))
-	}
-	if spec.Ssh.Enabled {
-		errs = append(errs, field.Invalid(slurmSpec.Child("ssh", "enabled"), true, notSupportedYet+
-			"the slurmd pods run no sshd (nor the sssd that resolves its users); set ssh.enabled to false "+
-			"(kubectl exec opens a shell in a slurmd pod)"))
 	}
 	if spec.TaintKubeNodes {
 		errs = append(errs, field.Invalid(slurmSpec.Child("taintKubeNodes"), true,

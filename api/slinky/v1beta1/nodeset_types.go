@@ -38,8 +38,8 @@ type NodeSetSpec struct {
 	Slurmd ContainerWrapper `json:"slurmd,omitzero"`
 
 	// Ssh configures SSH access to the worker pods: an sshd in each slurmd
-	// pod, with users resolved by sssd. Not supported by Gantry yet:
-	// admission refuses enabled: true.
+	// pod, with users resolved by sssd. Enabling it, or changing it or the
+	// sssd.conf it names while enabled, replaces the pods.
 	// +optional
 	Ssh NodeSetSsh `json:"ssh,omitzero"`
 
@@ -128,9 +128,10 @@ type NodeSetSpec struct {
 	WorkloadDisruptionProtection *bool `json:"workloadDisruptionProtection,omitempty"`
 
 	// PruneSlurmNodeRecords says when the operator deletes the Slurm node
-	// records of this NodeSet: Never, or NodeNotFound (once the Kubernetes
-	// node behind the record no longer exists; DaemonSet scaling mode only).
-	// Gantry supports Never only: admission refuses NodeNotFound.
+	// records of this NodeSet: Never, or NodeNotFound (DaemonSet scaling
+	// mode only: a record that is DOWN and NOT_RESPONDING, runs no job, and
+	// whose pod is gone and whose Kubernetes node is gone or no longer maps
+	// to that Slurm node name).
 	// +optional
 	// +kubebuilder:validation:Enum=Never;NodeNotFound
 	// +kubebuilder:default=Never
@@ -154,7 +155,8 @@ const (
 	// default).
 	NodeSetPruneNodeRecordTypeNever NodeSetPruneSlurmNodeRecordType = "Never"
 	// NodeSetPruneNodeRecordTypeNodeNotFound deletes a Slurm node record once
-	// its Kubernetes node is gone (DaemonSet scaling mode only).
+	// its pod is gone and its Kubernetes node is gone or maps to another
+	// Slurm node name (DaemonSet scaling mode only).
 	NodeSetPruneNodeRecordTypeNodeNotFound NodeSetPruneSlurmNodeRecordType = "NodeNotFound"
 )
 
@@ -188,7 +190,8 @@ type NodeSetSsh struct {
 	// +kubebuilder:default=false
 	Enabled bool `json:"enabled"`
 
-	// ExtraSshdConfig is appended to sshd_config.
+	// ExtraSshdConfig is appended to sshd_config (the <nodeset>-ssh-config
+	// ConfigMap); a default it sets outside a Match block replaces Gantry's.
 	// +optional
 	ExtraSshdConfig string `json:"extraSshdConfig,omitempty"`
 

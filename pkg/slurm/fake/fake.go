@@ -19,6 +19,7 @@ const (
 	OpListNodes  Op = "ListNodes"
 	OpGetNode    Op = "GetNode"
 	OpUpdateNode Op = "UpdateNode"
+	OpDeleteNode Op = "DeleteNode"
 	OpListJobs   Op = "ListJobs"
 )
 
@@ -37,6 +38,7 @@ type Client struct {
 	errs    map[Op]error
 	calls   map[Op]int
 	updates []NodeUpdateCall
+	deleted []string
 }
 
 var _ slurm.Client = (*Client)(nil)
@@ -57,9 +59,9 @@ func (c *Client) SetNode(n slurm.Node) {
 	c.nodes[n.Name] = cloneNode(n)
 }
 
-// DeleteNode removes a node, as slurmctld does when a dynamic node's slurmd
+// RemoveNode removes a node, as slurmctld does when a dynamic node's slurmd
 // goes away.
-func (c *Client) DeleteNode(name string) {
+func (c *Client) RemoveNode(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.nodes, name)
@@ -205,6 +207,52 @@ func (c *Client) UpdateNode(ctx context.Context, name string, upd slurm.NodeUpda
 	c.nodes[name] = n
 	c.updates = append(c.updates, NodeUpdateCall{Name: name, Update: cloneUpdate(upd)})
 	return nil
+}
+
+// DeleteNode implements slurm.Client with slurmctld's rule: a node that
+// runs a job (busy, or named by a running job) is not deleted.
+func (c *Client) DeleteNode(ctx context.Context, name string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.begin(ctx, OpDeleteNode); err != nil {
+		return err
+	}
+	n, ok := c.nodes[name]
+	if !ok {
+		return slurm.NewNotFoundError(name)
+	}
+	if n.IsBusy() || c.runsJob(name) {
+		return &slurm.APIError{Errors: []slurm.ErrorEntry{{
+			// A stand-in for slurmctld's refusal; callers must not
+			// depend on its number or text.
+			Description: "Failure to delete node " + name,
+			ErrorNumber: 1,
+			Error:       "node " + name + " runs a job",
+		}}}
+	}
+	delete(c.nodes, name)
+	c.deleted = append(c.deleted, name)
+	return nil
+}
+
+// Deleted returns the nodes DeleteNode deleted, in order.
+func (c *Client) Deleted() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.deleted)
+}
+
+// runsJob reports a running job on the node. Callers hold c.mu.
+func (c *Client) runsJob(name string) bool {
+	for i := range c.jobs {
+		if !c.jobs[i].IsRunning() {
+			continue
+		}
+		if names, err := c.jobs[i].NodeNames(); err == nil && slices.Contains(names, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // ListJobs implements slurm.Client.

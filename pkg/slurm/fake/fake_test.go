@@ -164,3 +164,28 @@ func TestHonoursCancelledContext(t *testing.T) {
 		t.Errorf("err = %v, want context.Canceled", err)
 	}
 }
+
+func TestDeleteNodeRefusesNodesRunningJobs(t *testing.T) {
+	ctx := context.Background()
+	c := New(node("idle", slurm.NodeStateDown, slurm.NodeStateNotResponding),
+		node("alloc", slurm.NodeStateAllocated),
+		node("listed", slurm.NodeStateDown))
+	c.SetJobs(slurm.Job{JobID: 1, Nodes: "listed", State: []slurm.JobState{slurm.JobStateRunning}})
+	for _, name := range []string{"alloc", "listed"} {
+		if err := c.DeleteNode(ctx, name); err == nil {
+			t.Errorf("DeleteNode(%s) deleted a node that runs a job", name)
+		}
+	}
+	if err := c.DeleteNode(ctx, "idle"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Node("idle"); ok {
+		t.Error("idle is still listed")
+	}
+	if err := c.DeleteNode(ctx, "idle"); !slurm.IsNotFound(err) {
+		t.Errorf("second DeleteNode = %v, want not found", err)
+	}
+	if got := c.Deleted(); !reflect.DeepEqual(got, []string{"idle"}) {
+		t.Errorf("Deleted() = %v", got)
+	}
+}

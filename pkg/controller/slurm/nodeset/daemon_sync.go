@@ -84,7 +84,7 @@ func (r *Reconciler) createDaemonPods(ctx context.Context, n *slinkyv1beta1.Node
 	if err != nil {
 		return err
 	}
-	in := PodInputs{Controller: controller, RevisionHash: run.revisions.hash(), Images: r.Images}
+	in := PodInputs{Controller: controller, RevisionHash: run.revisions.hash(), Images: r.Images, Ssh: run.ssh.hashes}
 	var toCreate []*corev1.Pod
 	var waiting []string
 	for _, node := range nodes[:min(len(nodes), burstReplicas)] {

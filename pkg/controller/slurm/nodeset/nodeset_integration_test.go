@@ -454,7 +454,7 @@ func TestNodeSetIntegration(t *testing.T) {
 
 		// An administrator deletes the node, but a node named after the pod
 		// with a domain is listed: it could be the pod's slurmd, so the pod stays.
-		healer.DeleteNode("heal-0")
+		healer.RemoveNode("heal-0")
 		healer.SetNode(slurm.Node{Name: "heal-0.example.org", State: []slurm.NodeState{slurm.NodeStateAllocated}})
 		h.poke(g, "heal-0")
 		g.Eventually(func(g Gomega) *metav1.Condition {
@@ -463,13 +463,13 @@ func TestNodeSetIntegration(t *testing.T) {
 		g.Consistently(uidOf).WithTimeout(3*time.Second).Should(Equal(uid), "a pod that may run jobs under another name was replaced")
 
 		// So could a node with the NodeSet's feature that no pod accounts for.
-		healer.DeleteNode("heal-0.example.org")
+		healer.RemoveNode("heal-0.example.org")
 		healer.SetNode(slurm.Node{Name: "somewhere", Features: []string{"heal"}, State: []slurm.NodeState{slurm.NodeStateAllocated}})
 		h.poke(g, "heal-0")
 		g.Consistently(uidOf).WithTimeout(3*time.Second).Should(Equal(uid), "a pod that may run jobs under another name was replaced")
 
 		// Nothing Slurm lists can be it: the pod is replaced, and says why.
-		healer.DeleteNode("somewhere")
+		healer.RemoveNode("somewhere")
 		h.poke(g, "heal-0")
 		g.Eventually(uidOf).ShouldNot(Equal(uid))
 		g.Eventually(func(g Gomega) []string {

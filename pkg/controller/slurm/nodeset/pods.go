@@ -90,6 +90,8 @@ type PodInputs struct {
 	Controller   *slinkyv1beta1.Controller
 	RevisionHash string
 	Images       common.Images
+	// Ssh are the hashes of sshd_config and sssd.conf (ssh enabled only).
+	Ssh SshHashes
 }
 
 // BuildPod builds the pod at ordinal from the NodeSet's template.
@@ -242,6 +244,7 @@ func podTemplate(n *slinkyv1beta1.NodeSet, in PodInputs) corev1.PodTemplateSpec 
 			}},
 		},
 	}
+	addSshToTemplate(n, in.Ssh, &base)
 	if n.Spec.OversubscribeNode {
 		// The user accepts several slurmd pods on one Kubernetes node.
 		base.Spec.Affinity = nil
@@ -321,6 +324,7 @@ func slurmdContainer(n *slinkyv1beta1.NodeSet, in PodInputs) corev1.Container {
 			{Name: common.SlurmLogFileVolume, MountPath: common.SlurmLogFileDir},
 		},
 	}
+	addSshToSlurmd(n, &base)
 	return builder.MergeContainer(base, n.Spec.Slurmd.Container)
 }
 

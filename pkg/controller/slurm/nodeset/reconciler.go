@@ -58,6 +58,7 @@ const (
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
@@ -109,6 +110,7 @@ type syncRun struct {
 	tally      tally
 	// daemon is the DaemonSet-mode plan; nil in StatefulSet mode.
 	daemon *daemonPlan
+	ssh    sshState
 }
 
 // Reconcile converges the pods of the NodeSet named by req.
@@ -127,6 +129,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	run := &syncRun{key: key, slurm: r.loadSlurm(ctx, n)}
+	var err error
+	if run.ssh, err = r.loadSsh(ctx, n); err != nil {
+		return reconcile.Result{}, err
+	}
 	revs, err := r.listRevisions(ctx, n)
 	if err != nil {
 		return reconcile.Result{}, err
@@ -134,7 +140,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.adoptOrphanRevisions(ctx, n, revs); err != nil {
 		return reconcile.Result{}, err
 	}
-	if run.revisions, err = r.syncRevisions(ctx, n, revs); err != nil {
+	if run.revisions, err = r.syncRevisions(ctx, n, revs, run.ssh.hashes); err != nil {
 		return reconcile.Result{}, err
 	}
 	pods, err := r.claimPods(ctx, n)
@@ -200,6 +206,9 @@ func (r *Reconciler) steps(run *syncRun, pods []*corev1.Pod) []syncsteps.Step[*s
 		{Name: "WorkerPodDisruptionBudget", Sync: func(ctx context.Context, n *slinkyv1beta1.NodeSet) error {
 			return r.syncWorkerPDB(ctx, n, run)
 		}},
+		{Name: "SshConfig", Sync: func(ctx context.Context, n *slinkyv1beta1.NodeSet) error {
+			return r.syncSshConfig(ctx, n, run)
+		}},
 		{Name: "SlurmDeadline", Sync: func(ctx context.Context, n *slinkyv1beta1.NodeSet) error {
 			return r.syncDeadlines(ctx, run, pods)
 		}},
@@ -220,6 +229,9 @@ func (r *Reconciler) steps(run *syncRun, pods []*corev1.Pod) []syncsteps.Step[*s
 		}},
 		{Name: "Replicas", Sync: func(ctx context.Context, n *slinkyv1beta1.NodeSet) error {
 			return r.syncReplicas(ctx, n, run, pods)
+		}},
+		{Name: "SlurmNodeRecords", Sync: func(ctx context.Context, n *slinkyv1beta1.NodeSet) error {
+			return r.syncSlurmNodeRecords(ctx, n, run)
 		}},
 	}
 }
@@ -334,7 +346,7 @@ var errControllerMissing = errors.New("controller not found")
 var errUnsupported = errors.New("not supported yet")
 
 func isUserError(err error) bool {
-	return errors.Is(err, errControllerMissing) || errors.Is(err, errUnsupported)
+	return errors.Is(err, errControllerMissing) || errors.Is(err, errUnsupported) || errors.Is(err, errSssdConfMissing)
 }
 
 // getController reads the NodeSet's Controller once per reconcile.

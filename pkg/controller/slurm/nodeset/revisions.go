@@ -33,15 +33,19 @@ const maxCollisionRetries = 5
 // by hand: extraConf and the containers become slurmd flags and
 // containers, ordinalPadding renames the pods.
 //
-// spec.ssh does not shape a Gantry pod (no sshd yet), so it is left out:
-// editing it must not replace every pod. The entry it always produced
-// while it was hashed stays, fixed, so that the revisions of existing
-// NodeSets keep their hashes and their pods are not replaced on upgrade.
-func revisionData(n *slinkyv1beta1.NodeSet) ([]byte, error) {
+// spec.ssh shapes the pods only when enabled (see sshRevisionEntry):
+// with ssh disabled it contributes the fixed entry it always did, so that
+// the revisions of NodeSets without ssh keep their hashes and their pods
+// are not replaced on upgrade, nor when an unused spec.ssh is edited.
+func revisionData(n *slinkyv1beta1.NodeSet, ssh SshHashes) ([]byte, error) {
+	sshEntry, err := sshRevisionEntry(n, ssh)
+	if err != nil {
+		return nil, err
+	}
 	spec := map[string]any{
 		"template":       withReplace(n.Spec.Template),
 		"ordinalPadding": n.Spec.OrdinalPadding,
-		"ssh":            legacySshRevisionEntry(),
+		"ssh":            sshEntry,
 	}
 	if n.Spec.OversubscribeNode {
 		// It drops the one-pod-per-node rule from the pods, so turning it
@@ -66,7 +70,7 @@ func revisionData(n *slinkyv1beta1.NodeSet) ([]byte, error) {
 }
 
 // legacySshRevisionEntry is what an unset spec.ssh contributed to the
-// revision data when ssh was hashed.
+// revision data before ssh was supported; a disabled spec.ssh still does.
 func legacySshRevisionEntry() map[string]any {
 	return map[string]any{"$patch": "replace", "enabled": false, "sssdConfRef": map[string]any{"key": ""}}
 }
@@ -186,12 +190,12 @@ func (s revisionState) hash() string {
 // syncRevisions finds or creates the update revision (the NodeSet as it is
 // now) and finds the current one (what status.nodeSetHash last recorded).
 // Rolling back to an old template reuses its revision with a new number.
-func (r *Reconciler) syncRevisions(ctx context.Context, n *slinkyv1beta1.NodeSet, revs revisions) (revisionState, error) {
+func (r *Reconciler) syncRevisions(ctx context.Context, n *slinkyv1beta1.NodeSet, revs revisions, ssh SshHashes) (revisionState, error) {
 	var st revisionState
 	if n.Status.CollisionCount != nil {
 		st.collisionCount = *n.Status.CollisionCount
 	}
-	data, err := revisionData(n)
+	data, err := revisionData(n, ssh)
 	if err != nil {
 		return st, err
 	}

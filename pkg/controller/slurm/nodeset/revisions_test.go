@@ -28,13 +28,8 @@ func TestRevisionHashCoversPodShapingFields(t *testing.T) {
 		{"extraConf", func(n *slinkyv1beta1.NodeSet) { n.Spec.ExtraConf = "Weight=10" }, true},
 		{"ordinal padding", func(n *slinkyv1beta1.NodeSet) { n.Spec.OrdinalPadding = 3 }, true},
 		{"oversubscribeNode", func(n *slinkyv1beta1.NodeSet) { n.Spec.OversubscribeNode = true }, true},
-		{"ssh does not (Gantry runs no sshd)", func(n *slinkyv1beta1.NodeSet) {
-			n.Spec.Ssh = slinkyv1beta1.NodeSetSsh{
-				Enabled:         true,
-				ExtraSshdConfig: "X11Forwarding no",
-				SssdConfRef:     corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "sssd"}, Key: "sssd.conf"},
-			}
-		}, false},
+		{"ssh enabled", func(n *slinkyv1beta1.NodeSet) { n.Spec.Ssh = sshSpec(true) }, true},
+		{"a disabled ssh does not", func(n *slinkyv1beta1.NodeSet) { n.Spec.Ssh = sshSpec(false) }, false},
 		{"replicas do not shape a pod", func(n *slinkyv1beta1.NodeSet) { n.Spec.Replicas = ptr.To[int32](7) }, false},
 		{"update strategy does not", func(n *slinkyv1beta1.NodeSet) {
 			n.Spec.UpdateStrategy.Type = slinkyv1beta1.OnDeleteNodeSetStrategyType
@@ -42,7 +37,7 @@ func TestRevisionHashCoversPodShapingFields(t *testing.T) {
 		{"partition does not", func(n *slinkyv1beta1.NodeSet) { n.Spec.Partition.Enabled = true }, false},
 		{"history limit does not", func(n *slinkyv1beta1.NodeSet) { n.Spec.RevisionHistoryLimit = 5 }, false},
 	}
-	baseData, err := revisionData(base)
+	baseData, err := revisionData(base, SshHashes{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +45,7 @@ func TestRevisionHashCoversPodShapingFields(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			n := base.DeepCopy()
 			tt.mutate(n)
-			data, err := revisionData(n)
+			data, err := revisionData(n, SshHashes{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,9 +57,48 @@ func TestRevisionHashCoversPodShapingFields(t *testing.T) {
 	}
 }
 
-// TestRevisionHashStable pins the hashes of revisions written before
-// spec.ssh left the revision data: a manager upgrade must not replace the
-// pods of existing NodeSets.
+// sshSpec is a spec.ssh with every field set.
+func sshSpec(enabled bool) slinkyv1beta1.NodeSetSsh {
+	return slinkyv1beta1.NodeSetSsh{
+		Enabled:         enabled,
+		ExtraSshdConfig: "X11Forwarding no",
+		SssdConfRef:     corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "sssd"}, Key: "sssd.conf"},
+	}
+}
+
+// TestRevisionHashSsh: with ssh enabled, a change of its spec or of the
+// files it produces (sssd.conf lives in a Secret) replaces the pods.
+func TestRevisionHashSsh(t *testing.T) {
+	n := testutil.MakeNodeSet("cpu", "ns", "slurm").Ssh(sshSpec(true)).Obj()
+	hashes := SshHashes{SshdConf: "a", SssdConf: "b"}
+	hashOf := func(n *slinkyv1beta1.NodeSet, h SshHashes) string {
+		t.Helper()
+		data, err := revisionData(n, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return RevisionHash(data, nil)
+	}
+	base := hashOf(n, hashes)
+	edited := n.DeepCopy()
+	edited.Spec.Ssh.ExtraSshdConfig = "X11Forwarding yes"
+	for name, got := range map[string]string{
+		"extraSshdConfig":    hashOf(edited, hashes),
+		"sshd_config's hash": hashOf(n, SshHashes{SshdConf: "c", SssdConf: "b"}),
+		"sssd.conf's hash":   hashOf(n, SshHashes{SshdConf: "a", SssdConf: "c"}),
+	} {
+		if got == base {
+			t.Errorf("changing %s kept the revision hash %s", name, base)
+		}
+	}
+	if hashOf(n, hashes) != base {
+		t.Error("the hash is not deterministic")
+	}
+}
+
+// TestRevisionHashStable pins the hashes of revisions written before ssh
+// was supported: a manager upgrade must not replace the pods of existing
+// NodeSets, which have ssh disabled.
 func TestRevisionHashStable(t *testing.T) {
 	custom := testutil.MakeNodeSet("gpu", "ns", "slurm").Obj()
 	custom.Spec.Template.Metadata.Labels = map[string]string{"team": "a"}
@@ -80,10 +114,11 @@ func TestRevisionHashStable(t *testing.T) {
 	}{
 		{"defaults", testutil.MakeNodeSet("cpu", "ns", "slurm").Obj(), "6d66bff8bd"},
 		{"every hashed field set", custom, "77b8fc6f5d"},
+		{"ssh disabled but configured", testutil.MakeNodeSet("cpu", "ns", "slurm").Ssh(sshSpec(false)).Obj(), "6d66bff8bd"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			data, err := revisionData(tt.nodeSet)
+			data, err := revisionData(tt.nodeSet, SshHashes{SshdConf: "ignored", SssdConf: "when disabled"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -57,7 +57,7 @@ func (r *Reconciler) scaleOut(ctx context.Context, n *slinkyv1beta1.NodeSet, run
 	for _, p := range pods {
 		used[ordinalOf(p)] = true
 	}
-	in := PodInputs{Controller: controller, RevisionHash: run.revisions.hash(), Images: r.Images}
+	in := PodInputs{Controller: controller, RevisionHash: run.revisions.hash(), Images: r.Images, Ssh: run.ssh.hashes}
 	toCreate := make([]*corev1.Pod, 0, count)
 	var waiting []string
 	for ordinal := 0; len(toCreate)+len(waiting) < count; ordinal++ {

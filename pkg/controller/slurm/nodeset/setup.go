@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -35,6 +36,9 @@ const (
 	// IndexNodeSetScalingMode maps a NodeSet to its scaling mode, so that a
 	// Node event finds the DaemonSet-mode NodeSets without listing them all.
 	IndexNodeSetScalingMode = "slinky.nodeset.scalingMode"
+	// IndexNodeSetSssdSecret maps an ssh-enabled NodeSet to the Secret of
+	// its ssh.sssdConfRef (same namespace).
+	IndexNodeSetSssdSecret = "slinky.nodeset.sssdConfRef"
 )
 
 // SetupWithManager registers a NodeSet reconciler built from the manager's
@@ -48,7 +52,9 @@ func SetupWithManager(mgr ctrl.Manager, clients ClientSource, concurrency int) e
 // SetupWithManager registers r, its watches and the indexes they use.
 //
 // Watches: the NodeSet; its pods (feeding the expectations first, and
-// orphans that it could adopt); the shared Service and PDB; Kubernetes
+// orphans that it could adopt); the shared Service and PDB; its ssh-config
+// ConfigMap; the Secret of its sssd.conf (metadata only: a change of the
+// data changes the resourceVersion); Kubernetes
 // Nodes (see nodeHandler); Controllers (a NodeSet waits for its Controller
 // before creating pods).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
@@ -72,6 +78,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 	}); err != nil {
 		return err
 	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &slinkyv1beta1.NodeSet{}, IndexNodeSetSssdSecret, sssdSecretIndex); err != nil {
+		return err
+	}
 	cache := mgr.GetClient()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
@@ -79,6 +88,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 		Watches(&corev1.Pod{}, r.expectations.Handler(podOwnerKey, handler.EnqueueRequestsFromMapFunc(podToNodeSet))).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(sharedToNodeSets)).
 		Watches(&policyv1.PodDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(sharedToNodeSets)).
+		Owns(&corev1.ConfigMap{}).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretToNodeSets(cache)), builder.OnlyMetadata).
 		Watches(&corev1.Node{}, nodeHandler(cache)).
 		Watches(&slinkyv1beta1.Controller{}, handler.EnqueueRequestsFromMapFunc(controllerToNodeSets(cache))).
 		Watches(&slinkyv1beta1.RestApi{}, handler.EnqueueRequestsFromMapFunc(restAPIToNodeSets(cache))).
@@ -278,4 +289,29 @@ func nodeSetsOf(ctx context.Context, reader client.Reader, controller types.Name
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 	}
 	return reqs
+}
+
+func sssdSecretIndex(o client.Object) []string {
+	n := o.(*slinkyv1beta1.NodeSet)
+	if n.Spec.Ssh.Enabled && n.Spec.Ssh.SssdConfRef.Name != "" {
+		return []string{n.Spec.Ssh.SssdConfRef.Name}
+	}
+	return nil
+}
+
+// secretToNodeSets maps a Secret to the ssh-enabled NodeSets that read
+// their sssd.conf from it.
+func secretToNodeSets(reader client.Reader) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		list := &slinkyv1beta1.NodeSetList{}
+		if err := reader.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{IndexNodeSetSssdSecret: o.GetName()}); err != nil {
+			log.FromContext(ctx).Error(err, "listing NodeSets using a Secret", "secret", client.ObjectKeyFromObject(o))
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(list.Items))
+		for i := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+		return reqs
+	}
 }

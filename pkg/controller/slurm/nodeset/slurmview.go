@@ -130,6 +130,13 @@ func (v *slurmView) deadline(name string) time.Time {
 	return v.deadlines[name]
 }
 
+// forget drops a node deleted from Slurm.
+func (v *slurmView) forget(name string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.nodes, name)
+}
+
 func (v *slurmView) setNode(n slurm.Node) {
 	v.mu.Lock()
 	defer v.mu.Unlock()

@@ -1,0 +1,141 @@
+package nodeset
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
+	"github.com/gantry-dev/gantry/pkg/slurm"
+	"github.com/gantry-dev/gantry/pkg/slurm/fake"
+)
+
+func TestSyncSlurmNodeRecords(t *testing.T) {
+	ds := testutil.MakeNodeSet("ds", "ns", "slurm").DaemonSet().PruneNodeNotFound().Obj()
+	ds.UID = types.UID("uid-ds")
+	comment := func(pod, node string, uid types.UID) string {
+		b, _ := json.Marshal(podInfo{Namespace: "ns", PodName: pod, Node: node, NodeSetName: "ds", NodeSetUID: string(uid)})
+		return string(b)
+	}
+	defunct := func(name, pod, node string) slurm.Node {
+		return slurm.Node{Name: name, State: []slurm.NodeState{slurm.NodeStateDown, slurm.NodeStateNotResponding},
+			Comment: comment(pod, node, ds.UID)}
+	}
+	existingPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ds-alive", Namespace: "ns"}}
+	mapsHere := testutil.MakeNode("dn-here").Obj()
+	renamed := testutil.MakeNode("dn-renamed").Obj()
+	renamed.Annotations = map[string]string{slinkyv1beta1.AnnotationNodeHostnameOverride: "big-1"}
+	running := slurm.Job{JobID: 9, Nodes: "dn-busy", State: []slurm.JobState{slurm.JobStateRunning}}
+
+	tests := []struct {
+		name      string
+		nodeSet   *slinkyv1beta1.NodeSet
+		node      slurm.Node
+		jobs      []slurm.Job
+		listErr   error
+		wantPrune bool
+	}{
+		{name: "pod and Kubernetes node gone", node: defunct("dn-gone", "ds-x", "dn-gone"), wantPrune: true},
+		{name: "Kubernetes node now gives its pod another name", node: defunct("dn-renamed", "ds-x", "dn-renamed"), wantPrune: true},
+		{name: "the pod still exists", node: defunct("dn-gone", "ds-alive", "dn-gone")},
+		{name: "the Kubernetes node still maps to it", node: defunct("dn-here", "ds-x", "dn-here")},
+		{name: "the comment names no Kubernetes node", node: defunct("dn-gone", "ds-x", "")},
+		{name: "a job runs there", node: defunct("dn-busy", "ds-x", "dn-busy"), jobs: []slurm.Job{running}},
+		{name: "allocated", node: func() slurm.Node {
+			n := defunct("dn-gone", "ds-x", "dn-gone")
+			n.AllocCPUs = 2
+			return n
+		}()},
+		{name: "down but responding", node: slurm.Node{Name: "dn-gone", State: []slurm.NodeState{slurm.NodeStateDown},
+			Comment: comment("ds-x", "dn-gone", ds.UID)}},
+		{name: "a NodeSet of the same name before", node: slurm.Node{Name: "dn-gone",
+			State: []slurm.NodeState{slurm.NodeStateDown, slurm.NodeStateNotResponding}, Comment: comment("ds-x", "dn-gone", "uid-old")}},
+		{name: "a comment that is not Gantry's", node: slurm.Node{Name: "dn-gone",
+			State: []slurm.NodeState{slurm.NodeStateDown, slurm.NodeStateNotResponding}, Comment: "rack 4"}},
+		{name: "Slurm cannot be read", node: defunct("dn-gone", "ds-x", "dn-gone"), listErr: errors.New("slurmrestd down")},
+		{name: "on the host network the node's own name still maps", nodeSet: func() *slinkyv1beta1.NodeSet {
+			n := ds.DeepCopy()
+			n.Spec.Template.Spec.HostNetwork = true
+			return n
+		}(), node: defunct("dn-renamed", "ds-x", "dn-renamed")},
+		{name: "StatefulSet mode", nodeSet: func() *slinkyv1beta1.NodeSet {
+			n := ds.DeepCopy()
+			n.Spec.ScalingMode = slinkyv1beta1.ScalingModeStatefulset
+			return n
+		}(), node: defunct("dn-gone", "ds-x", "dn-gone")},
+		{name: "pruneSlurmNodeRecords Never", nodeSet: func() *slinkyv1beta1.NodeSet {
+			n := ds.DeepCopy()
+			n.Spec.PruneSlurmNodeRecords = slinkyv1beta1.NodeSetPruneNodeRecordTypeNever
+			return n
+		}(), node: defunct("dn-gone", "ds-x", "dn-gone")},
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := ds
+			if tt.nodeSet != nil {
+				n = tt.nodeSet
+			}
+			c := ctrlfake.NewClientBuilder().WithScheme(scheme).WithObjects(existingPod, mapsHere, renamed).Build()
+			r := NewReconciler(c, c, nil, nil)
+			slurmd := fake.New(tt.node)
+			slurmd.SetJobs(tt.jobs...)
+			slurmd.SetError(fake.OpListNodes, tt.listErr)
+			run := &syncRun{slurm: loadSlurmView(context.Background(), slurmd, time.Now())}
+			if err := r.syncSlurmNodeRecords(context.Background(), n, run); err != nil {
+				t.Fatal(err)
+			}
+			_, listed := slurmd.Node(tt.node.Name)
+			if pruned := slices.Contains(slurmd.Deleted(), tt.node.Name); pruned != tt.wantPrune || listed == tt.wantPrune {
+				t.Errorf("pruned = %v (still listed %v), want pruned %v", pruned, listed, tt.wantPrune)
+			}
+			if !tt.wantPrune && slurmd.Calls(fake.OpDeleteNode) != 0 {
+				t.Errorf("DeleteNode called %d times", slurmd.Calls(fake.OpDeleteNode))
+			}
+		})
+	}
+}
+
+// TestSyncSlurmNodeRecordsFailsClosed: a pod that cannot be read keeps its
+// record, and the error is reported.
+func TestSyncSlurmNodeRecordsFailsClosed(t *testing.T) {
+	ds := testutil.MakeNodeSet("ds", "ns", "slurm").DaemonSet().PruneNodeNotFound().Obj()
+	ds.UID = "uid-ds"
+	info, _ := json.Marshal(podInfo{Namespace: "ns", PodName: "ds-x", Node: "dn-gone", NodeSetName: "ds", NodeSetUID: "uid-ds"})
+	slurmd := fake.New(slurm.Node{Name: "dn-gone", State: []slurm.NodeState{slurm.NodeStateDown, slurm.NodeStateNotResponding}, Comment: string(info)})
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	base := ctrlfake.NewClientBuilder().WithScheme(scheme).Build()
+	broken := failingGets{Client: base}
+	r := NewReconciler(base, broken, nil, nil)
+	run := &syncRun{slurm: loadSlurmView(context.Background(), slurmd, time.Now())}
+	if err := r.syncSlurmNodeRecords(context.Background(), ds, run); err == nil {
+		t.Error("no error although the pod could not be read")
+	}
+	if slurmd.Calls(fake.OpDeleteNode) != 0 {
+		t.Error("a record was deleted although its pod could not be read")
+	}
+}
+
+type failingGets struct{ client.Client }
+
+func (failingGets) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
+	return errors.New("api server unavailable")
+}
