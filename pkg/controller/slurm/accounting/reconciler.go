@@ -51,6 +51,9 @@ type Reconciler struct {
 	recorder  events.EventRecorder
 	// Images fill in the slurmdbd image when the Accounting leaves it empty.
 	Images common.Images
+	// reported keeps a reconcile on a stale cache from recording a
+	// transition's event twice.
+	reported status.Reported
 }
 
 // NewReconciler returns a reconciler writing through c, reading Secrets
@@ -79,6 +82,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if a.DeletionTimestamp != nil {
+		r.reported.Forget(a.UID)
 		return ctrl.Result{}, nil
 	}
 
@@ -237,6 +241,10 @@ func (r *Reconciler) recordTransition(a *slinkyv1beta1.Accounting, previous *met
 		return
 	}
 	if previous != nil && previous.Status == cond.Status && previous.Reason == cond.Reason && previous.Message == cond.Message {
+		return
+	}
+	if !r.reported.Changed(a.UID, cond) {
+		// This transition's event is out; the status read was stale.
 		return
 	}
 	switch {

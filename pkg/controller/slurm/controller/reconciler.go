@@ -47,7 +47,10 @@ const FieldOwner = "gantry-slurm"
 
 // Reconciler reconciles one Controller per call.
 type Reconciler struct {
-	client client.Client
+	// reported keeps a reconcile that read a stale status from recording a
+	// warning twice.
+	reported status.Reported
+	client   client.Client
 	// apiReader reads past the cache: objects the upstream operator made
 	// carry no label the cache selects, and are adopted through it.
 	apiReader client.Reader

@@ -124,7 +124,7 @@ func (r *Reconciler) syncServiceMonitor(ctx context.Context, c *slinkyv1beta1.Co
 				ServiceMonitorGVK.GroupKind())
 			run.monitor = &metav1.Condition{Type: ConditionServiceMonitor, Status: metav1.ConditionFalse, Reason: ReasonServiceMonitorUnavailable, Message: msg}
 			prev := meta.FindStatusCondition(c.Status.Conditions, ConditionServiceMonitor)
-			if r.recorder != nil && (prev == nil || prev.Reason != ReasonServiceMonitorUnavailable) {
+			if r.recorder != nil && (prev == nil || prev.Reason != ReasonServiceMonitorUnavailable) && r.reported.Changed(c.UID, *run.monitor) {
 				r.recorder.Eventf(c, nil, corev1.EventTypeWarning, ReasonServiceMonitorUnavailable, "Sync", "%s", msg)
 			}
 		}

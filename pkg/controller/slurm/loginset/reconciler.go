@@ -57,6 +57,8 @@ type Reconciler struct {
 	recorder  events.EventRecorder
 	// Images fill in the containers' images the LoginSet leaves empty.
 	Images Images
+	// reported: see recordTransition.
+	reported status.Reported
 }
 
 // NewReconciler returns a reconciler writing through c, reading Secrets
@@ -89,6 +91,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if l.DeletionTimestamp != nil {
+		r.reported.Forget(l.UID)
 		return ctrl.Result{}, nil
 	}
 
@@ -114,7 +117,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				"Generated SSH host keys (%s) in Secret %s", strings.Join(hostKeyTypes, ", "), HostKeysSecretName(l))
 		}
 		run.changes.Record(r.recorder, l)
-		recordTransition(r.recorder, l, previous, cond)
+		recordTransition(r.recorder, &r.reported, l, previous, cond)
 	}
 	if syncErr != nil && (refresolver.IsNotFound(syncErr) || errors.As(syncErr, new(*hostKeysError))) {
 		// Reported in the condition; the watches on the Controller and on

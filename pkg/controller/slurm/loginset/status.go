@@ -13,6 +13,7 @@ import (
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
 	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
+	"github.com/gantry-dev/gantry/pkg/framework/status"
 )
 
 // ConditionReady is true when every login pod of the current spec is
@@ -80,8 +81,13 @@ func (s readyState) isProblem() bool {
 // Warning naming the problem when it turns to one (or to another), a Normal
 // event when the login pods become available. Nothing is recorded while the
 // condition stays as it was, however often the LoginSet is reconciled.
-func recordTransition(recorder events.EventRecorder, l *slinkyv1beta1.LoginSet, previous *readyState, next readyState) {
+// reported keeps a reconcile that read a stale status from recording the
+// same transition twice.
+func recordTransition(recorder events.EventRecorder, reported *status.Reported, l *slinkyv1beta1.LoginSet, previous *readyState, next readyState) {
 	if recorder == nil || (previous != nil && *previous == next) {
+		return
+	}
+	if !reported.Changed(l.UID, metav1.Condition{Type: ConditionReady, Status: next.status, Reason: next.reason, Message: next.message}) {
 		return
 	}
 	switch {

@@ -22,6 +22,7 @@ import (
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/framework/builder"
 	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
+	"github.com/gantry-dev/gantry/pkg/framework/status"
 	"github.com/gantry-dev/gantry/pkg/slurm"
 )
 
@@ -66,6 +67,9 @@ type Reconciler struct {
 	recorder  events.EventRecorder
 	// Now is the clock; tests replace it.
 	Now func() time.Time
+	// reported keeps a reconcile that read a stale status from recording a
+	// warning twice.
+	reported status.Reported
 }
 
 // NewReconciler returns a reconciler writing through c, reading Secrets
@@ -88,6 +92,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if t.DeletionTimestamp != nil {
+		r.reported.Forget(t.UID)
 		return ctrl.Result{}, nil
 	}
 	claims, requeue, cond, err := r.sync(ctx, t)
@@ -251,6 +256,9 @@ func (r *Reconciler) warnOnTransition(t *slinkyv1beta1.Token, cond metav1.Condit
 	}
 	if prev := meta.FindStatusCondition(t.Status.Conditions, ConditionReady); prev != nil &&
 		prev.Status == cond.Status && prev.Reason == cond.Reason && prev.Message == cond.Message {
+		return
+	}
+	if !r.reported.Changed(t.UID, cond) {
 		return
 	}
 	r.event(t, corev1.EventTypeWarning, cond.Reason, "%s", cond.Message)
