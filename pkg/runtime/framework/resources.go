@@ -68,18 +68,6 @@ func gpuIn(list corev1.ResourceList) int64 {
 	return 0
 }
 
-// CPUCount is the whole CPUs in res, limits first because that is what the
-// process can use, then requests; fractions round up and at least one CPU is
-// reported. ok is false when res names no CPU at all.
-func CPUCount(res corev1.ResourceRequirements) (count int64, ok bool) {
-	for _, list := range []corev1.ResourceList{res.Limits, res.Requests} {
-		if q, found := list[corev1.ResourceCPU]; found {
-			return max(1, q.Value()), true
-		}
-	}
-	return 0, false
-}
-
 // MultiplyResources returns list times n without touching list.
 func MultiplyResources(list corev1.ResourceList, n int32) corev1.ResourceList {
 	out := make(corev1.ResourceList, len(list))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -121,12 +122,16 @@ func (Torch) EnforceMLPolicy(info *framework.Info, trainJob *trainer.TrainJob) e
 	return nil
 }
 
-// numProcPerNode resolves PET_NPROC_PER_NODE. The TrainJob's numProcPerNode
-// wins; otherwise the runtime's (default auto). "auto" stays auto when the
-// node has GPUs (torchrun counts them) but becomes the CPU count otherwise,
-// because torchrun's auto would count the host's CPUs rather than the
-// container's share; "cpu" is always the CPU count (1 when unknown).
-func numProcPerNode(policy *trainer.TorchMLPolicySource, trainJob *trainer.TrainJob, res corev1.ResourceRequirements) string {
+// numProcPerNode resolves PET_NPROC_PER_NODE the way Trainer v2.3 does.
+// The TrainJob's numProcPerNode wins. Otherwise the value is "auto", which
+// stays auto when the node has GPUs (torchrun counts them) and becomes the
+// node's CPU count otherwise, at least 1: torchrun's own auto would start
+// one process per host CPU, not per CPU the container was given.
+//
+// The runtime's legacy numProcPerNode (Trainer v2.0/v2.1; v2.3 has none)
+// keeps its v2.1 meaning: an integer as is, "cpu" the CPU count even next to
+// GPUs, "gpu" passed through to torchrun, "auto" as above.
+func numProcPerNode(policy *trainer.TorchMLPolicySource, trainJob *trainer.TrainJob, node corev1.ResourceRequirements) string {
 	if t := trainJob.Spec.Trainer; t != nil && t.NumProcPerNode != nil {
 		return strconv.Itoa(int(*t.NumProcPerNode))
 	}
@@ -137,21 +142,54 @@ func numProcPerNode(policy *trainer.TorchMLPolicySource, trainJob *trainer.Train
 	if value.Type == intstr.Int {
 		return strconv.Itoa(int(value.IntVal))
 	}
+	res := resourcesPerNode(trainJob, node)
 	switch value.StrVal {
 	case "auto":
-		if framework.GPUCount(res) > 0 {
+		if hasGPU(res) {
 			return "auto"
 		}
-		if cpus, ok := framework.CPUCount(res); ok {
-			return strconv.FormatInt(cpus, 10)
-		}
-		return "auto"
+		return strconv.FormatInt(cpusPerNode(res), 10)
 	case "cpu":
-		cpus, ok := framework.CPUCount(res)
-		if !ok {
-			cpus = 1
-		}
-		return strconv.FormatInt(cpus, 10)
+		return strconv.FormatInt(cpusPerNode(res), 10)
 	}
 	return value.StrVal
+}
+
+// resourcesPerNode is what the process count is sized by: the TrainJob's
+// resourcesPerNode exactly as written when it is set (even empty, and not
+// combined with the runtime's resources), otherwise the runtime's node
+// container.
+func resourcesPerNode(trainJob *trainer.TrainJob, node corev1.ResourceRequirements) corev1.ResourceRequirements {
+	if t := trainJob.Spec.Trainer; t != nil && t.ResourcesPerNode != nil {
+		return *t.ResourcesPerNode
+	}
+	return node
+}
+
+// cpusPerNode is the CPU request, or the limit when no (or a zero) request
+// is set, in whole CPUs rounded up, and at least 1. The request comes first
+// because it is what the scheduler reserved for the pod; a larger limit is
+// only burst capacity.
+func cpusPerNode(res corev1.ResourceRequirements) int64 {
+	q := res.Requests[corev1.ResourceCPU]
+	if q.IsZero() {
+		q = res.Limits[corev1.ResourceCPU]
+	}
+	return max(1, q.Value())
+}
+
+// hasGPU reports a positive quantity of any resource whose name contains
+// "gpu" (nvidia.com/gpu, amd.com/gpu, ...), in requests or in limits.
+// Upstream takes the first such name in map order; asking whether any is
+// positive gives the same answer for one GPU resource and a stable one for
+// several.
+func hasGPU(res corev1.ResourceRequirements) bool {
+	for _, list := range []corev1.ResourceList{res.Requests, res.Limits} {
+		for name, q := range list {
+			if strings.Contains(strings.ToLower(string(name)), "gpu") && q.Sign() > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -47,18 +47,18 @@ func TestNumProcPerNode(t *testing.T) {
 		job           *rttesting.TrainJobWrapper
 		want          string
 	}{
-		"default auto without resources stays auto": {job: rttesting.MakeTrainJob("j"), want: "auto"},
-		"auto with a CPU limit is the CPU count":    {job: rttesting.MakeTrainJob("j").ResourcesPerNode(cpu("2"), cpu("4")), want: "4"},
-		"auto with only CPU requests":               {job: rttesting.MakeTrainJob("j").ResourcesPerNode(cpu("3"), nil), want: "3"},
-		"auto rounds fractional CPUs up":            {job: rttesting.MakeTrainJob("j").ResourcesPerNode(cpu("500m"), nil), want: "1"},
-		"auto with GPUs stays auto":                 {job: rttesting.MakeTrainJob("j").ResourcesPerNode(nil, gpu), want: "auto"},
-		"auto sizes by the runtime's resources":     {runtimeLimits: cpu("6"), job: rttesting.MakeTrainJob("j"), want: "6"},
-		"job resources replace the runtime's":       {runtimeLimits: gpu, job: rttesting.MakeTrainJob("j").ResourcesPerNode(nil, cpu("2")), want: "2"},
-		"cpu without resources is 1":                {runtime: ptr.To(intstr.FromString("cpu")), job: rttesting.MakeTrainJob("j"), want: "1"},
-		"cpu counts CPUs even next to GPUs":         {runtime: ptr.To(intstr.FromString("cpu")), job: rttesting.MakeTrainJob("j").ResourcesPerNode(nil, gpu), want: "8"},
-		"gpu is passed through":                     {runtime: ptr.To(intstr.FromString("gpu")), job: rttesting.MakeTrainJob("j"), want: "gpu"},
-		"runtime integer":                           {runtime: ptr.To(intstr.FromInt32(3)), job: rttesting.MakeTrainJob("j"), want: "3"},
-		"TrainJob value wins":                       {runtime: ptr.To(intstr.FromInt32(3)), job: rttesting.MakeTrainJob("j").NumProcPerNode(5).ResourcesPerNode(nil, cpu("8")), want: "5"},
+		"default auto without resources is 1":        {job: rttesting.MakeTrainJob("j"), want: "1"},
+		"auto counts the CPU request, not the limit": {job: rttesting.MakeTrainJob("j").ResourcesPerNode(cpu("2"), cpu("4")), want: "2"},
+		"auto with only CPU requests":                {job: rttesting.MakeTrainJob("j").ResourcesPerNode(cpu("3"), nil), want: "3"},
+		"auto rounds fractional CPUs up":             {job: rttesting.MakeTrainJob("j").ResourcesPerNode(cpu("500m"), nil), want: "1"},
+		"auto with GPUs stays auto":                  {job: rttesting.MakeTrainJob("j").ResourcesPerNode(nil, gpu), want: "auto"},
+		"auto sizes by the runtime's resources":      {runtimeLimits: cpu("6"), job: rttesting.MakeTrainJob("j"), want: "6"},
+		"job resources replace the runtime's":        {runtimeLimits: gpu, job: rttesting.MakeTrainJob("j").ResourcesPerNode(nil, cpu("2")), want: "2"},
+		"cpu without resources is 1":                 {runtime: ptr.To(intstr.FromString("cpu")), job: rttesting.MakeTrainJob("j"), want: "1"},
+		"cpu counts CPUs even next to GPUs":          {runtime: ptr.To(intstr.FromString("cpu")), job: rttesting.MakeTrainJob("j").ResourcesPerNode(nil, gpu), want: "8"},
+		"gpu is passed through":                      {runtime: ptr.To(intstr.FromString("gpu")), job: rttesting.MakeTrainJob("j"), want: "gpu"},
+		"runtime integer":                            {runtime: ptr.To(intstr.FromInt32(3)), job: rttesting.MakeTrainJob("j"), want: "3"},
+		"TrainJob value wins":                        {runtime: ptr.To(intstr.FromInt32(3)), job: rttesting.MakeTrainJob("j").NumProcPerNode(5).ResourcesPerNode(nil, cpu("8")), want: "5"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
