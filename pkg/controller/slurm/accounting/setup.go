@@ -10,11 +10,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+	"github.com/gantry-dev/gantry/pkg/framework/mapping"
 )
 
 // Options tune SetupWithManager.
@@ -55,26 +54,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts ...Options) error {
 		Owns(&corev1.Service{}).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&corev1.Secret{}, builder.OnlyMetadata).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(accountingsByIndex(cache, common.IndexAccountingSecrets)),
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(mapping.ByIndex(cache, newAccountingList, common.IndexAccountingSecrets)),
 			builder.OnlyMetadata).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(accountingsByIndex(cache, common.IndexAccountingConfigMaps))).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(mapping.ByIndex(cache, newAccountingList, common.IndexAccountingConfigMaps))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(o.MaxConcurrentReconciles, 1)}).
 		Complete(r)
 }
 
-// accountingsByIndex maps a Secret or ConfigMap to the Accountings in its
-// namespace whose index field names it.
-func accountingsByIndex(reader client.Reader, field string) handler.MapFunc {
-	return func(ctx context.Context, obj client.Object) []reconcile.Request {
-		list := &slinkyv1beta1.AccountingList{}
-		if err := reader.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{field: obj.GetName()}); err != nil {
-			log.FromContext(ctx).Error(err, "listing Accountings referencing an object", "index", field, "object", client.ObjectKeyFromObject(obj))
-			return nil
-		}
-		reqs := make([]reconcile.Request, 0, len(list.Items))
-		for i := range list.Items {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-		return reqs
-	}
-}
+func newAccountingList() client.ObjectList { return &slinkyv1beta1.AccountingList{} }

@@ -15,6 +15,7 @@ import (
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+	"github.com/gantry-dev/gantry/pkg/framework/mapping"
 )
 
 // Options tune SetupWithManager.
@@ -58,9 +59,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts ...Options) error {
 		Owns(&appsv1.StatefulSet{}).
 		Watches(&slinkyv1beta1.NodeSet{}, handler.EnqueueRequestsFromMapFunc(nodeSetToController)).
 		Watches(&slinkyv1beta1.Accounting{}, handler.EnqueueRequestsFromMapFunc(accountingToControllers(cache))).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(controllersByIndex(cache, common.IndexControllerSecrets)),
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(mapping.ByIndex(cache, newControllerList, common.IndexControllerSecrets)),
 			builder.OnlyMetadata).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(controllersByIndex(cache, common.IndexControllerConfigMaps))).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(mapping.ByIndex(cache, newControllerList, common.IndexControllerConfigMaps))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(o.MaxConcurrentReconciles, 1)}).
 		Complete(r)
 }
@@ -92,19 +93,4 @@ func accountingToControllers(reader client.Reader) handler.MapFunc {
 	}
 }
 
-// controllersByIndex maps a Secret or ConfigMap to the Controllers in its
-// namespace whose index field names it.
-func controllersByIndex(reader client.Reader, field string) handler.MapFunc {
-	return func(ctx context.Context, obj client.Object) []reconcile.Request {
-		list := &slinkyv1beta1.ControllerList{}
-		if err := reader.List(ctx, list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{field: obj.GetName()}); err != nil {
-			log.FromContext(ctx).Error(err, "listing Controllers referencing an object", "index", field, "object", client.ObjectKeyFromObject(obj))
-			return nil
-		}
-		reqs := make([]reconcile.Request, 0, len(list.Items))
-		for _, c := range list.Items {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&c)})
-		}
-		return reqs
-	}
-}
+func newControllerList() client.ObjectList { return &slinkyv1beta1.ControllerList{} }

@@ -17,6 +17,7 @@ import (
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+	"github.com/gantry-dev/gantry/pkg/framework/mapping"
 )
 
 // Field indexes behind the mapped watches.
@@ -108,16 +109,7 @@ func loginSetsOf(ctx context.Context, reader client.Reader, namespace, controlle
 }
 
 func listRequests(ctx context.Context, reader client.Reader, namespace string, fields client.MatchingFields) []reconcile.Request {
-	list := &slinkyv1beta1.LoginSetList{}
-	if err := reader.List(ctx, list, client.InNamespace(namespace), fields); err != nil {
-		log.FromContext(ctx).Error(err, "listing LoginSets", "namespace", namespace, "fields", fields)
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return reqs
+	return mapping.Requests(ctx, reader, &slinkyv1beta1.LoginSetList{}, client.InNamespace(namespace), fields)
 }
 
 // secretToLoginSets maps a Secret to the LoginSets that read it: by their

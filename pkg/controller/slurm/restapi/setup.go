@@ -15,6 +15,7 @@ import (
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+	"github.com/gantry-dev/gantry/pkg/framework/mapping"
 )
 
 // Options tune SetupWithManager.
@@ -61,16 +62,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts ...Options) error {
 }
 
 func restApisOf(ctx context.Context, reader client.Reader, namespace, controller string) []reconcile.Request {
-	list := &slinkyv1beta1.RestApiList{}
-	if err := reader.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{common.IndexRestApiController: controller}); err != nil {
-		log.FromContext(ctx).Error(err, "listing RestApis of a Controller", "controller", controller, "namespace", namespace)
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return reqs
+	return mapping.Requests(ctx, reader, &slinkyv1beta1.RestApiList{},
+		client.InNamespace(namespace), client.MatchingFields{common.IndexRestApiController: controller})
 }
 
 // secretToRestApis maps a Secret to the RestApis of every Controller in its
