@@ -336,20 +336,23 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 			g.Expect(st.Reason).To(BeEmpty())
 		}).WithTimeout(time.Minute).Should(Succeed(), "Gantry resumes a node its preStop left DOWN once the pod is Ready")
 
-		// An administrator's DOWN is theirs to lift. It is DRAIN as well
-		// here: the resumed node is NOT_RESPONDING until slurmctld's next
-		// ping (up to SlurmdTimeout/3 away), and the registration that
-		// follows would lift a bare DOWN by itself (ReturnToService=2).
+		// An administrator's DOWN and DRAIN are theirs to lift: Gantry acts
+		// only on its own reason. Whether the DOWN half stays is slurmctld's
+		// business (the resumed node is NOT_RESPONDING until the next ping,
+		// and with ReturnToService=2 the registration that follows lifts a
+		// DOWN), so the check is on what Gantry would undo: the drain and
+		// the administrator's reason. DRAIN goes first so no moment leaves
+		// the node only DOWN.
 		const reason = "admin: PSU replaced"
-		slurm.must(ctx, "scontrol", "update", "NodeName="+evicted, "State=DOWN", "Reason="+reason)
 		slurm.must(ctx, "scontrol", "update", "NodeName="+evicted, "State=DRAIN", "Reason="+reason)
+		slurm.must(ctx, "scontrol", "update", "NodeName="+evicted, "State=DOWN", "Reason="+reason)
 		DeferCleanup(func(ctx SpecContext) { slurm.must(ctx, "scontrol", "update", "NodeName="+evicted, "State=RESUME") })
 		poke(ctx, evicted)
 		Consistently(ctx, func(g Gomega) {
 			st := slurm.node(g, ctx, evicted)
-			g.Expect(st.State).To(ContainSubstring("DOWN"))
+			g.Expect(st.drain()).To(BeTrue(), "state %s", st.State)
 			g.Expect(st.Reason).To(Equal(reason))
-		}).WithTimeout(10 * time.Second).Should(Succeed())
+		}).WithTimeout(10*time.Second).Should(Succeed(), "Gantry lifted an administrator's DOWN/DRAIN")
 	})
 
 	Context("scaling in onto a node that runs a job", func() {
