@@ -13,7 +13,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
-	"github.com/gantry-dev/gantry/pkg/runtime/framework"
+	"github.com/gantry-dev/gantry/pkg/runtime/plugin"
 	"github.com/gantry-dev/gantry/pkg/runtime/plugins/coscheduling"
 	"github.com/gantry-dev/gantry/pkg/runtime/plugins/jax"
 	"github.com/gantry-dev/gantry/pkg/runtime/plugins/jobset"
@@ -25,17 +25,17 @@ import (
 
 // Re-exported so the controller needs only this package.
 type (
-	// Component is one object to put in the cluster; see framework.Component.
-	Component = framework.Component
-	// Info is the intermediate representation; see framework.Info.
-	Info = framework.Info
+	// Component is one object to put in the cluster; see plugin.Component.
+	Component = plugin.Component
+	// Info is the intermediate representation; see plugin.Info.
+	Info = plugin.Info
 )
 
 var (
 	// ErrUnsupportedPolicy marks flux/volcano policies and MPI implementations Gantry cannot run.
-	ErrUnsupportedPolicy = framework.ErrUnsupportedPolicy
+	ErrUnsupportedPolicy = plugin.ErrUnsupportedPolicy
 	// IsBuildError reports errors that only a change of the TrainJob or runtime can fix.
-	IsBuildError = framework.IsBuildError
+	IsBuildError = plugin.IsBuildError
 )
 
 // Options configure a Runtime.
@@ -58,7 +58,7 @@ type Options struct {
 // documented in the package comment. It is safe for concurrent use: it
 // holds no per-job state.
 type Runtime struct {
-	fw       *framework.Framework
+	fw       *plugin.Framework
 	existing client.Reader
 	progress bool
 }
@@ -79,7 +79,7 @@ func New(opts Options) (*Runtime, error) {
 	if opts.Existing == nil {
 		return nil, errors.New("runtime: Options.Existing is required")
 	}
-	fw, err := framework.New(
+	fw, err := plugin.New(
 		plainml.PlainML{},
 		torch.Torch{},
 		mpi.MPI{},
@@ -109,19 +109,19 @@ func (r *Runtime) NewObjects(ctx context.Context, trainJob *trainer.TrainJob, sp
 		return nil, errors.New("runtime: not initialised")
 	}
 	if trainJob == nil || spec == nil {
-		return nil, framework.NewBuildError("a TrainJob and its runtime spec are required")
+		return nil, plugin.NewBuildError("a TrainJob and its runtime spec are required")
 	}
 	if err := unsupportedPolicies(spec); err != nil {
 		return nil, err
 	}
 	if errs := r.Validate(nil, trainJob, spec); len(errs) > 0 {
-		return nil, &framework.BuildError{Err: errs.ToAggregate()}
+		return nil, &plugin.BuildError{Err: errs.ToAggregate()}
 	}
-	info, err := framework.NewInfo(trainJob, spec)
+	info, err := plugin.NewInfo(trainJob, spec)
 	if err != nil {
 		return nil, err
 	}
-	steps := []func(*framework.Info, *trainer.TrainJob) error{
+	steps := []func(*plugin.Info, *trainer.TrainJob) error{
 		r.fw.RunEnforceMLPolicyPlugins,
 		r.fw.RunEnforcePodGroupPolicyPlugins,
 		r.fw.RunPodNetworkPlugins,
@@ -152,10 +152,10 @@ func (r *Runtime) Validate(oldJob, newJob *trainer.TrainJob, spec *trainer.Train
 	if err := unsupportedPolicies(spec); err != nil {
 		return field.ErrorList{field.Invalid(runtimeRef, newJob.Spec.RuntimeRef, err.Error())}
 	}
-	if errs := framework.ValidateRuntimePatches(newJob, &spec.Template.Spec); len(errs) > 0 {
+	if errs := plugin.ValidateRuntimePatches(newJob, &spec.Template.Spec); len(errs) > 0 {
 		return errs
 	}
-	info, err := framework.NewInfo(newJob, spec)
+	info, err := plugin.NewInfo(newJob, spec)
 	if err != nil {
 		return field.ErrorList{field.Invalid(runtimeRef, newJob.Spec.RuntimeRef, err.Error())}
 	}
@@ -170,22 +170,22 @@ func (r *Runtime) Status(trainJob *trainer.TrainJob, jobSet *jobsetv1alpha2.JobS
 
 func unsupportedPolicies(spec *trainer.TrainingRuntimeSpec) error {
 	if spec.MLPolicy != nil && spec.MLPolicy.Flux != nil {
-		return &framework.BuildError{Err: fmt.Errorf("the flux ML policy: %w", ErrUnsupportedPolicy)}
+		return &plugin.BuildError{Err: fmt.Errorf("the flux ML policy: %w", ErrUnsupportedPolicy)}
 	}
 	if spec.MLPolicy != nil && spec.MLPolicy.MPI != nil {
 		if impl := ptr.Deref(spec.MLPolicy.MPI.MPIImplementation, trainer.MPIImplementationOpenMPI); impl != trainer.MPIImplementationOpenMPI && impl != "" {
-			return &framework.BuildError{Err: fmt.Errorf("MPI implementation %q: %w", impl, ErrUnsupportedPolicy)}
+			return &plugin.BuildError{Err: fmt.Errorf("MPI implementation %q: %w", impl, ErrUnsupportedPolicy)}
 		}
 	}
 	if spec.PodGroupPolicy != nil && spec.PodGroupPolicy.Volcano != nil {
-		return &framework.BuildError{Err: fmt.Errorf("the volcano pod group policy: %w", ErrUnsupportedPolicy)}
+		return &plugin.BuildError{Err: fmt.Errorf("the volcano pod group policy: %w", ErrUnsupportedPolicy)}
 	}
 	return nil
 }
 
 func asBuildErrorIfUnsupported(err error) error {
-	if errors.Is(err, ErrUnsupportedPolicy) && !framework.IsBuildError(err) {
-		return &framework.BuildError{Err: err}
+	if errors.Is(err, ErrUnsupportedPolicy) && !plugin.IsBuildError(err) {
+		return &plugin.BuildError{Err: err}
 	}
 	return err
 }

@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
-	"github.com/gantry-dev/gantry/pkg/runtime/framework"
+	"github.com/gantry-dev/gantry/pkg/runtime/plugin"
 )
 
 // Name identifies the plugin.
@@ -52,8 +52,8 @@ type Coscheduling struct {
 }
 
 var (
-	_ framework.EnforcePodGroupPolicyPlugin = (*Coscheduling)(nil)
-	_ framework.ComponentBuilderPlugin      = (*Coscheduling)(nil)
+	_ plugin.EnforcePodGroupPolicyPlugin = (*Coscheduling)(nil)
+	_ plugin.ComponentBuilderPlugin      = (*Coscheduling)(nil)
 )
 
 // New returns the plugin. The mapper is asked on every TrainJob build, so
@@ -63,10 +63,10 @@ func New(mapper meta.RESTMapper) *Coscheduling {
 	return &Coscheduling{mapper: mapper}
 }
 
-// Name implements framework.Plugin.
+// Name implements plugin.Plugin.
 func (*Coscheduling) Name() string { return Name }
 
-func active(info *framework.Info) bool {
+func active(info *plugin.Info) bool {
 	return info != nil && info.PodGroupPolicy != nil && info.PodGroupPolicy.Coscheduling != nil
 }
 
@@ -87,7 +87,7 @@ func (c *Coscheduling) crdInstalled() (bool, error) {
 // EnforcePodGroupPolicy labels every pod with the PodGroup name, or records
 // a warning when the CRD is missing. The label doubles as the decision Build
 // follows, so one build never sees the CRD both present and absent.
-func (c *Coscheduling) EnforcePodGroupPolicy(info *framework.Info, trainJob *trainer.TrainJob) error {
+func (c *Coscheduling) EnforcePodGroupPolicy(info *plugin.Info, trainJob *trainer.TrainJob) error {
 	if !active(info) {
 		return nil
 	}
@@ -106,7 +106,7 @@ func (c *Coscheduling) EnforcePodGroupPolicy(info *framework.Info, trainJob *tra
 // Build returns the PodGroup: minMember is every pod of the job, minResources
 // their summed requests. Like the JobSet, an existing PodGroup is only
 // rewritten while the TrainJob is suspended, when its pods are gone.
-func (c *Coscheduling) Build(ctx context.Context, existing client.Reader, info *framework.Info, trainJob *trainer.TrainJob) ([]framework.Component, error) {
+func (c *Coscheduling) Build(ctx context.Context, existing client.Reader, info *plugin.Info, trainJob *trainer.TrainJob) ([]plugin.Component, error) {
 	if !active(info) || info.Scheduler.PodLabels[PodGroupLabel] != trainJob.Name {
 		return nil, nil
 	}
@@ -125,24 +125,24 @@ func (c *Coscheduling) Build(ctx context.Context, existing client.Reader, info *
 	if err != nil {
 		return nil, err
 	}
-	return []framework.Component{{Object: pg}}, nil
+	return []plugin.Component{{Object: pg}}, nil
 }
 
-func podGroup(info *framework.Info, trainJob *trainer.TrainJob) (*unstructured.Unstructured, error) {
+func podGroup(info *plugin.Info, trainJob *trainer.TrainJob) (*unstructured.Unstructured, error) {
 	var members int64
 	total := map[string]any{}
 	sum := corev1.ResourceList{}
 	for _, ps := range info.PodSets {
 		pods := ps.Count * ps.Replicas
 		members += int64(pods)
-		framework.AddResources(sum, framework.MultiplyResources(ps.SinglePodRequests, pods))
+		plugin.AddResources(sum, plugin.MultiplyResources(ps.SinglePodRequests, pods))
 	}
 	for name, q := range sum {
 		total[string(name)] = q.String()
 	}
 	timeout := ptr.Deref(info.PodGroupPolicy.Coscheduling.ScheduleTimeoutSeconds, DefaultScheduleTimeoutSeconds)
 
-	metadata, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ptr.To(framework.OwnedObjectMeta(trainJob.Name, trainJob, nil)))
+	metadata, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ptr.To(plugin.OwnedObjectMeta(trainJob.Name, trainJob, nil)))
 	if err != nil {
 		return nil, err
 	}

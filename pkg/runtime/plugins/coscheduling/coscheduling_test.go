@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
-	"github.com/gantry-dev/gantry/pkg/runtime/framework"
+	"github.com/gantry-dev/gantry/pkg/runtime/plugin"
 	rttesting "github.com/gantry-dev/gantry/pkg/runtime/testing"
 )
 
@@ -34,14 +34,14 @@ func (failingMapper) RESTMapping(schema.GroupKind, ...string) (*meta.RESTMapping
 	return nil, errors.New("discovery unavailable")
 }
 
-func newInfo(t *testing.T, job *trainer.TrainJob) *framework.Info {
+func newInfo(t *testing.T, job *trainer.TrainJob) *plugin.Info {
 	t.Helper()
 	node := rttesting.MakeContainer("node", "t").Resources(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("1Gi")}, nil).Obj()
 	init := rttesting.MakeContainer("dataset-initializer", "d").Resources(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}, nil).Obj()
 	spec := rttesting.MakeRuntimeSpec().NumNodes(3).Coscheduling(nil).
 		ReplicatedJob(rttesting.ReplicatedJob("dataset-initializer", "dataset-initializer", init)).
 		ReplicatedJob(rttesting.ReplicatedJob("node", "trainer", node)).Obj()
-	info, err := framework.NewInfo(job, spec)
+	info, err := plugin.NewInfo(job, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestExistingPodGroupOnlyRewrittenWhileSuspended(t *testing.T) {
 
 func TestInactiveWithoutPolicy(t *testing.T) {
 	job := rttesting.MakeTrainJob("a").Obj()
-	info, err := framework.NewInfo(job, rttesting.MakeRuntimeSpec().ReplicatedJob(rttesting.TrainerJob("t")).Obj())
+	info, err := plugin.NewInfo(job, rttesting.MakeRuntimeSpec().ReplicatedJob(rttesting.TrainerJob("t")).Obj())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
-	"github.com/gantry-dev/gantry/pkg/runtime/framework"
+	"github.com/gantry-dev/gantry/pkg/runtime/plugin"
 )
 
 // Name identifies the plugin.
@@ -31,43 +31,43 @@ var ReservedEnvNames = sets.New(EnvNumProcesses, EnvProcessID, EnvCoordinatorAdd
 type JAX struct{}
 
 var (
-	_ framework.EnforceMLPolicyPlugin  = JAX{}
-	_ framework.CustomValidationPlugin = JAX{}
+	_ plugin.EnforceMLPolicyPlugin  = JAX{}
+	_ plugin.CustomValidationPlugin = JAX{}
 )
 
-// Name implements framework.Plugin.
+// Name implements plugin.Plugin.
 func (JAX) Name() string { return Name }
 
-func active(info *framework.Info) bool {
+func active(info *plugin.Info) bool {
 	return info != nil && info.MLPolicy != nil && info.MLPolicy.JAX != nil
 }
 
 // Validate rejects reserved env names in the TrainJob (Gantry; upstream
 // would let the user's value be overwritten silently).
-func (JAX) Validate(info *framework.Info, _, newJob *trainer.TrainJob) field.ErrorList {
+func (JAX) Validate(info *plugin.Info, _, newJob *trainer.TrainJob) field.ErrorList {
 	if !active(info) {
 		return nil
 	}
-	return framework.ReservedEnvErrors(newJob, ReservedEnvNames, "JAX")
+	return plugin.ReservedEnvErrors(newJob, ReservedEnvNames, "JAX")
 }
 
 // EnforceMLPolicy sets the process count, the process id (the pod's
 // completion index) and the coordinator (pod 0) on the trainer node container.
-func (JAX) EnforceMLPolicy(info *framework.Info, trainJob *trainer.TrainJob) error {
+func (JAX) EnforceMLPolicy(info *plugin.Info, trainJob *trainer.TrainJob) error {
 	if !active(info) {
 		return nil
 	}
-	framework.ApplyTrainerCountAndEnv(info, trainJob)
+	plugin.ApplyTrainerCountAndEnv(info, trainJob)
 	ps, node, err := info.TrainerNode("jax")
 	if err != nil {
 		return err
 	}
-	framework.UpsertEnv(&node.Env,
+	plugin.UpsertEnv(&node.Env,
 		corev1.EnvVar{Name: EnvNumProcesses, Value: strconv.Itoa(int(ps.Count))},
-		framework.CompletionIndexEnv(EnvProcessID),
+		plugin.CompletionIndexEnv(EnvProcessID),
 		corev1.EnvVar{Name: EnvCoordinatorAddress, Value: fmt.Sprintf("%s-%s-0-0.%s:%d",
 			trainJob.Name, ps.Name, info.Subdomain(trainJob.Name), trainer.ContainerTrainerPort)},
 	)
-	framework.UpsertPorts(&node.Ports, corev1.ContainerPort{ContainerPort: trainer.ContainerTrainerPort})
+	plugin.UpsertPorts(&node.Ports, corev1.ContainerPort{ContainerPort: trainer.ContainerTrainerPort})
 	return nil
 }

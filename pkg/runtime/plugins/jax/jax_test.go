@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
-	"github.com/gantry-dev/gantry/pkg/runtime/framework"
+	"github.com/gantry-dev/gantry/pkg/runtime/plugin"
 	rttesting "github.com/gantry-dev/gantry/pkg/runtime/testing"
 )
 
@@ -22,12 +22,12 @@ func TestEnforceMLPolicy(t *testing.T) {
 			spec: rttesting.MakeRuntimeSpec().JAX().ReplicatedJob(rttesting.TrainerJob("j")).Obj(),
 			job:  rttesting.MakeTrainJob("job").NumNodes(4).Env("DATA", "/d").Obj(),
 			wantEnv: []corev1.EnvVar{{Name: "DATA", Value: "/d"}, {Name: EnvNumProcesses, Value: "4"},
-				framework.CompletionIndexEnv(EnvProcessID), {Name: EnvCoordinatorAddress, Value: "job-node-0-0.job:29500"}},
+				plugin.CompletionIndexEnv(EnvProcessID), {Name: EnvCoordinatorAddress, Value: "job-node-0-0.job:29500"}},
 		},
 		"runtime numNodes": {
 			spec:    rttesting.MakeRuntimeSpec().NumNodes(2).JAX().ReplicatedJob(rttesting.TrainerJob("j")).Obj(),
 			job:     rttesting.MakeTrainJob("job").Obj(),
-			wantEnv: []corev1.EnvVar{{Name: EnvNumProcesses, Value: "2"}, framework.CompletionIndexEnv(EnvProcessID), {Name: EnvCoordinatorAddress, Value: "job-node-0-0.job:29500"}},
+			wantEnv: []corev1.EnvVar{{Name: EnvNumProcesses, Value: "2"}, plugin.CompletionIndexEnv(EnvProcessID), {Name: EnvCoordinatorAddress, Value: "job-node-0-0.job:29500"}},
 		},
 		"no trainer step": {
 			spec: rttesting.MakeRuntimeSpec().JAX().ReplicatedJob(rttesting.ReplicatedJob("node", "", rttesting.MakeContainer("node", "j").Obj())).Obj(),
@@ -36,7 +36,7 @@ func TestEnforceMLPolicy(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			info, err := framework.NewInfo(tc.job, tc.spec)
+			info, err := plugin.NewInfo(tc.job, tc.spec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,7 +45,7 @@ func TestEnforceMLPolicy(t *testing.T) {
 				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
 			}
 			if tc.wantErr {
-				if !framework.IsBuildError(err) {
+				if !plugin.IsBuildError(err) {
 					t.Errorf("%v is not a BuildError", err)
 				}
 				return
@@ -64,7 +64,7 @@ func TestEnforceMLPolicy(t *testing.T) {
 func TestValidateReservedEnv(t *testing.T) {
 	spec := rttesting.MakeRuntimeSpec().JAX().ReplicatedJob(rttesting.TrainerJob("j")).Obj()
 	job := rttesting.MakeTrainJob("job").Env("OK", "1").Env(EnvProcessID, "0").Obj()
-	info, err := framework.NewInfo(job, spec)
+	info, err := plugin.NewInfo(job, spec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
-	"github.com/gantry-dev/gantry/pkg/runtime/framework"
+	"github.com/gantry-dev/gantry/pkg/runtime/plugin"
 )
 
 // Name identifies the plugin.
@@ -27,18 +27,18 @@ const InitializerEnvStorageURI = "STORAGE_URI"
 type JobSet struct{}
 
 var (
-	_ framework.CustomValidationPlugin = JobSet{}
-	_ framework.PodNetworkPlugin       = JobSet{}
-	_ framework.ComponentBuilderPlugin = JobSet{}
+	_ plugin.CustomValidationPlugin = JobSet{}
+	_ plugin.PodNetworkPlugin       = JobSet{}
+	_ plugin.ComponentBuilderPlugin = JobSet{}
 )
 
-// Name implements framework.Plugin.
+// Name implements plugin.Plugin.
 func (JobSet) Name() string { return Name }
 
 // Validate checks that every part of the TrainJob that overrides a runtime
 // step has that step (and its container) to override, so a typo in a
 // runtime does not silently drop the user's image or dataset.
-func (JobSet) Validate(info *framework.Info, _, newJob *trainer.TrainJob) field.ErrorList {
+func (JobSet) Validate(info *plugin.Info, _, newJob *trainer.TrainJob) field.ErrorList {
 	if info == nil {
 		return nil
 	}
@@ -59,7 +59,7 @@ func (JobSet) Validate(info *framework.Info, _, newJob *trainer.TrainJob) field.
 	return errs
 }
 
-func requireStep(info *framework.Info, ancestor, container string, path *field.Path, ref trainer.RuntimeRef, alsoAccepted ...string) field.ErrorList {
+func requireStep(info *plugin.Info, ancestor, container string, path *field.Path, ref trainer.RuntimeRef, alsoAccepted ...string) field.ErrorList {
 	ps := stepPodSet(info, ancestor)
 	if ps == nil {
 		return field.ErrorList{field.Invalid(path, ref, fmt.Sprintf(
@@ -69,8 +69,8 @@ func requireStep(info *framework.Info, ancestor, container string, path *field.P
 		if ps.FindContainer(name) == nil {
 			return false
 		}
-		idx := slices.IndexFunc(info.PodSets, func(p framework.PodSet) bool { return p.Name == ps.Name })
-		return name == container || framework.IsTrainerNodeContainer(&info.Template.ReplicatedJobs[idx], name, info.MLPolicy)
+		idx := slices.IndexFunc(info.PodSets, func(p plugin.PodSet) bool { return p.Name == ps.Name })
+		return name == container || plugin.IsTrainerNodeContainer(&info.Template.ReplicatedJobs[idx], name, info.MLPolicy)
 	}
 	if !accepted(container) && !slices.ContainsFunc(alsoAccepted, accepted) {
 		return field.ErrorList{field.Invalid(path, ref, fmt.Sprintf(
@@ -81,7 +81,7 @@ func requireStep(info *framework.Info, ancestor, container string, path *field.P
 
 // stepPodSet finds a TrainJob step by its ancestor label; runtimes written
 // before the label existed are matched by the conventional job name.
-func stepPodSet(info *framework.Info, ancestor string) *framework.PodSet {
+func stepPodSet(info *plugin.Info, ancestor string) *plugin.PodSet {
 	if ps := info.FindPodSetByAncestor(ancestor); ps != nil {
 		return ps
 	}
@@ -93,7 +93,7 @@ func stepPodSet(info *framework.Info, ancestor string) *framework.PodSet {
 
 // IdentifyPodNetwork lists the DNS name of every pod JobSet will create:
 // <jobset>-<replicatedJob>-<jobIndex>-<podIndex>.<subdomain>.
-func (JobSet) IdentifyPodNetwork(info *framework.Info, trainJob *trainer.TrainJob) error {
+func (JobSet) IdentifyPodNetwork(info *plugin.Info, trainJob *trainer.TrainJob) error {
 	subdomain := info.Subdomain(trainJob.Name)
 	for i := range info.PodSets {
 		ps := &info.PodSets[i]
@@ -110,7 +110,7 @@ func (JobSet) IdentifyPodNetwork(info *framework.Info, trainJob *trainer.TrainJo
 // Build returns the JobSet, unless it exists and neither it nor the TrainJob
 // is suspended: a running JobSet's replicated jobs are immutable, so only
 // suspend (and the resume after it) may change them.
-func (JobSet) Build(ctx context.Context, existing client.Reader, info *framework.Info, trainJob *trainer.TrainJob) ([]framework.Component, error) {
+func (JobSet) Build(ctx context.Context, existing client.Reader, info *plugin.Info, trainJob *trainer.TrainJob) ([]plugin.Component, error) {
 	var current jobsetv1alpha2.JobSet
 	err := existing.Get(ctx, client.ObjectKeyFromObject(trainJob), &current)
 	switch {
@@ -121,5 +121,5 @@ func (JobSet) Build(ctx context.Context, existing client.Reader, info *framework
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("looking up JobSet %s: %w", client.ObjectKeyFromObject(trainJob), err)
 	}
-	return []framework.Component{{Object: Render(info, trainJob)}}, nil
+	return []plugin.Component{{Object: Render(info, trainJob)}}, nil
 }

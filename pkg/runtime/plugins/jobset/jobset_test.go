@@ -15,13 +15,13 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
-	"github.com/gantry-dev/gantry/pkg/runtime/framework"
+	"github.com/gantry-dev/gantry/pkg/runtime/plugin"
 	rttesting "github.com/gantry-dev/gantry/pkg/runtime/testing"
 )
 
-func mustInfo(t *testing.T, job *trainer.TrainJob, spec *trainer.TrainingRuntimeSpec) *framework.Info {
+func mustInfo(t *testing.T, job *trainer.TrainJob, spec *trainer.TrainingRuntimeSpec) *plugin.Info {
 	t.Helper()
-	info, err := framework.NewInfo(job, spec)
+	info, err := plugin.NewInfo(job, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestRuntimePatchValidation(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			job := rttesting.MakeTrainJob("tj").RuntimePatch("m", tc.patch).Obj()
-			errs := framework.ValidateRuntimePatches(job, &spec.Template.Spec)
+			errs := plugin.ValidateRuntimePatches(job, &spec.Template.Spec)
 			var got string
 			if len(errs) > 0 {
 				got = errs[0].Field

@@ -10,7 +10,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
-	"github.com/gantry-dev/gantry/pkg/runtime/framework"
+	"github.com/gantry-dev/gantry/pkg/runtime/plugin"
 )
 
 // Render builds the JobSet for trainJob from info. It is a pure function of
@@ -28,8 +28,8 @@ import (
 //     as envFrom;
 //   - the JobSet: the runtime's labels and annotations, suspend, and the
 //     TrainJob as controller owner.
-func Render(info *framework.Info, trainJob *trainer.TrainJob) *jobsetv1alpha2.JobSet {
-	meta := framework.OwnedObjectMeta(trainJob.Name, trainJob, info.Labels)
+func Render(info *plugin.Info, trainJob *trainer.TrainJob) *jobsetv1alpha2.JobSet {
+	meta := plugin.OwnedObjectMeta(trainJob.Name, trainJob, info.Labels)
 	if len(info.Annotations) > 0 {
 		meta.Annotations = maps.Clone(info.Annotations)
 	}
@@ -47,7 +47,7 @@ func Render(info *framework.Info, trainJob *trainer.TrainJob) *jobsetv1alpha2.Jo
 	return js
 }
 
-func renderReplicatedJob(rJob *jobsetv1alpha2.ReplicatedJob, ps *framework.PodSet, info *framework.Info, trainJob *trainer.TrainJob) {
+func renderReplicatedJob(rJob *jobsetv1alpha2.ReplicatedJob, ps *plugin.PodSet, info *plugin.Info, trainJob *trainer.TrainJob) {
 	rJob.Replicas = ps.Replicas
 	rJob.Template.Spec.Parallelism = ptr.To(ps.Count)
 	rJob.Template.Spec.Completions = ptr.To(ps.Count)
@@ -62,7 +62,7 @@ func renderReplicatedJob(rJob *jobsetv1alpha2.ReplicatedJob, ps *framework.PodSe
 	isTrainerStep := ps.Ancestor == trainer.AncestorTrainer
 	for j := range podTemplate.Spec.Containers {
 		c := &podTemplate.Spec.Containers[j]
-		if t := trainJob.Spec.Trainer; t != nil && framework.IsTrainerNodeContainer(rJob, c.Name, info.MLPolicy) {
+		if t := trainJob.Spec.Trainer; t != nil && plugin.IsTrainerNodeContainer(rJob, c.Name, info.MLPolicy) {
 			if t.Image != nil {
 				c.Image = *t.Image
 			}
@@ -79,7 +79,7 @@ func renderReplicatedJob(rJob *jobsetv1alpha2.ReplicatedJob, ps *framework.PodSe
 
 // renderInitializer applies spec.initializer.{dataset,model} to the
 // matching initializer container.
-func renderInitializer(c *corev1.Container, ps *framework.PodSet, trainJob *trainer.TrainJob) {
+func renderInitializer(c *corev1.Container, ps *plugin.PodSet, trainJob *trainer.TrainJob) {
 	init := trainJob.Spec.Initializer
 	if init == nil {
 		return
@@ -96,9 +96,9 @@ func renderInitializer(c *corev1.Container, ps *framework.PodSet, trainJob *trai
 		return
 	}
 	if storageURI != nil {
-		framework.UpsertEnv(&c.Env, corev1.EnvVar{Name: InitializerEnvStorageURI, Value: *storageURI})
+		plugin.UpsertEnv(&c.Env, corev1.EnvVar{Name: InitializerEnvStorageURI, Value: *storageURI})
 	}
-	framework.UpsertEnv(&c.Env, env...)
+	plugin.UpsertEnv(&c.Env, env...)
 	if secret != nil && !slices.ContainsFunc(c.EnvFrom, func(s corev1.EnvFromSource) bool {
 		return s.SecretRef != nil && s.SecretRef.Name == secret.Name
 	}) {
@@ -106,15 +106,15 @@ func renderInitializer(c *corev1.Container, ps *framework.PodSet, trainJob *trai
 	}
 }
 
-func isStep(ps *framework.PodSet, ancestor string) bool {
+func isStep(ps *plugin.PodSet, ancestor string) bool {
 	return ps.Ancestor == ancestor || (ps.Ancestor == "" && ps.Name == ancestor)
 }
 
 // writeBackContainers replaces env, ports and volume mounts with the PodSet's
 // lists, which started as copies of these and only had entries upserted.
-func writeBackContainers(containers []corev1.Container, from []framework.Container) {
+func writeBackContainers(containers []corev1.Container, from []plugin.Container) {
 	for j := range containers {
-		idx := slices.IndexFunc(from, func(c framework.Container) bool { return c.Name == containers[j].Name })
+		idx := slices.IndexFunc(from, func(c plugin.Container) bool { return c.Name == containers[j].Name })
 		if idx < 0 {
 			continue
 		}

@@ -19,16 +19,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
-	"github.com/gantry-dev/gantry/pkg/runtime/framework"
+	"github.com/gantry-dev/gantry/pkg/runtime/plugin"
 )
 
 // Build returns the SSH Secret, only when it does not exist yet and marked
 // create-only, and the hostfile ConfigMap, which follows the node count.
-func (MPI) Build(ctx context.Context, existing client.Reader, info *framework.Info, trainJob *trainer.TrainJob) ([]framework.Component, error) {
+func (MPI) Build(ctx context.Context, existing client.Reader, info *plugin.Info, trainJob *trainer.TrainJob) ([]plugin.Component, error) {
 	if !active(info) {
 		return nil, nil
 	}
-	var out []framework.Component
+	var out []plugin.Component
 	secretKey := client.ObjectKey{Namespace: trainJob.Namespace, Name: SSHAuthSecretName(trainJob.Name)}
 	// Existence is all that matters: a metadata-only read keeps Secret
 	// contents out of the manager's cache.
@@ -39,11 +39,11 @@ func (MPI) Build(ctx context.Context, existing client.Reader, info *framework.In
 		if err != nil {
 			return nil, fmt.Errorf("generating the SSH key pair: %w", err)
 		}
-		out = append(out, framework.Component{Object: secret, CreateOnly: true})
+		out = append(out, plugin.Component{Object: secret, CreateOnly: true})
 	case err != nil:
 		return nil, fmt.Errorf("looking up Secret %s: %w", secretKey, err)
 	}
-	out = append(out, framework.Component{Object: hostfileConfigMap(info, trainJob)})
+	out = append(out, plugin.Component{Object: hostfileConfigMap(info, trainJob)})
 	return out, nil
 }
 
@@ -65,7 +65,7 @@ func newSSHAuthSecret(trainJob *trainer.TrainJob) (*corev1.Secret, error) {
 	}
 	return &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: framework.OwnedObjectMeta(SSHAuthSecretName(trainJob.Name), trainJob, nil),
+		ObjectMeta: plugin.OwnedObjectMeta(SSHAuthSecretName(trainJob.Name), trainJob, nil),
 		Type:       corev1.SecretTypeSSHAuth,
 		Immutable:  ptr.To(true),
 		Data: map[string][]byte{
@@ -77,7 +77,7 @@ func newSSHAuthSecret(trainJob *trainer.TrainJob) (*corev1.Secret, error) {
 
 // hostfileConfigMap lists every pod that runs ranks, in replicated-job
 // order: the node pods, and the launcher when it runs as a node.
-func hostfileConfigMap(info *framework.Info, trainJob *trainer.TrainJob) *corev1.ConfigMap {
+func hostfileConfigMap(info *plugin.Info, trainJob *trainer.TrainJob) *corev1.ConfigMap {
 	policy := info.MPIPolicy()
 	slots := ptr.Deref(policy.NumProcPerNode, defaultSlotsPerNode)
 	var hostfile strings.Builder
@@ -91,7 +91,7 @@ func hostfileConfigMap(info *framework.Info, trainJob *trainer.TrainJob) *corev1
 	}
 	return &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: framework.OwnedObjectMeta(HostfileConfigMapName(trainJob.Name), trainJob, nil),
+		ObjectMeta: plugin.OwnedObjectMeta(HostfileConfigMapName(trainJob.Name), trainJob, nil),
 		Data:       map[string]string{trainer.MPIHostfileName: hostfile.String()},
 	}
 }

@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
-	"github.com/gantry-dev/gantry/pkg/runtime/framework"
+	"github.com/gantry-dev/gantry/pkg/runtime/plugin"
 )
 
 // Name identifies the plugin.
@@ -57,15 +57,15 @@ func HostfileConfigMapName(trainJobName string) string {
 type MPI struct{}
 
 var (
-	_ framework.EnforceMLPolicyPlugin  = MPI{}
-	_ framework.CustomValidationPlugin = MPI{}
-	_ framework.ComponentBuilderPlugin = MPI{}
+	_ plugin.EnforceMLPolicyPlugin  = MPI{}
+	_ plugin.CustomValidationPlugin = MPI{}
+	_ plugin.ComponentBuilderPlugin = MPI{}
 )
 
-// Name implements framework.Plugin.
+// Name implements plugin.Plugin.
 func (MPI) Name() string { return Name }
 
-func active(info *framework.Info) bool {
+func active(info *plugin.Info) bool {
 	return info != nil && info.MPIPolicy() != nil
 }
 
@@ -75,7 +75,7 @@ func runLauncherAsNode(p *trainer.MPIMLPolicySource) bool {
 
 // Validate checks the runtime has the jobs MPI needs. Implementations other
 // than OpenMPI are rejected before plugins run (pkg/runtime), as unsupported.
-func (MPI) Validate(info *framework.Info, _, newJob *trainer.TrainJob) field.ErrorList {
+func (MPI) Validate(info *plugin.Info, _, newJob *trainer.TrainJob) field.ErrorList {
 	if !active(info) {
 		return nil
 	}
@@ -98,17 +98,17 @@ func (MPI) Validate(info *framework.Info, _, newJob *trainer.TrainJob) field.Err
 // runs as a node), resolves the slots per node, mounts the SSH keys on the
 // launcher and nodes and the hostfile on the launcher, and gives the
 // launcher the OpenMPI environment.
-func (MPI) EnforceMLPolicy(info *framework.Info, trainJob *trainer.TrainJob) error {
+func (MPI) EnforceMLPolicy(info *plugin.Info, trainJob *trainer.TrainJob) error {
 	if !active(info) {
 		return nil
 	}
 	policy := info.MPIPolicy()
 	if impl := ptr.Deref(policy.MPIImplementation, trainer.MPIImplementationOpenMPI); impl != trainer.MPIImplementationOpenMPI && impl != "" {
-		return fmt.Errorf("MPI implementation %q: %w", impl, framework.ErrUnsupportedPolicy)
+		return fmt.Errorf("MPI implementation %q: %w", impl, plugin.ErrUnsupportedPolicy)
 	}
-	framework.ApplyTrainerEnv(info, trainJob)
+	plugin.ApplyTrainerEnv(info, trainJob)
 
-	numNodes := framework.TrainerNumNodes(info, trainJob)
+	numNodes := plugin.TrainerNumNodes(info, trainJob)
 	if node := info.FindPodSetByName(trainer.TrainerNodeName); node != nil {
 		if runLauncherAsNode(policy) {
 			node.Count = max(numNodes-1, 1)
@@ -130,9 +130,9 @@ func (MPI) EnforceMLPolicy(info *framework.Info, trainJob *trainer.TrainJob) err
 		if ps.Name != trainer.TrainerNodeName && ps.Name != trainer.LauncherName {
 			continue
 		}
-		framework.UpsertVolumes(&ps.Volumes, sshAuthVolume(trainJob.Name))
+		plugin.UpsertVolumes(&ps.Volumes, sshAuthVolume(trainJob.Name))
 		if ps.Name == trainer.LauncherName {
-			framework.UpsertVolumes(&ps.Volumes, hostfileVolume(trainJob.Name))
+			plugin.UpsertVolumes(&ps.Volumes, hostfileVolume(trainJob.Name))
 		}
 		for j := range ps.Containers {
 			c := &ps.Containers[j]
@@ -140,10 +140,10 @@ func (MPI) EnforceMLPolicy(info *framework.Info, trainJob *trainer.TrainJob) err
 			if c.Name != trainer.TrainerNodeName && !isLauncherContainer {
 				continue
 			}
-			framework.UpsertVolumeMounts(&c.VolumeMounts, corev1.VolumeMount{Name: trainer.MPISSHAuthVolumeName, MountPath: mountPath})
+			plugin.UpsertVolumeMounts(&c.VolumeMounts, corev1.VolumeMount{Name: trainer.MPISSHAuthVolumeName, MountPath: mountPath})
 			if isLauncherContainer {
-				framework.UpsertVolumeMounts(&c.VolumeMounts, corev1.VolumeMount{Name: trainer.MPIHostfileVolumeName, MountPath: trainer.MPIHostfileDir})
-				framework.UpsertEnv(&c.Env,
+				plugin.UpsertVolumeMounts(&c.VolumeMounts, corev1.VolumeMount{Name: trainer.MPIHostfileVolumeName, MountPath: trainer.MPIHostfileDir})
+				plugin.UpsertEnv(&c.Env,
 					corev1.EnvVar{Name: OpenMPIEnvHostFileLocation, Value: trainer.MPIHostfileDir + "/" + trainer.MPIHostfileName},
 					corev1.EnvVar{Name: OpenMPIEnvKeepFQDNHostNames, Value: "true"},
 					corev1.EnvVar{Name: OpenMPIEnvDefaultSlots, Value: strconv.Itoa(int(*policy.NumProcPerNode))},
@@ -158,13 +158,13 @@ func (MPI) EnforceMLPolicy(info *framework.Info, trainJob *trainer.TrainJob) err
 // slotsPerNode is the TrainJob's numProcPerNode, else the runtime's; a
 // runtime value of 1 (the default) becomes the GPU count of a multi-GPU
 // node, since one rank per GPU is what MPI jobs on GPUs want.
-func slotsPerNode(policy *trainer.MPIMLPolicySource, trainJob *trainer.TrainJob, info *framework.Info) int32 {
+func slotsPerNode(policy *trainer.MPIMLPolicySource, trainJob *trainer.TrainJob, info *plugin.Info) int32 {
 	if t := trainJob.Spec.Trainer; t != nil && t.NumProcPerNode != nil {
 		return max(1, *t.NumProcPerNode)
 	}
 	slots := max(1, ptr.Deref(policy.NumProcPerNode, defaultSlotsPerNode))
 	if slots == 1 {
-		if gpus := framework.GPUCount(trainerResources(info)); gpus > 1 {
+		if gpus := plugin.GPUCount(trainerResources(info)); gpus > 1 {
 			slots = int32(gpus)
 		}
 	}
@@ -172,11 +172,11 @@ func slotsPerNode(policy *trainer.MPIMLPolicySource, trainJob *trainer.TrainJob,
 }
 
 // trainerResources are the effective resources of the first trainer node container.
-func trainerResources(info *framework.Info) corev1.ResourceRequirements {
+func trainerResources(info *plugin.Info) corev1.ResourceRequirements {
 	for i := range info.PodSets {
 		rJob := &info.Template.ReplicatedJobs[i]
 		for _, c := range info.PodSets[i].Containers {
-			if framework.IsTrainerNodeContainer(rJob, c.Name, info.MLPolicy) {
+			if plugin.IsTrainerNodeContainer(rJob, c.Name, info.MLPolicy) {
 				return c.Resources
 			}
 		}

@@ -20,14 +20,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
-	"github.com/gantry-dev/gantry/pkg/runtime/framework"
+	"github.com/gantry-dev/gantry/pkg/runtime/plugin"
 	"github.com/gantry-dev/gantry/pkg/runtime/plugins/jobset"
 	rttesting "github.com/gantry-dev/gantry/pkg/runtime/testing"
 )
 
-func enforce(t *testing.T, job *trainer.TrainJob, spec *trainer.TrainingRuntimeSpec) *framework.Info {
+func enforce(t *testing.T, job *trainer.TrainJob, spec *trainer.TrainingRuntimeSpec) *plugin.Info {
 	t.Helper()
-	info, err := framework.NewInfo(job, spec)
+	info, err := plugin.NewInfo(job, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestCountsAndSlots(t *testing.T) {
 	}
 }
 
-func envValue(c *framework.Container, name string) string {
+func envValue(c *plugin.Container, name string) string {
 	for _, e := range c.Env {
 		if e.Name == name {
 			return e.Value
@@ -217,7 +217,7 @@ func TestValidate(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			info, err := framework.NewInfo(tc.job, tc.spec)
+			info, err := plugin.NewInfo(tc.job, tc.spec)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,26 +4,26 @@ package plainml
 
 import (
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
-	"github.com/gantry-dev/gantry/pkg/runtime/framework"
+	"github.com/gantry-dev/gantry/pkg/runtime/plugin"
 )
 
 // Name identifies the plugin.
 const Name = "PlainML"
 
-// PlainML implements framework.EnforceMLPolicyPlugin.
+// PlainML implements plugin.EnforceMLPolicyPlugin.
 type PlainML struct{}
 
-var _ framework.EnforceMLPolicyPlugin = PlainML{}
+var _ plugin.EnforceMLPolicyPlugin = PlainML{}
 
-// Name implements framework.Plugin.
+// Name implements plugin.Plugin.
 func (PlainML) Name() string { return Name }
 
 // EnforceMLPolicy applies numNodes and env when no framework policy is set.
-func (PlainML) EnforceMLPolicy(info *framework.Info, trainJob *trainer.TrainJob) error {
+func (PlainML) EnforceMLPolicy(info *plugin.Info, trainJob *trainer.TrainJob) error {
 	if hasFrameworkPolicy(info.MLPolicy) {
 		return nil
 	}
-	framework.ApplyTrainerCountAndEnv(info, trainJob)
+	plugin.ApplyTrainerCountAndEnv(info, trainJob)
 	return nil
 }
 

@@ -8,7 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
-	"github.com/gantry-dev/gantry/pkg/runtime/framework"
+	"github.com/gantry-dev/gantry/pkg/runtime/plugin"
 	rttesting "github.com/gantry-dev/gantry/pkg/runtime/testing"
 )
 
@@ -38,7 +38,7 @@ func TestEnforceMLPolicy(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			info, err := framework.NewInfo(tc.job, tc.spec)
+			info, err := plugin.NewInfo(tc.job, tc.spec)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
-	"github.com/gantry-dev/gantry/pkg/runtime/framework"
+	"github.com/gantry-dev/gantry/pkg/runtime/plugin"
 )
 
 // Name identifies the plugin.
@@ -31,20 +31,20 @@ var ReservedEnvNames = sets.New(
 type Torch struct{}
 
 var (
-	_ framework.EnforceMLPolicyPlugin  = Torch{}
-	_ framework.CustomValidationPlugin = Torch{}
+	_ plugin.EnforceMLPolicyPlugin  = Torch{}
+	_ plugin.CustomValidationPlugin = Torch{}
 )
 
-// Name implements framework.Plugin.
+// Name implements plugin.Plugin.
 func (Torch) Name() string { return Name }
 
-func active(info *framework.Info) bool {
+func active(info *plugin.Info) bool {
 	return info != nil && info.MLPolicy != nil && info.MLPolicy.Torch != nil
 }
 
 // Validate rejects reserved env names in the TrainJob and envInjection
 // targets that name jobs or containers the runtime does not have.
-func (Torch) Validate(info *framework.Info, _, newJob *trainer.TrainJob) field.ErrorList {
+func (Torch) Validate(info *plugin.Info, _, newJob *trainer.TrainJob) field.ErrorList {
 	if !active(info) {
 		return nil
 	}
@@ -83,11 +83,11 @@ func (Torch) Validate(info *framework.Info, _, newJob *trainer.TrainJob) field.E
 // EnforceMLPolicy sets the node count, the PET_* variables and the
 // rendezvous port on the trainer node container (and on envInjection
 // targets).
-func (Torch) EnforceMLPolicy(info *framework.Info, trainJob *trainer.TrainJob) error {
+func (Torch) EnforceMLPolicy(info *plugin.Info, trainJob *trainer.TrainJob) error {
 	if !active(info) {
 		return nil
 	}
-	framework.ApplyTrainerCountAndEnv(info, trainJob)
+	plugin.ApplyTrainerCountAndEnv(info, trainJob)
 	ps, node, err := info.TrainerNode("torch")
 	if err != nil {
 		return err
@@ -95,12 +95,12 @@ func (Torch) EnforceMLPolicy(info *framework.Info, trainJob *trainer.TrainJob) e
 	env := []corev1.EnvVar{
 		{Name: trainer.TorchEnvNumNodes, Value: strconv.Itoa(int(ps.Count))},
 		{Name: trainer.TorchEnvNumProcPerNode, Value: numProcPerNode(info.MLPolicy.Torch, trainJob, node.Resources)},
-		framework.CompletionIndexEnv(trainer.TorchEnvNodeRank),
+		plugin.CompletionIndexEnv(trainer.TorchEnvNodeRank),
 		{Name: trainer.TorchEnvMasterAddr, Value: fmt.Sprintf("%s-%s-0-0.%s", trainJob.Name, ps.Name, info.Subdomain(trainJob.Name))},
 		{Name: trainer.TorchEnvMasterPort, Value: strconv.Itoa(int(trainer.ContainerTrainerPort))},
 	}
-	framework.UpsertEnv(&node.Env, env...)
-	framework.UpsertPorts(&node.Ports, corev1.ContainerPort{ContainerPort: trainer.ContainerTrainerPort})
+	plugin.UpsertEnv(&node.Env, env...)
+	plugin.UpsertPorts(&node.Ports, corev1.ContainerPort{ContainerPort: trainer.ContainerTrainerPort})
 
 	if inj := info.MLPolicy.Torch.EnvInjection; inj != nil {
 		for _, target := range inj.Targets {
@@ -114,7 +114,7 @@ func (Torch) EnforceMLPolicy(info *framework.Info, trainJob *trainer.TrainJob) e
 					c = tps.FindInitContainer(name)
 				}
 				if c != nil {
-					framework.UpsertEnv(&c.Env, env...)
+					plugin.UpsertEnv(&c.Env, env...)
 				}
 			}
 		}

@@ -11,13 +11,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
-	"github.com/gantry-dev/gantry/pkg/runtime/framework"
+	"github.com/gantry-dev/gantry/pkg/runtime/plugin"
 	rttesting "github.com/gantry-dev/gantry/pkg/runtime/testing"
 )
 
-func enforce(t *testing.T, job *trainer.TrainJob, spec *trainer.TrainingRuntimeSpec) *framework.Info {
+func enforce(t *testing.T, job *trainer.TrainJob, spec *trainer.TrainingRuntimeSpec) *plugin.Info {
 	t.Helper()
-	info, err := framework.NewInfo(job, spec)
+	info, err := plugin.NewInfo(job, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func enforce(t *testing.T, job *trainer.TrainJob, spec *trainer.TrainingRuntimeS
 	return info
 }
 
-func envValue(c *framework.Container, name string) string {
+func envValue(c *plugin.Container, name string) string {
 	for _, e := range c.Env {
 		if e.Name == name {
 			return e.Value
@@ -105,7 +105,7 @@ func TestEnforceMLPolicyEnvAndPorts(t *testing.T) {
 			if node.Env[0].Name != "PET_NNODES" {
 				t.Errorf("runtime env order not kept: %v", node.Env)
 			}
-			if ref := findEnv(node, "PET_NODE_RANK"); ref == nil || ref.ValueFrom.FieldRef.FieldPath != framework.JobCompletionIndexFieldPath {
+			if ref := findEnv(node, "PET_NODE_RANK"); ref == nil || ref.ValueFrom.FieldRef.FieldPath != plugin.JobCompletionIndexFieldPath {
 				t.Errorf("PET_NODE_RANK = %+v", ref)
 			}
 			if diff := cmp.Diff([]corev1.ContainerPort{{ContainerPort: 29500}}, node.Ports); diff != "" {
@@ -115,7 +115,7 @@ func TestEnforceMLPolicyEnvAndPorts(t *testing.T) {
 				t.Errorf("count = %d", info.TrainerPodSet().Count)
 			}
 			ps := info.TrainerPodSet()
-			for _, c := range []*framework.Container{ps.FindContainer("probe"), ps.FindInitContainer("wait")} {
+			for _, c := range []*plugin.Container{ps.FindContainer("probe"), ps.FindInitContainer("wait")} {
 				if envValue(c, "PET_MASTER_ADDR") != "tj-trainer-job-0-0.net" || envValue(c, "LR") != "<unset>" {
 					t.Errorf("envInjection target %s env = %v", c.Name, c.Env)
 				}
@@ -124,7 +124,7 @@ func TestEnforceMLPolicyEnvAndPorts(t *testing.T) {
 	}
 }
 
-func findEnv(c *framework.Container, name string) *corev1.EnvVar {
+func findEnv(c *plugin.Container, name string) *corev1.EnvVar {
 	for i := range c.Env {
 		if c.Env[i].Name == name {
 			return &c.Env[i]
@@ -159,7 +159,7 @@ func TestValidate(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			info, err := framework.NewInfo(tc.job, tc.spec)
+			info, err := plugin.NewInfo(tc.job, tc.spec)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
-	"github.com/gantry-dev/gantry/pkg/runtime/framework"
+	"github.com/gantry-dev/gantry/pkg/runtime/plugin"
 )
 
 // Name identifies the plugin.
@@ -32,44 +32,44 @@ var ReservedEnvNames = sets.New(EnvTrackerURI, EnvTrackerPort, EnvTaskID, EnvNum
 type XGBoost struct{}
 
 var (
-	_ framework.EnforceMLPolicyPlugin  = XGBoost{}
-	_ framework.CustomValidationPlugin = XGBoost{}
+	_ plugin.EnforceMLPolicyPlugin  = XGBoost{}
+	_ plugin.CustomValidationPlugin = XGBoost{}
 )
 
-// Name implements framework.Plugin.
+// Name implements plugin.Plugin.
 func (XGBoost) Name() string { return Name }
 
-func active(info *framework.Info) bool {
+func active(info *plugin.Info) bool {
 	return info != nil && info.MLPolicy != nil && info.MLPolicy.XGBoost != nil
 }
 
 // Validate rejects reserved env names in the TrainJob.
-func (XGBoost) Validate(info *framework.Info, _, newJob *trainer.TrainJob) field.ErrorList {
+func (XGBoost) Validate(info *plugin.Info, _, newJob *trainer.TrainJob) field.ErrorList {
 	if !active(info) {
 		return nil
 	}
-	return framework.ReservedEnvErrors(newJob, ReservedEnvNames, "XGBoost")
+	return plugin.ReservedEnvErrors(newJob, ReservedEnvNames, "XGBoost")
 }
 
 // EnforceMLPolicy sets the tracker address and port, the task id (the pod's
 // completion index) and the worker count: one worker per GPU on GPU nodes,
 // one per node otherwise.
-func (XGBoost) EnforceMLPolicy(info *framework.Info, trainJob *trainer.TrainJob) error {
+func (XGBoost) EnforceMLPolicy(info *plugin.Info, trainJob *trainer.TrainJob) error {
 	if !active(info) {
 		return nil
 	}
-	framework.ApplyTrainerCountAndEnv(info, trainJob)
+	plugin.ApplyTrainerCountAndEnv(info, trainJob)
 	ps, node, err := info.TrainerNode("xgboost")
 	if err != nil {
 		return err
 	}
-	workersPerNode := max(1, framework.GPUCount(node.Resources))
-	framework.UpsertEnv(&node.Env,
+	workersPerNode := max(1, plugin.GPUCount(node.Resources))
+	plugin.UpsertEnv(&node.Env,
 		corev1.EnvVar{Name: EnvTrackerURI, Value: fmt.Sprintf("%s-%s-0-0.%s", trainJob.Name, ps.Name, info.Subdomain(trainJob.Name))},
 		corev1.EnvVar{Name: EnvTrackerPort, Value: strconv.Itoa(int(trainer.ContainerTrainerPort))},
-		framework.CompletionIndexEnv(EnvTaskID),
+		plugin.CompletionIndexEnv(EnvTaskID),
 		corev1.EnvVar{Name: EnvNumWorker, Value: strconv.FormatInt(int64(ps.Count)*workersPerNode, 10)},
 	)
-	framework.UpsertPorts(&node.Ports, corev1.ContainerPort{ContainerPort: trainer.ContainerTrainerPort})
+	plugin.UpsertPorts(&node.Ports, corev1.ContainerPort{ContainerPort: trainer.ContainerTrainerPort})
 	return nil
 }

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/gantry-dev/gantry/pkg/runtime/framework"
+	"github.com/gantry-dev/gantry/pkg/runtime/plugin"
 	rttesting "github.com/gantry-dev/gantry/pkg/runtime/testing"
 )
 
@@ -29,7 +29,7 @@ func TestEnforceMLPolicy(t *testing.T) {
 			spec := rttesting.MakeRuntimeSpec().XGBoost().
 				ReplicatedJob(rttesting.ReplicatedJob("node", "trainer", rttesting.MakeContainer("node", "x").Resources(tc.runtimeRequests, nil).Obj())).Obj()
 			job := tc.job.Obj()
-			info, err := framework.NewInfo(job, spec)
+			info, err := plugin.NewInfo(job, spec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -38,7 +38,7 @@ func TestEnforceMLPolicy(t *testing.T) {
 			}
 			want := []corev1.EnvVar{
 				{Name: EnvTrackerURI, Value: "x-node-0-0.x"}, {Name: EnvTrackerPort, Value: "29500"},
-				framework.CompletionIndexEnv(EnvTaskID), {Name: EnvNumWorker, Value: tc.wantWorkers},
+				plugin.CompletionIndexEnv(EnvTaskID), {Name: EnvNumWorker, Value: tc.wantWorkers},
 			}
 			if diff := cmp.Diff(want, info.TrainerContainer().Env); diff != "" {
 				t.Errorf("env (-want +got):\n%s", diff)
@@ -50,7 +50,7 @@ func TestEnforceMLPolicy(t *testing.T) {
 func TestValidateReservedEnv(t *testing.T) {
 	spec := rttesting.MakeRuntimeSpec().XGBoost().ReplicatedJob(rttesting.TrainerJob("x")).Obj()
 	job := rttesting.MakeTrainJob("x").Env(EnvNumWorker, "9").Env(EnvTrackerURI, "h").Obj()
-	info, err := framework.NewInfo(job, spec)
+	info, err := plugin.NewInfo(job, spec)
 	if err != nil {
 		t.Fatal(err)
 	}

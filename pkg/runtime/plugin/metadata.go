@@ -1,4 +1,4 @@
-package framework
+package plugin
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
