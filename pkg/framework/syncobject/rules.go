@@ -50,8 +50,10 @@ func NewRegistry() *Registry {
 	return r
 }
 
-// DefaultRegistry is used unless WithRegistry says otherwise.
-var DefaultRegistry = NewRegistry()
+// builtins holds the built-in rules, used unless WithRegistry says
+// otherwise. Nothing registers into it: a caller with rules of its own
+// passes its own Registry.
+var builtins = NewRegistry()
 
 // Register sets the rule for objects of the same Go type as example.
 func (r *Registry) Register(example client.Object, rule Rule) {
@@ -66,12 +68,6 @@ func (r *Registry) RegisterGVK(gvk schema.GroupVersionKind, rule Rule) {
 	defer r.mu.Unlock()
 	r.byGVK[gvk] = rule
 }
-
-// Register sets rule in DefaultRegistry for objects of example's type.
-func Register(example client.Object, rule Rule) { DefaultRegistry.Register(example, rule) }
-
-// RegisterGVK sets rule in DefaultRegistry for unstructured objects of gvk.
-func RegisterGVK(gvk schema.GroupVersionKind, rule Rule) { DefaultRegistry.RegisterGVK(gvk, rule) }
 
 // TypedRule adapts a rule written for one concrete type.
 func TypedRule[T client.Object](f func(existing, desired T) error) Rule {

@@ -60,7 +60,7 @@ type options struct {
 // Option tunes SyncObject.
 type Option func(*options)
 
-// WithRegistry uses r instead of DefaultRegistry to find the kind's Rule.
+// WithRegistry uses r instead of the built-in rules to find the kind's Rule.
 func WithRegistry(r *Registry) Option { return func(o *options) { o.registry = r } }
 
 // WithOptimisticLock sends the live resourceVersion with the patch so a
@@ -83,7 +83,7 @@ func CreateOnly() Option { return func(o *options) { o.createOnly = true } }
 // SyncObject converges the live object named by desired towards desired. See
 // the package documentation for the contract.
 func SyncObject(ctx context.Context, c client.Client, desired client.Object, opts ...Option) (Result, error) {
-	o := options{registry: DefaultRegistry}
+	o := options{registry: builtins}
 	for _, opt := range opts {
 		opt(&o)
 	}

@@ -24,8 +24,8 @@ const (
 	EnvCoordinatorAddress = "JAX_COORDINATOR_ADDRESS"
 )
 
-// ReservedEnvNames are set by the plugin; a TrainJob may not set them.
-var ReservedEnvNames = sets.New(EnvNumProcesses, EnvProcessID, EnvCoordinatorAddress)
+// reservedEnvNames are set by the plugin; a TrainJob may not set them.
+var reservedEnvNames = sets.New(EnvNumProcesses, EnvProcessID, EnvCoordinatorAddress)
 
 // JAX implements the validation and ML-policy extension points.
 type JAX struct{}
@@ -48,7 +48,7 @@ func (JAX) Validate(info *plugin.Info, _, newJob *trainer.TrainJob) field.ErrorL
 	if !active(info) {
 		return nil
 	}
-	return plugin.ReservedEnvErrors(newJob, ReservedEnvNames, "JAX")
+	return plugin.ReservedEnvErrors(newJob, reservedEnvNames, "JAX")
 }
 
 // EnforceMLPolicy sets the process count, the process id (the pod's

@@ -21,8 +21,8 @@ import (
 // Name identifies the plugin.
 const Name = "Torch"
 
-// ReservedEnvNames are set by the plugin; a TrainJob may not set them.
-var ReservedEnvNames = sets.New(
+// reservedEnvNames are set by the plugin; a TrainJob may not set them.
+var reservedEnvNames = sets.New(
 	trainer.TorchEnvNumNodes, trainer.TorchEnvNumProcPerNode, trainer.TorchEnvNodeRank,
 	trainer.TorchEnvMasterAddr, trainer.TorchEnvMasterPort,
 )
@@ -52,14 +52,14 @@ func (Torch) Validate(info *plugin.Info, _, newJob *trainer.TrainJob) field.Erro
 	if t := newJob.Spec.Trainer; t != nil {
 		var reserved []string
 		for _, e := range t.Env {
-			if ReservedEnvNames.Has(e.Name) {
+			if reservedEnvNames.Has(e.Name) {
 				reserved = append(reserved, e.Name)
 			}
 		}
 		if len(reserved) > 0 {
 			slices.Sort(reserved)
 			errs = append(errs, field.Invalid(field.NewPath("spec", "trainer", "env"), reserved,
-				fmt.Sprintf("must not set the torchrun variables %v, the runtime sets them", sets.List(ReservedEnvNames))))
+				fmt.Sprintf("must not set the torchrun variables %v, the runtime sets them", sets.List(reservedEnvNames))))
 		}
 	}
 	if inj := info.MLPolicy.Torch.EnvInjection; inj != nil {

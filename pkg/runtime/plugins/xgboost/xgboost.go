@@ -25,8 +25,8 @@ const (
 	EnvNumWorker   = "DMLC_NUM_WORKER"
 )
 
-// ReservedEnvNames are set by the plugin; a TrainJob may not set them.
-var ReservedEnvNames = sets.New(EnvTrackerURI, EnvTrackerPort, EnvTaskID, EnvNumWorker)
+// reservedEnvNames are set by the plugin; a TrainJob may not set them.
+var reservedEnvNames = sets.New(EnvTrackerURI, EnvTrackerPort, EnvTaskID, EnvNumWorker)
 
 // XGBoost implements the validation and ML-policy extension points.
 type XGBoost struct{}
@@ -48,7 +48,7 @@ func (XGBoost) Validate(info *plugin.Info, _, newJob *trainer.TrainJob) field.Er
 	if !active(info) {
 		return nil
 	}
-	return plugin.ReservedEnvErrors(newJob, ReservedEnvNames, "XGBoost")
+	return plugin.ReservedEnvErrors(newJob, reservedEnvNames, "XGBoost")
 }
 
 // EnforceMLPolicy sets the tracker address and port, the task id (the pod's
