@@ -8,6 +8,7 @@
 package plugin
 
 import (
+	"fmt"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -142,6 +143,13 @@ func (i *Info) Subdomain(trainJobName string) string {
 		return i.Template.Network.Subdomain
 	}
 	return trainJobName
+}
+
+// PodHostname is the DNS name of a JobSet pod, JobSet's
+// "<jobset>-<replicatedJob>-<jobIndex>-<podIndex>.<subdomain>", for the
+// TrainJob's JobSet (named after the TrainJob).
+func (i *Info) PodHostname(trainJobName, replicatedJob string, jobIndex, podIndex int) string {
+	return fmt.Sprintf("%s-%s-%d-%d.%s", trainJobName, replicatedJob, jobIndex, podIndex, i.Subdomain(trainJobName))
 }
 
 // IsTrainerNodeContainer reports whether a container receives the TrainJob's

@@ -65,8 +65,7 @@ func (JAX) EnforceMLPolicy(info *plugin.Info, trainJob *trainer.TrainJob) error 
 	plugin.UpsertEnv(&node.Env,
 		corev1.EnvVar{Name: EnvNumProcesses, Value: strconv.Itoa(int(ps.Count))},
 		plugin.CompletionIndexEnv(EnvProcessID),
-		corev1.EnvVar{Name: EnvCoordinatorAddress, Value: fmt.Sprintf("%s-%s-0-0.%s:%d",
-			trainJob.Name, ps.Name, info.Subdomain(trainJob.Name), trainer.ContainerTrainerPort)},
+		corev1.EnvVar{Name: EnvCoordinatorAddress, Value: fmt.Sprintf("%s:%d", info.PodHostname(trainJob.Name, ps.Name, 0, 0), trainer.ContainerTrainerPort)},
 	)
 	plugin.UpsertPorts(&node.Ports, corev1.ContainerPort{ContainerPort: trainer.ContainerTrainerPort})
 	return nil

@@ -94,13 +94,12 @@ func stepPodSet(info *plugin.Info, ancestor string) *plugin.PodSet {
 // IdentifyPodNetwork lists the DNS name of every pod JobSet will create:
 // <jobset>-<replicatedJob>-<jobIndex>-<podIndex>.<subdomain>.
 func (JobSet) IdentifyPodNetwork(info *plugin.Info, trainJob *trainer.TrainJob) error {
-	subdomain := info.Subdomain(trainJob.Name)
 	for i := range info.PodSets {
 		ps := &info.PodSets[i]
 		ps.Endpoints = ps.Endpoints[:0]
 		for replica := range ps.Replicas {
 			for pod := range ps.Count {
-				ps.Endpoints = append(ps.Endpoints, fmt.Sprintf("%s-%s-%d-%d.%s", trainJob.Name, ps.Name, replica, pod, subdomain))
+				ps.Endpoints = append(ps.Endpoints, info.PodHostname(trainJob.Name, ps.Name, int(replica), int(pod)))
 			}
 		}
 	}

@@ -96,7 +96,7 @@ func (Torch) EnforceMLPolicy(info *plugin.Info, trainJob *trainer.TrainJob) erro
 		{Name: trainer.TorchEnvNumNodes, Value: strconv.Itoa(int(ps.Count))},
 		{Name: trainer.TorchEnvNumProcPerNode, Value: numProcPerNode(info.MLPolicy.Torch, trainJob, node.Resources)},
 		plugin.CompletionIndexEnv(trainer.TorchEnvNodeRank),
-		{Name: trainer.TorchEnvMasterAddr, Value: fmt.Sprintf("%s-%s-0-0.%s", trainJob.Name, ps.Name, info.Subdomain(trainJob.Name))},
+		{Name: trainer.TorchEnvMasterAddr, Value: info.PodHostname(trainJob.Name, ps.Name, 0, 0)},
 		{Name: trainer.TorchEnvMasterPort, Value: strconv.Itoa(int(trainer.ContainerTrainerPort))},
 	}
 	plugin.UpsertEnv(&node.Env, env...)

@@ -3,7 +3,6 @@
 package xgboost
 
 import (
-	"fmt"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,7 +64,7 @@ func (XGBoost) EnforceMLPolicy(info *plugin.Info, trainJob *trainer.TrainJob) er
 	}
 	workersPerNode := max(1, plugin.GPUCount(node.Resources))
 	plugin.UpsertEnv(&node.Env,
-		corev1.EnvVar{Name: EnvTrackerURI, Value: fmt.Sprintf("%s-%s-0-0.%s", trainJob.Name, ps.Name, info.Subdomain(trainJob.Name))},
+		corev1.EnvVar{Name: EnvTrackerURI, Value: info.PodHostname(trainJob.Name, ps.Name, 0, 0)},
 		corev1.EnvVar{Name: EnvTrackerPort, Value: strconv.Itoa(int(trainer.ContainerTrainerPort))},
 		plugin.CompletionIndexEnv(EnvTaskID),
 		corev1.EnvVar{Name: EnvNumWorker, Value: strconv.FormatInt(int64(ps.Count)*workersPerNode, 10)},
