@@ -13,16 +13,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
-	rttesting "github.com/gantry-dev/gantry/pkg/runtime/testing"
+	trainertesting "github.com/gantry-dev/gantry/test/wrappers/trainer"
 )
 
 func TestResolveSpec(t *testing.T) {
-	clusterSpec := rttesting.MakeRuntimeSpec().Torch(nil).ReplicatedJob(rttesting.TrainerJob("cluster:1")).Obj()
-	nsSpec := rttesting.MakeRuntimeSpec().JAX().ReplicatedJob(rttesting.TrainerJob("ns:1")).Obj()
+	clusterSpec := trainertesting.MakeRuntimeSpec().Torch(nil).ReplicatedJob(trainertesting.TrainerJob("cluster:1")).Obj()
+	nsSpec := trainertesting.MakeRuntimeSpec().JAX().ReplicatedJob(trainertesting.TrainerJob("ns:1")).Obj()
 	objs := []client.Object{
-		rttesting.MakeClusterTrainingRuntime("torch").Spec(clusterSpec).Obj(),
-		rttesting.MakeTrainingRuntime("default", "jax").Spec(nsSpec).Obj(),
-		rttesting.MakeTrainingRuntime("other", "elsewhere").Spec(nsSpec).Obj(),
+		trainertesting.MakeClusterTrainingRuntime("torch").Spec(clusterSpec).Obj(),
+		trainertesting.MakeTrainingRuntime("jax", "default").Spec(nsSpec).Obj(),
+		trainertesting.MakeTrainingRuntime("elsewhere", "other").Spec(nsSpec).Obj(),
 	}
 	cases := map[string]struct {
 		job             *trainer.TrainJob
@@ -30,13 +30,13 @@ func TestResolveSpec(t *testing.T) {
 		wantNotFound    bool
 		wantUnsupported bool
 	}{
-		"cluster runtime":              {job: rttesting.MakeTrainJob("a").RuntimeRef(trainer.ClusterTrainingRuntimeKind, "torch").Obj(), want: clusterSpec},
-		"kind defaults to cluster":     {job: withoutKind(rttesting.MakeTrainJob("a").RuntimeRef("", "torch").Obj()), want: clusterSpec},
-		"namespaced runtime":           {job: rttesting.MakeTrainJob("a").RuntimeRef(trainer.TrainingRuntimeKind, "jax").Obj(), want: nsSpec},
-		"runtime of another namespace": {job: rttesting.MakeTrainJob("a").RuntimeRef(trainer.TrainingRuntimeKind, "elsewhere").Obj(), wantNotFound: true},
-		"missing cluster runtime":      {job: rttesting.MakeTrainJob("a").RuntimeRef(trainer.ClusterTrainingRuntimeKind, "nope").Obj(), wantNotFound: true},
-		"unknown kind":                 {job: rttesting.MakeTrainJob("a").RuntimeRef("Runtime", "torch").Obj(), wantUnsupported: true},
-		"unknown group":                {job: rttesting.MakeTrainJob("a").RuntimeRefGroup("example.com").Obj(), wantUnsupported: true},
+		"cluster runtime":              {job: trainertesting.MakeTrainJob("a", "default").RuntimeRef(trainer.ClusterTrainingRuntimeKind, "torch").Obj(), want: clusterSpec},
+		"kind defaults to cluster":     {job: withoutKind(trainertesting.MakeTrainJob("a", "default").RuntimeRef("", "torch").Obj()), want: clusterSpec},
+		"namespaced runtime":           {job: trainertesting.MakeTrainJob("a", "default").RuntimeRef(trainer.TrainingRuntimeKind, "jax").Obj(), want: nsSpec},
+		"runtime of another namespace": {job: trainertesting.MakeTrainJob("a", "default").RuntimeRef(trainer.TrainingRuntimeKind, "elsewhere").Obj(), wantNotFound: true},
+		"missing cluster runtime":      {job: trainertesting.MakeTrainJob("a", "default").RuntimeRef(trainer.ClusterTrainingRuntimeKind, "nope").Obj(), wantNotFound: true},
+		"unknown kind":                 {job: trainertesting.MakeTrainJob("a", "default").RuntimeRef("Runtime", "torch").Obj(), wantUnsupported: true},
+		"unknown group":                {job: trainertesting.MakeTrainJob("a", "default").RuntimeRefGroup("example.com").Obj(), wantUnsupported: true},
 	}
 	c := fake.NewClientBuilder().WithScheme(newScheme(t)).WithObjects(objs...).Build()
 	for name, tc := range cases {
@@ -64,7 +64,7 @@ func TestResolveSpecPassesOtherErrorsThrough(t *testing.T) {
 			return boom
 		},
 	}).Build()
-	_, err := ResolveSpec(context.Background(), c, rttesting.MakeTrainJob("a").Obj())
+	_, err := ResolveSpec(context.Background(), c, trainertesting.MakeTrainJob("a", "default").Obj())
 	if !errors.Is(err, boom) || IsRuntimeNotFound(err) {
 		t.Fatalf("err = %v, want the reader's error unchanged", err)
 	}

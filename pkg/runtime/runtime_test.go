@@ -21,7 +21,7 @@ import (
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 	"github.com/gantry-dev/gantry/pkg/runtime/plugins/coscheduling"
-	rttesting "github.com/gantry-dev/gantry/pkg/runtime/testing"
+	trainertesting "github.com/gantry-dev/gantry/test/wrappers/trainer"
 )
 
 func newScheme(t *testing.T) *apiruntime.Scheme {
@@ -74,9 +74,9 @@ func indexEnv(name string) corev1.EnvVar {
 		FieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}}
 }
 
-// expectedJob is the rendered form of rttesting.ReplicatedJob.
+// expectedJob is the rendered form of trainertesting.ReplicatedJob.
 func expectedJob(name, ancestor string, count int32, podLabels map[string]string, containers ...corev1.Container) jobsetv1alpha2.ReplicatedJob {
-	rj := rttesting.ReplicatedJob(name, ancestor, containers...)
+	rj := trainertesting.ReplicatedJob(name, ancestor, containers...)
 	rj.Replicas = 1
 	rj.Template.Spec.Parallelism = ptr.To(count)
 	rj.Template.Spec.Completions = ptr.To(count)
@@ -109,11 +109,11 @@ func jobSetOf(t *testing.T, comps []Component) *jobsetv1alpha2.JobSet {
 }
 
 func TestNewObjectsTorchGolden(t *testing.T) {
-	spec := rttesting.MakeRuntimeSpec().NumNodes(1).Torch(nil).
+	spec := trainertesting.MakeRuntimeSpec().NumNodes(1).Torch(nil).
 		Labels(map[string]string{"trainer.kubeflow.org/framework": "torch"}).
-		ReplicatedJob(rttesting.InitializerJobs()...).
-		ReplicatedJob(rttesting.TrainerJob("torch:2.5")).Obj()
-	job := rttesting.MakeTrainJob("tj").NumNodes(2).Image("torch:custom").Command("torchrun", "train.py").
+		ReplicatedJob(trainertesting.InitializerJobs()...).
+		ReplicatedJob(trainertesting.TrainerJob("torch:2.5")).Obj()
+	job := trainertesting.MakeTrainJob("tj", "default").NumNodes(2).Image("torch:custom").Command("torchrun", "train.py").
 		Env("LR", "0.1").
 		ResourcesPerNode(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}, nil).
 		DatasetInitializer("hf://org/data", "hf-token").
@@ -127,10 +127,10 @@ func TestNewObjectsTorchGolden(t *testing.T) {
 		t.Fatalf("got %d components, want only the JobSet", len(res.Components))
 	}
 
-	dataset := rttesting.MakeContainer("dataset-initializer", "dataset-initializer:v1").Env("STORAGE_URI", "hf://org/data").Obj()
+	dataset := trainertesting.MakeContainer("dataset-initializer", "dataset-initializer:v1").Env("STORAGE_URI", "hf://org/data").Obj()
 	dataset.EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "hf-token"}}}}
-	model := rttesting.MakeContainer("model-initializer", "model-initializer:v1").Env("STORAGE_URI", "hf://org/model").Env("REVISION", "main").Obj()
-	node := rttesting.MakeContainer("node", "torch:custom").Command("torchrun", "train.py").
+	model := trainertesting.MakeContainer("model-initializer", "model-initializer:v1").Env("STORAGE_URI", "hf://org/model").Env("REVISION", "main").Obj()
+	node := trainertesting.MakeContainer("node", "torch:custom").Command("torchrun", "train.py").
 		Resources(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}, nil).
 		Env("LR", "0.1").Env("PET_NNODES", "2").Env("PET_NPROC_PER_NODE", "4").Obj()
 	node.Env = append(node.Env, indexEnv("PET_NODE_RANK"),
@@ -149,8 +149,8 @@ func TestNewObjectsTorchGolden(t *testing.T) {
 }
 
 func TestNewObjectsMPIGolden(t *testing.T) {
-	spec := rttesting.MakeRuntimeSpec().NumNodes(1).MPI(2, false).ReplicatedJob(rttesting.MPIJobs("mpi:1")...).Obj()
-	job := rttesting.MakeTrainJob("mj").NumNodes(3).Obj()
+	spec := trainertesting.MakeRuntimeSpec().NumNodes(1).MPI(2, false).ReplicatedJob(trainertesting.MPIJobs("mpi:1")...).Obj()
+	job := trainertesting.MakeTrainJob("mj", "default").NumNodes(3).Obj()
 
 	res, err := newRuntime(t).NewObjects(context.Background(), job, spec)
 	if err != nil {
@@ -187,9 +187,9 @@ func TestNewObjectsMPIGolden(t *testing.T) {
 		LocalObjectReference: corev1.LocalObjectReference{Name: "mj-mpi-hostfile"},
 		Items:                []corev1.KeyToPath{{Key: "hostfile", Path: "hostfile", Mode: ptr.To[int32](0o444)}},
 	}}}
-	worker := rttesting.MakeContainer("node", "mpi:1").Command("/usr/sbin/sshd", "-De").Obj()
+	worker := trainertesting.MakeContainer("node", "mpi:1").Command("/usr/sbin/sshd", "-De").Obj()
 	worker.VolumeMounts = []corev1.VolumeMount{{Name: "mpi-ssh-auth", MountPath: "/root/.ssh"}}
-	launcher := rttesting.MakeContainer("node", "mpi:1").Command("mpirun", "app").
+	launcher := trainertesting.MakeContainer("node", "mpi:1").Command("mpirun", "app").
 		Env("OMPI_MCA_orte_default_hostfile", "/etc/mpi/hostfile").Env("OMPI_MCA_orte_keep_fqdn_hostnames", "true").
 		Env("OMPI_MCA_orte_set_default_slots", "2").Env("OMPI_MCA_plm_rsh_args", "-o ConnectionAttempts=10").Obj()
 	launcher.VolumeMounts = []corev1.VolumeMount{{Name: "mpi-ssh-auth", MountPath: "/root/.ssh"}, {Name: "mpi-hostfile", MountPath: "/etc/mpi"}}
@@ -211,25 +211,25 @@ func TestNewObjectsJAXAndXGBoostGolden(t *testing.T) {
 		wantEnv []corev1.EnvVar
 	}{
 		"jax": {
-			spec: rttesting.MakeRuntimeSpec().JAX().ReplicatedJob(rttesting.TrainerJob("jax:1")).Obj(),
+			spec: trainertesting.MakeRuntimeSpec().JAX().ReplicatedJob(trainertesting.TrainerJob("jax:1")).Obj(),
 			wantEnv: []corev1.EnvVar{{Name: "JAX_NUM_PROCESSES", Value: "3"}, indexEnv("JAX_PROCESS_ID"),
 				{Name: "JAX_COORDINATOR_ADDRESS", Value: "job-node-0-0.job:29500"}},
 		},
 		"xgboost with 2 GPUs per node": {
-			spec: rttesting.MakeRuntimeSpec().XGBoost().ReplicatedJob(rttesting.TrainerJob("xgb:1")).Obj(),
+			spec: trainertesting.MakeRuntimeSpec().XGBoost().ReplicatedJob(trainertesting.TrainerJob("xgb:1")).Obj(),
 			wantEnv: []corev1.EnvVar{{Name: "DMLC_TRACKER_URI", Value: "job-node-0-0.job"}, {Name: "DMLC_TRACKER_PORT", Value: "29500"},
 				indexEnv("DMLC_TASK_ID"), {Name: "DMLC_NUM_WORKER", Value: "6"}},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			job := rttesting.MakeTrainJob("job").NumNodes(3).ResourcesPerNode(nil, gpu).Obj()
+			job := trainertesting.MakeTrainJob("job", "default").NumNodes(3).ResourcesPerNode(nil, gpu).Obj()
 			res, err := newRuntime(t).NewObjects(context.Background(), job, tc.spec)
 			if err != nil {
 				t.Fatal(err)
 			}
 			image := tc.spec.Template.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].Image
-			node := rttesting.MakeContainer("node", image).Resources(nil, gpu).Obj()
+			node := trainertesting.MakeContainer("node", image).Resources(nil, gpu).Obj()
 			node.Env = tc.wantEnv
 			node.Ports = []corev1.ContainerPort{{ContainerPort: 29500}}
 			want := expectedJobSet("job", false, nil, expectedJob("node", "trainer", 3, nil, node))
@@ -241,8 +241,8 @@ func TestNewObjectsJAXAndXGBoostGolden(t *testing.T) {
 }
 
 func TestNewObjectsCoschedulingWithAndWithoutCRD(t *testing.T) {
-	spec := rttesting.MakeRuntimeSpec().Torch(nil).Coscheduling(ptr.To[int32](30)).ReplicatedJob(rttesting.TrainerJob("t:1")).Obj()
-	job := rttesting.MakeTrainJob("gang").NumNodes(2).Obj()
+	spec := trainertesting.MakeRuntimeSpec().Torch(nil).Coscheduling(ptr.To[int32](30)).ReplicatedJob(trainertesting.TrainerJob("t:1")).Obj()
+	job := trainertesting.MakeTrainJob("gang", "default").NumNodes(2).Obj()
 	withCRD := meta.NewDefaultRESTMapper(nil)
 	withCRD.Add(coscheduling.PodGroupGVK, meta.RESTScopeNamespace)
 
@@ -279,24 +279,24 @@ func TestNewObjectsCoschedulingWithAndWithoutCRD(t *testing.T) {
 }
 
 func TestNewObjectsErrors(t *testing.T) {
-	valid := rttesting.MakeRuntimeSpec().Torch(nil).ReplicatedJob(rttesting.TrainerJob("t:1")).Obj()
+	valid := trainertesting.MakeRuntimeSpec().Torch(nil).ReplicatedJob(trainertesting.TrainerJob("t:1")).Obj()
 	cases := map[string]struct {
 		job             *trainer.TrainJob
 		spec            *trainer.TrainingRuntimeSpec
 		wantUnsupported bool
 	}{
-		"nil runtime spec":   {job: rttesting.MakeTrainJob("a").Obj()},
+		"nil runtime spec":   {job: trainertesting.MakeTrainJob("a", "default").Obj()},
 		"nil TrainJob":       {spec: valid},
-		"empty template":     {job: rttesting.MakeTrainJob("a").Obj(), spec: rttesting.MakeRuntimeSpec().Torch(nil).Obj()},
-		"no trainer step":    {job: rttesting.MakeTrainJob("a").Image("x").Obj(), spec: rttesting.MakeRuntimeSpec().Torch(nil).ReplicatedJob(rttesting.InitializerJobs()...).Obj()},
-		"reserved torch env": {job: rttesting.MakeTrainJob("a").Env("PET_NNODES", "9").Obj(), spec: valid},
-		"flux policy": {job: rttesting.MakeTrainJob("a").Obj(), wantUnsupported: true,
-			spec: rttesting.MakeRuntimeSpec().Flux().ReplicatedJob(rttesting.TrainerJob("t:1")).Obj()},
-		"volcano policy": {job: rttesting.MakeTrainJob("a").Obj(), wantUnsupported: true,
-			spec: rttesting.MakeRuntimeSpec().Volcano().ReplicatedJob(rttesting.TrainerJob("t:1")).Obj()},
-		"intel mpi": {job: rttesting.MakeTrainJob("a").Obj(), wantUnsupported: true,
-			spec: rttesting.MakeRuntimeSpec().MPI(1, false).MPIImplementation(trainer.MPIImplementationIntel).ReplicatedJob(rttesting.MPIJobs("m")...).Obj()},
-		"patch of a missing job": {spec: valid, job: rttesting.MakeTrainJob("a").RuntimePatch("kueue", &trainer.TrainingRuntimeSpecPatch{
+		"empty template":     {job: trainertesting.MakeTrainJob("a", "default").Obj(), spec: trainertesting.MakeRuntimeSpec().Torch(nil).Obj()},
+		"no trainer step":    {job: trainertesting.MakeTrainJob("a", "default").Image("x").Obj(), spec: trainertesting.MakeRuntimeSpec().Torch(nil).ReplicatedJob(trainertesting.InitializerJobs()...).Obj()},
+		"reserved torch env": {job: trainertesting.MakeTrainJob("a", "default").Env("PET_NNODES", "9").Obj(), spec: valid},
+		"flux policy": {job: trainertesting.MakeTrainJob("a", "default").Obj(), wantUnsupported: true,
+			spec: trainertesting.MakeRuntimeSpec().Flux().ReplicatedJob(trainertesting.TrainerJob("t:1")).Obj()},
+		"volcano policy": {job: trainertesting.MakeTrainJob("a", "default").Obj(), wantUnsupported: true,
+			spec: trainertesting.MakeRuntimeSpec().Volcano().ReplicatedJob(trainertesting.TrainerJob("t:1")).Obj()},
+		"intel mpi": {job: trainertesting.MakeTrainJob("a", "default").Obj(), wantUnsupported: true,
+			spec: trainertesting.MakeRuntimeSpec().MPI(1, false).MPIImplementation(trainer.MPIImplementationIntel).ReplicatedJob(trainertesting.MPIJobs("m")...).Obj()},
+		"patch of a missing job": {spec: valid, job: trainertesting.MakeTrainJob("a", "default").RuntimePatch("kueue", &trainer.TrainingRuntimeSpecPatch{
 			Template: &trainer.JobSetTemplatePatch{Spec: &trainer.JobSetSpecPatch{ReplicatedJobs: []trainer.ReplicatedJobPatch{{Name: "ghost"}}}}}).Obj()},
 	}
 	for name, tc := range cases {
@@ -325,13 +325,13 @@ func TestNewObjectsErrors(t *testing.T) {
 
 func TestNilRuntimeDoesNotPanic(t *testing.T) {
 	var rt *Runtime
-	if _, err := rt.NewObjects(context.Background(), rttesting.MakeTrainJob("a").Obj(), nil); err == nil {
+	if _, err := rt.NewObjects(context.Background(), trainertesting.MakeTrainJob("a", "default").Obj(), nil); err == nil {
 		t.Fatal("nil Runtime built objects")
 	}
 }
 
 func TestNewObjectsLeavesRunningJobSetAlone(t *testing.T) {
-	spec := rttesting.MakeRuntimeSpec().Torch(nil).ReplicatedJob(rttesting.TrainerJob("t:1")).Obj()
+	spec := trainertesting.MakeRuntimeSpec().Torch(nil).ReplicatedJob(trainertesting.TrainerJob("t:1")).Obj()
 	running := &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Name: "tj", Namespace: "default"},
 		Spec: jobsetv1alpha2.JobSetSpec{Suspend: ptr.To(false)}}
 	cases := map[string]struct {
@@ -346,7 +346,7 @@ func TestNewObjectsLeavesRunningJobSetAlone(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			job := rttesting.MakeTrainJob("tj").Suspend(tc.suspendJob).Obj()
+			job := trainertesting.MakeTrainJob("tj", "default").Suspend(tc.suspendJob).Obj()
 			res, err := newRuntime(t, tc.existing...).NewObjects(context.Background(), job, spec)
 			if err != nil {
 				t.Fatal(err)
@@ -362,8 +362,8 @@ func TestNewObjectsLeavesRunningJobSetAlone(t *testing.T) {
 }
 
 func TestValidateCollectsPluginErrors(t *testing.T) {
-	spec := rttesting.MakeRuntimeSpec().Torch(ptr.To(intstr.FromString("auto"))).ReplicatedJob(rttesting.TrainerJob("t:1")).Obj()
-	job := rttesting.MakeTrainJob("a").Env("PET_MASTER_ADDR", "x").DatasetInitializer("s3://b", "").Obj()
+	spec := trainertesting.MakeRuntimeSpec().Torch(ptr.To(intstr.FromString("auto"))).ReplicatedJob(trainertesting.TrainerJob("t:1")).Obj()
+	job := trainertesting.MakeTrainJob("a", "default").Env("PET_MASTER_ADDR", "x").DatasetInitializer("s3://b", "").Obj()
 	errs := newRuntime(t).Validate(nil, job, spec)
 	var fields []string
 	for _, e := range errs {

@@ -12,9 +12,9 @@ import (
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
 	"github.com/gantry-dev/gantry/pkg/controller/raycluster"
-	rctesting "github.com/gantry-dev/gantry/pkg/controller/raycluster/testing"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 	"github.com/gantry-dev/gantry/test/testenv"
+	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
 )
 
 // BenchmarkRayClusterCreate creates N RayClusters of 1 head + 3 workers and
@@ -73,7 +73,7 @@ func runRayClusterCreate(b *testing.B, n int, process bool) {
 	b.StartTimer()
 	start := time.Now()
 	for i := 0; i < n; i++ {
-		rc := rctesting.MakeRayCluster(fmt.Sprintf("rc-%04d", i)).Namespace("bench").WorkerGroup("cpu", 3).Obj()
+		rc := raytesting.MakeRayCluster(fmt.Sprintf("rc-%04d", i), "bench").WorkerGroup("cpu", 3).Obj()
 		rc.UID = ""
 		if err := c.Create(ctx, rc); err != nil {
 			b.Fatal(err)

@@ -17,8 +17,8 @@ import (
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 	"github.com/gantry-dev/gantry/pkg/controller/trainjob"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
-	rttesting "github.com/gantry-dev/gantry/pkg/runtime/testing"
 	"github.com/gantry-dev/gantry/test/testenv"
+	trainertesting "github.com/gantry-dev/gantry/test/wrappers/trainer"
 )
 
 // BenchmarkTrainJobCreate submits N torch TrainJobs (numNodes 2) against the
@@ -89,7 +89,7 @@ func runTrainJobCreate(b *testing.B, n int, process bool) {
 	b.StartTimer()
 	start := time.Now()
 	for i := 0; i < n; i++ {
-		tj := rttesting.MakeTrainJob(fmt.Sprintf("tj-%04d", i)).Namespace("bench").
+		tj := trainertesting.MakeTrainJob(fmt.Sprintf("tj-%04d", i), "bench").
 			RuntimeRef(trainer.ClusterTrainingRuntimeKind, "torch-distributed").NumNodes(2).Obj()
 		if err := c.Create(ctx, tj); err != nil {
 			b.Fatal(err)

@@ -162,7 +162,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options, reg *workload.Regist
 		RayMaxPodsPerCluster:    o.RayMaxPodsPerCluster,
 	}
 	for _, in := range ins {
-		if err := in.Setup(ctx, mgr, wopts); err != nil {
+		if err := in.SetupWithManager(ctx, mgr, wopts); err != nil {
 			return fmt.Errorf("setting up the %s controller: %w", in.Name, err)
 		}
 		log.Info("controller enabled", "controller", in.Name)

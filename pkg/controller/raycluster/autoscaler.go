@@ -43,7 +43,7 @@ func autoscalerV2(spec *rayv1.RayClusterSpec) bool {
 
 // autoscalerContainer builds the sidecar from the Ray image (so the
 // autoscaler matches the Ray version) and layers autoscalerOptions over it.
-func autoscalerContainer(cluster *rayv1.RayCluster, rayImage string, opts *Options) corev1.Container {
+func autoscalerContainer(cluster *rayv1.RayCluster, rayImage string, opts *BuildOptions) corev1.Container {
 	c := corev1.Container{
 		Name:            AutoscalerContainerName,
 		Image:           rayImage,
@@ -101,7 +101,7 @@ func autoscalerContainer(cluster *rayv1.RayCluster, rayImage string, opts *Optio
 // configureAutoscaler adds the autoscaler sidecar to a head template and
 // switches Ray's own monitor off: it cannot scale Kubernetes Pods, the
 // sidecar does that by patching the RayCluster.
-func configureAutoscaler(cluster *rayv1.RayCluster, tmpl *corev1.PodTemplateSpec, params map[string]string, opts *Options) {
+func configureAutoscaler(cluster *rayv1.RayCluster, tmpl *corev1.PodTemplateSpec, params map[string]string, opts *BuildOptions) {
 	params[paramNoMonitor] = "true"
 	tmpl.Spec.ServiceAccountName = AutoscalerServiceAccountName(cluster)
 	tmpl.Spec.Containers = append(tmpl.Spec.Containers, autoscalerContainer(cluster, tmpl.Spec.Containers[0].Image, opts))

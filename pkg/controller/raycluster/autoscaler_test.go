@@ -9,7 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
-	rctesting "github.com/gantry-dev/gantry/pkg/controller/raycluster/testing"
+	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
 )
 
 func mountsAt(c *corev1.Container, path string) bool {
@@ -22,8 +22,8 @@ func mountsAt(c *corev1.Container, path string) bool {
 }
 
 func TestAutoscalerSidecar(t *testing.T) {
-	cluster := rctesting.MakeRayCluster("rc").Autoscaling().Obj()
-	pod := BuildHeadPod(cluster, DefaultOptions())
+	cluster := raytesting.MakeRayCluster("rc", "default").Autoscaling().Obj()
+	pod := BuildHeadPod(cluster, DefaultBuildOptions())
 
 	if n := len(pod.Spec.Containers); n != 2 {
 		t.Fatalf("head has %d containers, want Ray and the autoscaler", n)
@@ -55,24 +55,24 @@ func TestAutoscalerSidecar(t *testing.T) {
 		t.Errorf("Ray and autoscaler must share /tmp/ray through the ray-logs volume")
 	}
 
-	without := BuildHeadPod(rctesting.MakeRayCluster("rc").Obj(), DefaultOptions())
+	without := BuildHeadPod(raytesting.MakeRayCluster("rc", "default").Obj(), DefaultBuildOptions())
 	if len(without.Spec.Containers) != 1 || hasVolume(without.Spec.Volumes, "ray-logs") || without.Spec.ServiceAccountName != "" {
 		t.Errorf("autoscaler parts present without enableInTreeAutoscaling")
 	}
 }
 
 func TestAutoscalerOverrides(t *testing.T) {
-	cluster := rctesting.MakeRayCluster("rc").Autoscaling().HeadServiceAccount("my-sa").
+	cluster := raytesting.MakeRayCluster("rc", "default").Autoscaling().HeadServiceAccount("my-sa").
 		AutoscalerOptions(&rayv1.AutoscalerOptions{
 			Image:           ptr.To("my/autoscaler:1"),
 			ImagePullPolicy: ptr.To(corev1.PullAlways),
-			Resources:       &corev1.ResourceRequirements{Limits: rctesting.Resources("cpu", "1")},
+			Resources:       &corev1.ResourceRequirements{Limits: raytesting.Resources("cpu", "1")},
 			Env:             []corev1.EnvVar{{Name: "EXTRA", Value: "1"}},
 			EnvFrom:         []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}}}},
 			VolumeMounts:    []corev1.VolumeMount{{Name: "tls", MountPath: "/tls"}},
 			SecurityContext: &corev1.SecurityContext{RunAsNonRoot: ptr.To(true)},
 		}).Obj()
-	pod := BuildHeadPod(cluster, DefaultOptions())
+	pod := BuildHeadPod(cluster, DefaultBuildOptions())
 	as := &pod.Spec.Containers[containerIndex(pod.Spec.Containers, AutoscalerContainerName)]
 
 	if as.Image != "my/autoscaler:1" || as.ImagePullPolicy != corev1.PullAlways {
@@ -111,13 +111,13 @@ func TestAutoscalerVersion(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			w := rctesting.MakeRayCluster("rc").RayVersion(tc.rayVersion).Autoscaling().WorkerGroup("cpu", 1)
+			w := raytesting.MakeRayCluster("rc", "default").RayVersion(tc.rayVersion).Autoscaling().WorkerGroup("cpu", 1)
 			if tc.version != nil {
 				w.AutoscalerOptions(&rayv1.AutoscalerOptions{Version: tc.version})
 			}
 			cluster := w.Obj()
-			head := BuildHeadPod(cluster, DefaultOptions())
-			worker := BuildWorkerPod(cluster, w.Group("cpu"), WorkerReplica{}, DefaultOptions())
+			head := BuildHeadPod(cluster, DefaultBuildOptions())
+			worker := BuildWorkerPod(cluster, w.Group("cpu"), WorkerReplica{}, DefaultBuildOptions())
 
 			e, ok := envOf(&head.Spec.Containers[0], EnvRayEnableAutoscalerV2)
 			if got := map[bool]string{true: e.Value}[ok]; got != tc.wantEnv {

@@ -8,12 +8,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
-	rctesting "github.com/gantry-dev/gantry/pkg/controller/raycluster/testing"
+	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
 )
 
 func TestGenerateRayStartCommand(t *testing.T) {
 	limits := func(pairs ...string) corev1.ResourceRequirements {
-		return corev1.ResourceRequirements{Limits: rctesting.Resources(pairs...)}
+		return corev1.ResourceRequirements{Limits: raytesting.Resources(pairs...)}
 	}
 	tests := []struct {
 		name      string
@@ -54,7 +54,7 @@ func TestGenerateRayStartCommand(t *testing.T) {
 		{
 			name:      "cpu falls back to the request when there is no limit",
 			nodeType:  rayv1.WorkerNode,
-			resources: corev1.ResourceRequirements{Requests: rctesting.Resources("cpu", "3", "memory", "1Gi")},
+			resources: corev1.ResourceRequirements{Requests: raytesting.Resources("cpu", "3", "memory", "1Gi")},
 			want:      "ray start --num-cpus=3",
 		},
 		{

@@ -9,23 +9,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/component-base/featuregate"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
 )
-
-// RayClusterStatusConditions is KubeRay's feature gate for status.conditions
-// (beta, on by default since KubeRay 1.3). With it off no condition is
-// touched and only status.state reports progress.
-const RayClusterStatusConditions featuregate.Feature = "RayClusterStatusConditions"
-
-// StatusFeatureGates are the gates status calculation reads, for the
-// workload's gate registration.
-func StatusFeatureGates() map[featuregate.Feature]featuregate.FeatureSpec {
-	return map[featuregate.Feature]featuregate.FeatureSpec{
-		RayClusterStatusConditions: {Default: true, PreRelease: featuregate.Beta},
-	}
-}
 
 // ReplicaFailureError marks a reconcile error that means Pods could not be
 // created or deleted. Only such errors surface as the ReplicaFailure

@@ -350,7 +350,7 @@ func TestHeadPodReadyCondition(t *testing.T) {
 }
 
 func TestStatusFeatureGates(t *testing.T) {
-	spec, ok := StatusFeatureGates()[RayClusterStatusConditions]
+	spec, ok := FeatureGates()[RayClusterStatusConditions]
 	if !ok || !spec.Default {
 		t.Errorf("RayClusterStatusConditions must be registered and on by default, got %+v", spec)
 	}

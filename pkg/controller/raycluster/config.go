@@ -8,18 +8,6 @@ import (
 	"k8s.io/component-base/featuregate"
 )
 
-// RayMultiHostIndexing is KubeRay's feature gate for the replica-name,
-// replica-index and host-index labels of multi-host worker groups and for
-// managing each replica's numOfHosts Pods as one unit.
-const RayMultiHostIndexing featuregate.Feature = "RayMultiHostIndexing"
-
-// FeatureGates are the gates the RayCluster controller reads.
-func FeatureGates() map[featuregate.Feature]featuregate.FeatureSpec {
-	gates := StatusFeatureGates()
-	gates[RayMultiHostIndexing] = featuregate.FeatureSpec{Default: true, PreRelease: featuregate.Beta}
-	return gates
-}
-
 // Defaults of the settings KubeRay takes from the operator's environment.
 const (
 	// DefaultRequeue is the unconditional resync interval (300 s upstream).
@@ -49,7 +37,7 @@ type Config struct {
 	// created for a cluster whose spec asks for more Pods than this.
 	MaxPodsPerCluster int32
 	// Build are the pod and service builders' settings.
-	Build Options
+	Build BuildOptions
 }
 
 // ConfigFromEnv reads KubeRay's environment variables (same names, same
@@ -60,7 +48,7 @@ func ConfigFromEnv(getenv func(string) string, gates featuregate.FeatureGate) Co
 		EnableGCSFTRedisCleanup: true,
 		StatusConditions:        true,
 		MaxPodsPerCluster:       DefaultMaxPodsPerCluster,
-		Build:                   DefaultOptions(),
+		Build:                   DefaultBuildOptions(),
 	}
 	// KubeRay's constant is named RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV and
 	// its value is RAYCLUSTER_DEFAULT_REQUEUE_SECONDS; accept both spellings.

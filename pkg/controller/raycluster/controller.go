@@ -3,7 +3,6 @@ package raycluster
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,7 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
+	clientevents "k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -23,9 +22,11 @@ import (
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
 	"github.com/gantry-dev/gantry/pkg/framework/apply"
+	"github.com/gantry-dev/gantry/pkg/framework/events"
 	"github.com/gantry-dev/gantry/pkg/framework/expectations"
-	"github.com/gantry-dev/gantry/pkg/framework/requeue"
+	"github.com/gantry-dev/gantry/pkg/framework/status"
 	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
+	"github.com/gantry-dev/gantry/pkg/framework/workload"
 )
 
 // ControllerName names the controller in logs, metrics and events.
@@ -49,31 +50,55 @@ const ControllerName = "raycluster-controller"
 type Reconciler struct {
 	client       client.Client
 	apiReader    client.Reader
-	recorder     events.EventRecorder
+	recorder     events.Recorder
 	expectations *expectations.Expectations
 	applier      apply.Applier
 	metrics      *ClusterMetrics
 	cfg          Config
 	clock        clock.PassiveClock
+	// workers is the number of RayClusters reconciled in parallel.
+	workers int
 }
 
-// NewReconciler builds a reconciler. apiReader reads uncached objects
-// (Secrets); metrics may be nil.
-func NewReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder, metrics *ClusterMetrics, cfg Config) *Reconciler {
+// Options configure a RayCluster Reconciler.
+type Options struct {
+	workload.Options
+	// Config is KubeRay's operator configuration (its environment
+	// variables and gates), read once at start-up.
+	Config Config
+}
+
+// New builds the RayCluster reconciler for mgr.
+func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
+	metrics, err := NewClusterMetrics(o.RegistererOrDefault())
+	if err != nil {
+		return nil, err
+	}
+	r := newReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(ControllerName), metrics, o.Config)
+	r.clock = o.ClockOrReal()
+	r.workers = o.Workers()
+	return r, nil
+}
+
+// newReconciler builds a reconciler from its parts, for New and for unit
+// tests without a manager. apiReader reads uncached objects (Secrets);
+// metrics may be nil.
+func newReconciler(c client.Client, apiReader client.Reader, recorder clientevents.EventRecorder, metrics *ClusterMetrics, cfg Config) *Reconciler {
 	return &Reconciler{
 		client:       c,
 		apiReader:    apiReader,
-		recorder:     recorder,
+		recorder:     events.NewRecorder(recorder),
 		expectations: expectations.New(),
 		applier:      apply.Applier{Client: c, FieldOwner: apply.FieldOwnerRayCluster},
 		metrics:      metrics,
 		cfg:          cfg,
 		clock:        clock.RealClock{},
+		workers:      1,
 	}
 }
 
 // SetupWithManager registers the controller and its watches.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	podOwner := expectations.LabelOwner(rayv1.RayClusterLabelKey, rayv1.RayNodeGroupLabelKey)
 	enqueueOwner := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &rayv1.RayCluster{}, handler.OnlyControllerOwner())
 	return ctrl.NewControllerManagedBy(mgr).
@@ -89,7 +114,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 		Owns(&rbacv1.RoleBinding{}).
 		Owns(&batchv1.Job{}).
 		Owns(&networkingv1.Ingress{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.workers}).
 		Complete(r)
 }
 
@@ -117,7 +142,7 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, cluster *rayv1.RayClu
 		return ctrl.Result{}, nil
 	}
 	if verr := Validate(cluster, SpecValidationOptions{AllowWorkerGroupSuspend: r.cfg.AllowWorkerGroupSuspend}); verr != nil {
-		warn(r.recorder, cluster, verr.EventReason(), "%s", verr.EventMessage(cluster.Namespace, cluster.Name))
+		r.recorder.Warning(cluster, string(verr.EventReason()), "%s", verr.EventMessage(cluster.Namespace, cluster.Name))
 		if verr.Transient() {
 			return ctrl.Result{RequeueAfter: InvalidStatusRequeueDelay}, verr
 		}
@@ -134,43 +159,41 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, cluster *rayv1.RayClu
 		return ctrl.Result{}, nil
 	}
 
-	rq := &requeue.Requeue{}
-	evlog := &eventLog{}
-	st := &reconcileState{requeue: rq, events: evlog}
+	s := &scope{Base: syncsteps.Base[*rayv1.RayCluster]{Object: cluster}}
 	// Owned objects first. The head Pod cannot start without the
 	// autoscaler's account or the auth token Secret, so a failure there
 	// stops the reconcile, as KubeRay's chain does. A Service or Ingress
 	// that fails (a quota, an immutable field, a webhook) must not hold up
 	// the Pods: it gets its Warning event and the Pods are reconciled
 	// anyway; workers wait for the head on their own.
-	prerequisites := []syncsteps.Step[*rayv1.RayCluster]{
-		{Name: "autoscaler-rbac", Sync: st.bind(r.reconcileAutoscalerRBAC), StopOnError: true},
-		{Name: "auth-secret", Sync: st.bind(r.reconcileAuthSecret), StopOnError: true},
+	prerequisites := []syncsteps.Step[*scope]{
+		{Name: "autoscaler-rbac", Sync: r.reconcileAutoscalerRBAC, StopOnError: true},
+		{Name: "auth-secret", Sync: r.reconcileAuthSecret, StopOnError: true},
 	}
-	services := []syncsteps.Step[*rayv1.RayCluster]{
-		{Name: "ingress", Sync: st.bind(r.reconcileIngress), FailureReason: string(rayv1.FailedToCreateIngress)},
-		{Name: "head-service", Sync: st.bind(r.reconcileHeadService), FailureReason: string(rayv1.FailedToCreateService)},
-		{Name: "headless-service", Sync: st.bind(r.reconcileHeadlessService), FailureReason: string(rayv1.FailedToCreateService)},
-		{Name: "serve-service", Sync: st.bind(r.reconcileServeService), FailureReason: string(rayv1.FailedToCreateService)},
+	services := []syncsteps.Step[*scope]{
+		{Name: "ingress", Sync: r.reconcileIngress, FailureReason: string(rayv1.FailedToCreateIngress)},
+		{Name: "head-service", Sync: r.reconcileHeadService, FailureReason: string(rayv1.FailedToCreateService)},
+		{Name: "headless-service", Sync: r.reconcileHeadlessService, FailureReason: string(rayv1.FailedToCreateService)},
+		{Name: "serve-service", Sync: r.reconcileServeService, FailureReason: string(rayv1.FailedToCreateService)},
 	}
-	reconcileErr := syncsteps.Run(ctx, r.recorder, cluster, prerequisites)
+	reconcileErr := syncsteps.Run(ctx, r.recorder, s, prerequisites)
 	if reconcileErr == nil {
-		serviceErr := syncsteps.Run(ctx, r.recorder, cluster, services)
+		serviceErr := syncsteps.Run(ctx, r.recorder, s, services)
 		// Pod failures emit their own KubeRay-named Warning events.
-		podErr := r.reconcilePods(ctx, cluster, st)
+		podErr := r.reconcilePods(ctx, s)
 		reconcileErr = errors.Join(podErr, serviceErr)
 	}
 	if reconcileErr != nil {
 		log.Error(reconcileErr, "reconciling RayCluster")
 	}
-	evlog.flush(r.recorder, cluster)
 
-	wasLimited := podLimitReported(cluster)
-	inconsistent, statusErr := r.updateStatus(ctx, cluster, st, errors.Join(reconcileErr, st.podLimit))
-	if st.podLimit != nil && !wasLimited && statusErr == nil {
+	inconsistent, before, statusErr := r.updateStatus(ctx, s, errors.Join(reconcileErr, s.podLimit))
+	// What changed is reported once the status shows it.
+	s.Events.Flush(r.recorder, cluster)
+	if s.podLimit != nil && !podLimitReported(&before) && statusErr == nil {
 		// Once per transition, after the status shows it, not on every
 		// reconcile of a cluster that stays over the limit.
-		warn(r.recorder, cluster, ReasonPodLimitExceeded, "%s", replicaFailureMessage(st.podLimit))
+		r.recorder.Warning(cluster, ReasonPodLimitExceeded, "%s", replicaFailureMessage(s.podLimit))
 	}
 	if r.metrics != nil {
 		r.metrics.SetInfo(cluster)
@@ -184,20 +207,19 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, cluster *rayv1.RayClu
 	if err != nil || inconsistent {
 		return ctrl.Result{RequeueAfter: ShortRequeue}, err
 	}
-	rq.After(r.cfg.DefaultRequeue)
-	return rq.Result(), nil
+	s.Requeue.After(r.cfg.DefaultRequeue)
+	return s.Result(), nil
 }
 
 // podLimitReported reports whether status already shows the pod limit.
-func podLimitReported(cluster *rayv1.RayCluster) bool {
-	c := meta.FindStatusCondition(cluster.Status.Conditions, string(rayv1.RayClusterReplicaFailure))
+func podLimitReported(status *rayv1.RayClusterStatus) bool {
+	c := meta.FindStatusCondition(status.Conditions, string(rayv1.RayClusterReplicaFailure))
 	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == ReasonPodLimitExceeded
 }
 
-// reconcileState is what the steps of one reconcile share.
-type reconcileState struct {
-	requeue *requeue.Requeue
-	events  *eventLog
+// scope is what the steps of one reconcile share.
+type scope struct {
+	syncsteps.Base[*rayv1.RayCluster]
 	// headService is the head Service as applied or observed in this
 	// reconcile; the cache may not have it yet.
 	headService *corev1.Service
@@ -211,21 +233,22 @@ type reconcileState struct {
 	podsChanged bool
 }
 
-func (st *reconcileState) bind(fn func(context.Context, *rayv1.RayCluster, *reconcileState) error) func(context.Context, *rayv1.RayCluster) error {
-	return func(ctx context.Context, c *rayv1.RayCluster) error { return fn(ctx, c, st) }
-}
-
 // updateStatus computes the status from the cached Pods and writes it when
 // InconsistentRayClusterStatus says it changed. It reports whether the
 // status changed, which asks for a quick requeue so multi-step transitions
-// (suspend) progress.
-func (r *Reconciler) updateStatus(ctx context.Context, cluster *rayv1.RayCluster, st *reconcileState, reconcileErr error) (bool, error) {
+// (suspend) progress, and the status the new one was compared with: the
+// cached one, or the API server's when a Conflict made status.Update read
+// the cluster again (so a transition another reconcile already wrote is
+// not reported twice).
+func (r *Reconciler) updateStatus(ctx context.Context, s *scope, reconcileErr error) (changed bool, before rayv1.RayClusterStatus, err error) {
+	cluster := s.Object
+	before = *cluster.Status.DeepCopy()
 	key := client.ObjectKeyFromObject(cluster).String()
 	replicaFailure := ReplicaFailureReason(reconcileErr) != ""
-	if !replicaFailure && (st.podsChanged || !r.expectations.SatisfiedAll(key)) {
+	if !replicaFailure && (s.podsChanged || !r.expectations.SatisfiedAll(key)) {
 		// The cache lags our own creates and deletes; a status computed now
 		// would be wrong and cost a write. The pod events requeue us.
-		return false, nil
+		return false, before, nil
 	}
 	// A create or delete the API server refused (quota, Pod Security, a
 	// webhook) is written at once, as KubeRay does: no Pod event will come
@@ -234,36 +257,39 @@ func (r *Reconciler) updateStatus(ctx context.Context, cluster *rayv1.RayCluster
 	// the next reconcile corrects them.
 	pods, err := r.listPods(ctx, cluster, nil)
 	if err != nil {
-		return false, err
+		return false, before, err
 	}
-	headSvc := st.headService
+	headSvc := s.headService
 	if headSvc == nil {
 		headSvc = &corev1.Service{}
 		if err := r.client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: HeadServiceName(cluster)}, headSvc); err != nil {
 			if !apierrors.IsNotFound(err) {
-				return false, err
+				return false, before, err
 			}
 			headSvc = nil
 		}
 	}
 	now := r.clock.Now()
-	newStatus, err := CalculateStatus(cluster, pods, headSvc, StatusOptions{ConditionsEnabled: r.cfg.StatusConditions, Now: now, ReconcileErr: reconcileErr})
+	opts := StatusOptions{ConditionsEnabled: r.cfg.StatusConditions, Now: now, ReconcileErr: reconcileErr}
+	// status.Update reads the cluster again and calls mutate again on a
+	// Conflict, so the new status is computed from the copy it hands over,
+	// and before becomes the status of the copy last compared.
+	written, err := status.Update(ctx, r.client, cluster, func(c *rayv1.RayCluster) error {
+		newStatus, err := CalculateStatus(c, pods, headSvc, opts)
+		if err != nil {
+			return err
+		}
+		before = *c.Status.DeepCopy()
+		c.Status = *newStatus
+		return nil
+	}, status.WithEqual(func(old, updated *rayv1.RayCluster) bool {
+		return !InconsistentRayClusterStatus(old.Status, updated.Status)
+	}))
 	if err != nil {
-		return false, err
+		return false, before, err
 	}
-	if !InconsistentRayClusterStatus(cluster.Status, *newStatus) {
-		return false, nil
+	if written && r.metrics != nil {
+		r.metrics.ObserveStatusWrite(cluster, before, now)
 	}
-	oldStatus := *cluster.Status.DeepCopy()
-	updated := cluster.DeepCopy()
-	updated.Status = *newStatus
-	if err := r.client.Status().Update(ctx, updated); err != nil {
-		return true, fmt.Errorf("updating RayCluster status: %w", err)
-	}
-	if r.metrics != nil {
-		r.metrics.ObserveStatusWrite(updated, oldStatus, now)
-	}
-	cluster.Status = updated.Status
-	cluster.ResourceVersion = updated.ResourceVersion
-	return true, nil
+	return written, before, nil
 }

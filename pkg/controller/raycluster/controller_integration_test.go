@@ -27,9 +27,9 @@ import (
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
 	"github.com/gantry-dev/gantry/cmd/manager/app"
 	"github.com/gantry-dev/gantry/pkg/controller/raycluster"
-	rctesting "github.com/gantry-dev/gantry/pkg/controller/raycluster/testing"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 	"github.com/gantry-dev/gantry/test/testenv"
+	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
 )
 
 var (
@@ -164,7 +164,7 @@ func condTrue(rc *rayv1.RayCluster, t rayv1.RayClusterConditionType) bool {
 func TestClusterGetsServicesHeadWorkersAndReadyStatus(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	rc := create(t, rctesting.MakeRayCluster("demo").Namespace(ns).WorkerGroup("cpu", 3).Obj())
+	rc := create(t, raytesting.MakeRayCluster("demo", ns).WorkerGroup("cpu", 3).Obj())
 
 	g.Eventually(func(g Gomega) {
 		svc := &corev1.Service{}
@@ -209,7 +209,7 @@ func TestClusterGetsServicesHeadWorkersAndReadyStatus(t *testing.T) {
 func TestHeadPodIsRecreatedAfterDeletion(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	rc := create(t, rctesting.MakeRayCluster("headless").Namespace(ns).Obj())
+	rc := create(t, raytesting.MakeRayCluster("headless", ns).Obj())
 	var first corev1.Pod
 	g.Eventually(func(g Gomega) {
 		heads := pods(g, rc, headSel)
@@ -227,7 +227,7 @@ func TestHeadPodIsRecreatedAfterDeletion(t *testing.T) {
 func TestFailedHeadPodIsReplaced(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	rc := create(t, rctesting.MakeRayCluster("failing").Namespace(ns).Obj())
+	rc := create(t, raytesting.MakeRayCluster("failing", ns).Obj())
 	var first corev1.Pod
 	g.Eventually(func(g Gomega) {
 		heads := pods(g, rc, headSel)
@@ -246,7 +246,7 @@ func TestFailedHeadPodIsReplaced(t *testing.T) {
 func TestWorkerScaleUpDownAndWorkersToDelete(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	rc := create(t, rctesting.MakeRayCluster("scale").Namespace(ns).WorkerGroup("cpu", 2).Obj())
+	rc := create(t, raytesting.MakeRayCluster("scale", ns).WorkerGroup("cpu", 2).Obj())
 	g.Eventually(func(g Gomega) { g.Expect(pods(g, rc, groupSel("cpu"))).To(HaveLen(2)) }, timeout).Should(Succeed())
 
 	update(t, rc, func(c *rayv1.RayCluster) { c.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](5) })
@@ -272,7 +272,7 @@ func TestWorkerScaleUpDownAndWorkersToDelete(t *testing.T) {
 func TestSuspendDeletesPodsThenResumeRecreates(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	rc := create(t, rctesting.MakeRayCluster("sleepy").Namespace(ns).WorkerGroup("cpu", 2).Obj())
+	rc := create(t, raytesting.MakeRayCluster("sleepy", ns).WorkerGroup("cpu", 2).Obj())
 	g.Eventually(func(g Gomega) { g.Expect(pods(g, rc, nil)).To(HaveLen(3)) }, timeout).Should(Succeed())
 
 	update(t, rc, func(c *rayv1.RayCluster) { c.Spec.Suspend = ptr.To(true) })
@@ -294,7 +294,7 @@ func TestSuspendDeletesPodsThenResumeRecreates(t *testing.T) {
 func TestRecreateUpgradeOnTemplateChangeOnly(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	rc := create(t, rctesting.MakeRayCluster("upgrade").Namespace(ns).WorkerGroup("cpu", 1).
+	rc := create(t, raytesting.MakeRayCluster("upgrade", ns).WorkerGroup("cpu", 1).
 		UpgradeStrategy(rayv1.RayClusterRecreate).Obj())
 	var head corev1.Pod
 	g.Eventually(func(g Gomega) {
@@ -326,7 +326,7 @@ func TestRecreateUpgradeOnTemplateChangeOnly(t *testing.T) {
 func TestMultiHostGroupsAreManagedAtomically(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	rc := create(t, rctesting.MakeRayCluster("tpu").Namespace(ns).MultiHostWorkerGroup("slice", 2, 4).Obj())
+	rc := create(t, raytesting.MakeRayCluster("tpu", ns).MultiHostWorkerGroup("slice", 2, 4).Obj())
 	replicas := func(g Gomega) map[string][]corev1.Pod {
 		out := map[string][]corev1.Pod{}
 		for _, p := range pods(g, rc, groupSel("slice")) {
@@ -379,7 +379,7 @@ func TestMultiHostGroupsAreManagedAtomically(t *testing.T) {
 func TestGCSFaultToleranceFinalizerRunsCleanupJob(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	rc := create(t, rctesting.MakeRayCluster("ft").Namespace(ns).WorkerGroup("cpu", 1).GCSFaultTolerance("redis:6379").Obj())
+	rc := create(t, raytesting.MakeRayCluster("ft", ns).WorkerGroup("cpu", 1).GCSFaultTolerance("redis:6379").Obj())
 	g.Eventually(func(g Gomega) {
 		g.Expect(get(g, rc).Finalizers).To(ContainElement(rayv1.GCSFaultToleranceRedisCleanupFinalizer))
 		g.Expect(pods(g, rc, nil)).To(HaveLen(2))
@@ -416,7 +416,7 @@ func TestGCSFaultToleranceFinalizerRunsCleanupJob(t *testing.T) {
 func TestGCSFaultToleranceFinalizerInTerminatingNamespace(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	rc := create(t, rctesting.MakeRayCluster("ft").Namespace(ns).WorkerGroup("cpu", 1).GCSFaultTolerance("redis:6379").Obj())
+	rc := create(t, raytesting.MakeRayCluster("ft", ns).WorkerGroup("cpu", 1).GCSFaultTolerance("redis:6379").Obj())
 	g.Eventually(func(g Gomega) {
 		g.Expect(get(g, rc).Finalizers).To(ContainElement(rayv1.GCSFaultToleranceRedisCleanupFinalizer))
 	}, timeout).Should(Succeed())
@@ -436,7 +436,7 @@ func TestGCSFaultToleranceFinalizerInTerminatingNamespace(t *testing.T) {
 func TestExternallyManagedClusterIsLeftAlone(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	rc := rctesting.MakeRayCluster("kueued").Namespace(ns).WorkerGroup("cpu", 1).Obj()
+	rc := raytesting.MakeRayCluster("kueued", ns).WorkerGroup("cpu", 1).Obj()
 	rc.Spec.ManagedBy = ptr.To(rayv1.MultiKueueController)
 	create(t, rc)
 	g.Consistently(func(g Gomega) {
@@ -450,7 +450,7 @@ func TestExternallyManagedClusterIsLeftAlone(t *testing.T) {
 func TestInvalidSpecGetsWarningAndNoPods(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	rc := rctesting.MakeRayCluster("conflict").Namespace(ns).WorkerGroup("cpu", 1).Obj()
+	rc := raytesting.MakeRayCluster("conflict", ns).WorkerGroup("cpu", 1).Obj()
 	// CPUs in both rayStartParams and resources: KubeRay rejects it.
 	rc.Spec.HeadGroupSpec.RayStartParams["num-cpus"] = "2"
 	rc.Spec.HeadGroupSpec.Resources = map[string]string{"CPU": "2"}
@@ -465,7 +465,7 @@ func TestInvalidSpecGetsWarningAndNoPods(t *testing.T) {
 func TestIngressAndAuthSecret(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	rc := rctesting.MakeRayCluster("secure").Namespace(ns).RayVersion("2.52.0").Annotation(raycluster.IngressClassAnnotationKey, "nginx").Obj()
+	rc := raytesting.MakeRayCluster("secure", ns).RayVersion("2.52.0").Annotation(raycluster.IngressClassAnnotationKey, "nginx").Obj()
 	rc.Spec.HeadGroupSpec.EnableIngress = ptr.To(true)
 	rc.Spec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken}
 	create(t, rc)
@@ -524,7 +524,7 @@ func reconciles(g Gomega) float64 {
 func TestConvergedClusterSendsNoWrites(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	rc := create(t, rctesting.MakeRayCluster("quiet").Namespace(ns).WorkerGroup("cpu", 2).Obj())
+	rc := create(t, raytesting.MakeRayCluster("quiet", ns).WorkerGroup("cpu", 2).Obj())
 	g.Eventually(func(g Gomega) { g.Expect(pods(g, rc, nil)).To(HaveLen(3)) }, timeout).Should(Succeed())
 	g.Eventually(func(g Gomega) { markReady(g, rc) }, timeout).Should(Succeed())
 	g.Eventually(func(g Gomega) { g.Expect(get(g, rc).Status.State).To(Equal(rayv1.Ready)) }, timeout).Should(Succeed())

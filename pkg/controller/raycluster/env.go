@@ -113,7 +113,7 @@ type nodeEnv struct {
 	headPort    string
 	rayStartCmd string
 	creator     string
-	opts        *Options
+	opts        *BuildOptions
 }
 
 // setRayContainerEnv adds the variables every Ray container gets. Operator

@@ -9,7 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
-	rctesting "github.com/gantry-dev/gantry/pkg/controller/raycluster/testing"
+	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
 )
 
 func TestRayContainerEnv(t *testing.T) {
@@ -55,11 +55,11 @@ func TestRayContainerEnv(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			w := rctesting.MakeRayCluster("rc").Namespace("ns").WorkerGroup("cpu", 1)
+			w := raytesting.MakeRayCluster("rc", "ns").WorkerGroup("cpu", 1)
 			stale := []corev1.EnvVar{{Name: EnvRayCloudInstanceID, Value: "stale"}}
 			w.Spec.HeadGroupSpec.Template.Spec.Containers[0].Env = stale
 			w.Group("cpu").Template.Spec.Containers[0].Env = stale
-			opts := DefaultOptions()
+			opts := DefaultBuildOptions()
 			opts.ClusterDomain = "example.org"
 			var pod corev1.Pod
 			if tc.nodeType == rayv1.HeadNode {
@@ -94,13 +94,13 @@ func TestRayContainerEnv(t *testing.T) {
 }
 
 func TestUserEnvDefaultsAreKept(t *testing.T) {
-	w := rctesting.MakeRayCluster("rc")
+	w := raytesting.MakeRayCluster("rc", "default")
 	w.Spec.HeadGroupSpec.Template.Spec.Containers[0].Env = []corev1.EnvVar{
 		{Name: EnvRayAddress, Value: "mine:1"},
 		{Name: EnvRayPort, Value: "1"},
 		{Name: EnvRayUsageStatsKubeRayInUse, Value: "0"},
 	}
-	ray := BuildHeadPod(w.Obj(), DefaultOptions()).Spec.Containers[0]
+	ray := BuildHeadPod(w.Obj(), DefaultBuildOptions()).Spec.Containers[0]
 	for name, want := range map[string]string{EnvRayAddress: "mine:1", EnvRayPort: "1", EnvRayUsageStatsKubeRayInUse: "0"} {
 		if got := envValue(t, &ray, name); got != want || countEnv(&ray, name) != 1 {
 			t.Errorf("%s = %q (x%d), want the user's %q once", name, got, countEnv(&ray, name), want)
@@ -114,7 +114,7 @@ func TestGCSFaultTolerance(t *testing.T) {
 	}}
 	tests := []struct {
 		name            string
-		cluster         *rctesting.RayClusterWrapper
+		cluster         *raytesting.RayClusterWrapper
 		wantAnnotations map[string]string
 		wantHeadEnv     []corev1.EnvVar
 		wantCmdParts    []string
@@ -122,12 +122,12 @@ func TestGCSFaultTolerance(t *testing.T) {
 	}{
 		{
 			name:            "off",
-			cluster:         rctesting.MakeRayCluster("rc"),
+			cluster:         raytesting.MakeRayCluster("rc", "default"),
 			wantAnnotations: map[string]string{rayv1.RayFTEnabledAnnotationKey: "false"},
 		},
 		{
 			name:            "options with credentials from a Secret and a literal username",
-			cluster:         rctesting.MakeRayCluster("rc").UID("uid-1").GCSFaultTolerance("redis:6379").RedisPasswordFromSecret("redis", "password").RedisUsername("ray"),
+			cluster:         raytesting.MakeRayCluster("rc", "default").UID("uid-1").GCSFaultTolerance("redis:6379").RedisPasswordFromSecret("redis", "password").RedisUsername("ray"),
 			wantAnnotations: map[string]string{rayv1.RayFTEnabledAnnotationKey: "true", rayv1.RayExternalStorageNSAnnotationKey: "uid-1"},
 			wantHeadEnv: []corev1.EnvVar{
 				{Name: EnvRayExternalStorageNS, Value: "uid-1"},
@@ -140,8 +140,8 @@ func TestGCSFaultTolerance(t *testing.T) {
 		},
 		{
 			name: "options namespace wins over the annotation",
-			cluster: func() *rctesting.RayClusterWrapper {
-				w := rctesting.MakeRayCluster("rc").GCSFaultTolerance("redis:6379").Annotation(rayv1.RayExternalStorageNSAnnotationKey, "from-annotation")
+			cluster: func() *raytesting.RayClusterWrapper {
+				w := raytesting.MakeRayCluster("rc", "default").GCSFaultTolerance("redis:6379").Annotation(rayv1.RayExternalStorageNSAnnotationKey, "from-annotation")
 				w.Spec.GcsFaultToleranceOptions.ExternalStorageNamespace = "from-options"
 				return w
 			}(),
@@ -151,7 +151,7 @@ func TestGCSFaultTolerance(t *testing.T) {
 		},
 		{
 			name: "legacy annotation with a literal redis-password",
-			cluster: rctesting.MakeRayCluster("rc").
+			cluster: raytesting.MakeRayCluster("rc", "default").
 				Annotation(rayv1.RayFTEnabledAnnotationKey, "True").
 				Annotation(rayv1.RayExternalStorageNSAnnotationKey, "legacy").
 				HeadStartParam("redis-password", "secret"),
@@ -165,7 +165,7 @@ func TestGCSFaultTolerance(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := tc.cluster.WorkerGroup("cpu", 1)
 			cluster := w.Obj()
-			head := BuildHeadPod(cluster, DefaultOptions())
+			head := BuildHeadPod(cluster, DefaultBuildOptions())
 			for k, v := range tc.wantAnnotations {
 				if head.Annotations[k] != v {
 					t.Errorf("annotation %s = %q, want %q", k, head.Annotations[k], v)
@@ -184,7 +184,7 @@ func TestGCSFaultTolerance(t *testing.T) {
 					t.Errorf("head command %q lacks %q", cmd, part)
 				}
 			}
-			worker := BuildWorkerPod(cluster, w.Group("cpu"), WorkerReplica{}, DefaultOptions())
+			worker := BuildWorkerPod(cluster, w.Group("cpu"), WorkerReplica{}, DefaultBuildOptions())
 			if _, ok := worker.Annotations[rayv1.RayFTEnabledAnnotationKey]; ok {
 				t.Errorf("ft-enabled annotation on a worker")
 			}
@@ -218,10 +218,10 @@ func TestTokenAuth(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			w := rctesting.MakeRayCluster("rc").Auth(tc.auth).Autoscaling().WorkerGroup("cpu", 1)
+			w := raytesting.MakeRayCluster("rc", "default").Auth(tc.auth).Autoscaling().WorkerGroup("cpu", 1)
 			cluster := w.Obj()
-			head := BuildHeadPod(cluster, DefaultOptions())
-			worker := BuildWorkerPod(cluster, w.Group("cpu"), WorkerReplica{}, DefaultOptions())
+			head := BuildHeadPod(cluster, DefaultBuildOptions())
+			worker := BuildWorkerPod(cluster, w.Group("cpu"), WorkerReplica{}, DefaultBuildOptions())
 			containers := map[string]*corev1.Container{
 				"head ray":       &head.Spec.Containers[0],
 				"autoscaler":     &head.Spec.Containers[containerIndex(head.Spec.Containers, AutoscalerContainerName)],

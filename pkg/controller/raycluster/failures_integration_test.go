@@ -15,8 +15,8 @@ import (
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
 	"github.com/gantry-dev/gantry/pkg/controller/raycluster"
-	rctesting "github.com/gantry-dev/gantry/pkg/controller/raycluster/testing"
 	"github.com/gantry-dev/gantry/pkg/version"
+	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
 )
 
 // noPodsQuota forbids every Pod in ns. Its status is filled in by hand, as
@@ -45,7 +45,7 @@ func TestPodCreateFailureSetsReplicaFailureCondition(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
 	quota := noPodsQuota(t, ns)
-	rc := create(t, rctesting.MakeRayCluster("quota").Namespace(ns).WorkerGroup("cpu", 1).Obj())
+	rc := create(t, raytesting.MakeRayCluster("quota", ns).WorkerGroup("cpu", 1).Obj())
 
 	g.Eventually(func(g Gomega) {
 		cond := meta.FindStatusCondition(get(g, rc).Status.Conditions, string(rayv1.RayClusterReplicaFailure))
@@ -67,12 +67,12 @@ func TestPodCreateFailureSetsReplicaFailureCondition(t *testing.T) {
 func TestWorkerCreateFailureSetsReplicaFailureCondition(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	rc := create(t, rctesting.MakeRayCluster("quota-w").Namespace(ns).Obj())
+	rc := create(t, raytesting.MakeRayCluster("quota-w", ns).Obj())
 	g.Eventually(func(g Gomega) { g.Expect(pods(g, rc, headSel)).To(HaveLen(1)) }, timeout).Should(Succeed())
 	noPodsQuota(t, ns)
 
 	update(t, rc, func(c *rayv1.RayCluster) {
-		c.Spec.WorkerGroupSpecs = rctesting.MakeRayCluster("x").WorkerGroup("cpu", 2).Obj().Spec.WorkerGroupSpecs
+		c.Spec.WorkerGroupSpecs = raytesting.MakeRayCluster("x", "default").WorkerGroup("cpu", 2).Obj().Spec.WorkerGroupSpecs
 	})
 	g.Eventually(func(g Gomega) {
 		cond := meta.FindStatusCondition(get(g, rc).Status.Conditions, string(rayv1.RayClusterReplicaFailure))
@@ -95,7 +95,7 @@ func headService(g Gomega, rc *rayv1.RayCluster) *corev1.Service {
 func TestHeadServiceTypeChangeRecreatesServiceAndPodsProceed(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	rc := create(t, rctesting.MakeRayCluster("svctype").Namespace(ns).WorkerGroup("cpu", 1).Obj())
+	rc := create(t, raytesting.MakeRayCluster("svctype", ns).WorkerGroup("cpu", 1).Obj())
 	var before *corev1.Service
 	g.Eventually(func(g Gomega) {
 		g.Expect(pods(g, rc, nil)).To(HaveLen(2))
@@ -143,7 +143,7 @@ func TestHeadServiceFailureDoesNotBlockPods(t *testing.T) {
 	q.Status = corev1.ResourceQuotaStatus{Hard: q.Spec.Hard, Used: corev1.ResourceList{corev1.ResourceServices: resource.MustParse("0")}}
 	g.Expect(k8s.Status().Update(context.Background(), q)).To(Succeed())
 
-	rc := create(t, rctesting.MakeRayCluster("nosvc").Namespace(ns).WorkerGroup("cpu", 2).Obj())
+	rc := create(t, raytesting.MakeRayCluster("nosvc", ns).WorkerGroup("cpu", 2).Obj())
 	g.Eventually(func(g Gomega) { g.Expect(len(pods(g, rc, nil))).To(Equal(3), "Pods") }, timeout).Should(Succeed())
 	g.Eventually(func(g Gomega) []string { return eventMessages(g, rc, string(rayv1.FailedToCreateService)) }, timeout).
 		ShouldNot(BeEmpty())
@@ -155,7 +155,7 @@ func TestHeadServiceFailureDoesNotBlockPods(t *testing.T) {
 func TestRecreateStrategyAddedLaterTakesEffect(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	rc := create(t, rctesting.MakeRayCluster("late").Namespace(ns).WorkerGroup("cpu", 1).Obj())
+	rc := create(t, raytesting.MakeRayCluster("late", ns).WorkerGroup("cpu", 1).Obj())
 	var head corev1.Pod
 	g.Eventually(func(g Gomega) {
 		g.Expect(len(pods(g, rc, workerSel))).To(Equal(1))
@@ -195,7 +195,7 @@ func TestRecreateStrategyAddedLaterTakesEffect(t *testing.T) {
 func TestPodLimitStopsWorkerCreation(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	w := rctesting.MakeRayCluster("flood").Namespace(ns).MultiHostWorkerGroup("slice", 600, 2)
+	w := raytesting.MakeRayCluster("flood", ns).MultiHostWorkerGroup("slice", 600, 2)
 	w.Group("slice").MaxReplicas = ptr.To[int32](600)
 	rc := create(t, w.Obj())
 
@@ -228,7 +228,7 @@ func TestPodLimitStopsWorkerCreation(t *testing.T) {
 func TestPodLimitStopsInt32MaximumFlood(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
-	w := rctesting.MakeRayCluster("flood-max").Namespace(ns).MultiHostWorkerGroup("slice", 2147483647, 2147483647)
+	w := raytesting.MakeRayCluster("flood-max", ns).MultiHostWorkerGroup("slice", 2147483647, 2147483647)
 	w.Group("slice").MaxReplicas = ptr.To[int32](2147483647)
 	rc := create(t, w.Obj())
 	g.Eventually(func(g Gomega) {

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
-	"github.com/gantry-dev/gantry/pkg/framework/requeue"
+	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
 )
 
 // reconcileGCSFTFinalizer runs the Redis cleanup finalizer's lifecycle for
@@ -40,14 +40,16 @@ func (r *Reconciler) reconcileGCSFTFinalizer(ctx context.Context, cluster *rayv1
 		return ctrl.Result{}, false, nil
 	}
 
-	st := &reconcileState{requeue: &requeue.Requeue{}, events: &eventLog{}}
-	defer st.events.flush(r.recorder, cluster)
+	s := &scope{Base: syncsteps.Base[*rayv1.RayCluster]{Object: cluster}}
+	// This path writes no status: what changed is reported at its end,
+	// after the finalizer write, if any.
+	defer s.Events.Flush(r.recorder, cluster)
 	headLabels := map[string]string{rayv1.RayNodeTypeLabelKey: string(rayv1.HeadNode)}
-	if err := r.deleteAllPods(ctx, cluster, st, headLabels, "the RayCluster is being deleted"); err != nil {
+	if err := r.deleteAllPods(ctx, s, headLabels, "the RayCluster is being deleted"); err != nil {
 		return ctrl.Result{RequeueAfter: ShortRequeue}, true, err
 	}
 	workerLabels := map[string]string{rayv1.RayNodeTypeLabelKey: string(rayv1.WorkerNode)}
-	if err := r.deleteAllPods(ctx, cluster, st, workerLabels, "the RayCluster is being deleted"); err != nil {
+	if err := r.deleteAllPods(ctx, s, workerLabels, "the RayCluster is being deleted"); err != nil {
 		return ctrl.Result{RequeueAfter: ShortRequeue}, true, err
 	}
 	heads, err := r.listPods(ctx, cluster, headLabels)
@@ -71,14 +73,14 @@ func (r *Reconciler) reconcileGCSFTFinalizer(ctx context.Context, cluster *rayv1
 				// and so the namespace, Terminating forever.
 				msg := fmt.Sprintf("The namespace %s is being deleted, so the Redis cleanup Job cannot run; delete the storage namespace %q from Redis by hand",
 					cluster.Namespace, ExternalStorageNamespace(cluster))
-				warn(r.recorder, cluster, "RedisCleanupSkipped", "%s", msg)
+				r.recorder.Warning(cluster, "RedisCleanupSkipped", "%s", msg)
 				ctrl.LoggerFrom(ctx).Info(msg)
 				return r.removeGCSFTFinalizer(ctx, cluster)
 			}
-			warn(r.recorder, cluster, rayv1.FailedToCreateRedisCleanupJob, "Failed to create the Redis cleanup Job %s: %v", desired.Name, err)
+			r.recorder.Warning(cluster, string(rayv1.FailedToCreateRedisCleanupJob), "Failed to create the Redis cleanup Job %s: %v", desired.Name, err)
 			return ctrl.Result{RequeueAfter: ShortRequeue}, true, err
 		}
-		st.events.add(rayv1.CreatedRedisCleanupJob, "Created Redis cleanup Job "+desired.Name)
+		s.Events.Add(string(rayv1.CreatedRedisCleanupJob), "Created Redis cleanup Job %s", desired.Name)
 		return ctrl.Result{RequeueAfter: ShortRequeue}, true, nil
 	}
 	if err != nil {
@@ -89,7 +91,7 @@ func (r *Reconciler) reconcileGCSFTFinalizer(ctx context.Context, cluster *rayv1
 		return ctrl.Result{RequeueAfter: ShortRequeue}, true, nil
 	}
 	if failed {
-		warn(r.recorder, cluster, "RedisCleanupFailed",
+		r.recorder.Warning(cluster, "RedisCleanupFailed",
 			"The Redis cleanup Job %s failed; delete the storage namespace %q from Redis by hand", job.Name, ExternalStorageNamespace(cluster))
 	}
 	return r.removeGCSFTFinalizer(ctx, cluster)

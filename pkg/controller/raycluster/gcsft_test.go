@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
-	rctesting "github.com/gantry-dev/gantry/pkg/controller/raycluster/testing"
+	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
 )
 
 const otherFinalizer = "example.com/other-controller"
@@ -81,9 +81,9 @@ func reconcileFinalizer(t *testing.T, r *Reconciler, key client.ObjectKey) *rayv
 }
 
 func TestGCSFTFinalizerAddKeepsAConcurrentFinalizer(t *testing.T) {
-	rc := rctesting.MakeRayCluster("ft").Namespace("ns").GCSFaultTolerance("redis:6379").Obj()
+	rc := raytesting.MakeRayCluster("ft", "ns").GCSFaultTolerance("redis:6379").Obj()
 	c := racingFinalizerClient(t, rc)
-	r := NewReconciler(c, c, nil, nil, Config{EnableGCSFTRedisCleanup: true})
+	r := newReconciler(c, c, nil, nil, Config{EnableGCSFTRedisCleanup: true})
 
 	got := reconcileFinalizer(t, r, client.ObjectKeyFromObject(rc))
 	for _, f := range []string{rayv1.GCSFaultToleranceRedisCleanupFinalizer, otherFinalizer} {
@@ -94,7 +94,7 @@ func TestGCSFTFinalizerAddKeepsAConcurrentFinalizer(t *testing.T) {
 }
 
 func TestGCSFTFinalizerRemoveKeepsAConcurrentFinalizer(t *testing.T) {
-	rc := rctesting.MakeRayCluster("ft").Namespace("ns").GCSFaultTolerance("redis:6379").Obj()
+	rc := raytesting.MakeRayCluster("ft", "ns").GCSFaultTolerance("redis:6379").Obj()
 	rc.Finalizers = []string{rayv1.GCSFaultToleranceRedisCleanupFinalizer, "example.com/first"}
 	rc.DeletionTimestamp = &metav1.Time{Time: metav1.Now().Time}
 	now := metav1.Now()
@@ -105,7 +105,7 @@ func TestGCSFTFinalizerRemoveKeepsAConcurrentFinalizer(t *testing.T) {
 		}},
 	}
 	c := racingFinalizerClient(t, rc, done)
-	r := NewReconciler(c, c, nil, nil, Config{EnableGCSFTRedisCleanup: true})
+	r := newReconciler(c, c, nil, nil, Config{EnableGCSFTRedisCleanup: true})
 
 	got := reconcileFinalizer(t, r, client.ObjectKeyFromObject(rc))
 	if got == nil {

@@ -95,17 +95,18 @@ func BuildAuthSecret(cluster *rayv1.RayCluster) (*corev1.Secret, error) {
 	}, nil
 }
 
-func (r *Reconciler) reconcileIngress(ctx context.Context, cluster *rayv1.RayCluster, st *reconcileState) error {
+func (r *Reconciler) reconcileIngress(ctx context.Context, s *scope) error {
+	cluster := s.Object
 	if cluster.Spec.HeadGroupSpec.EnableIngress == nil || !*cluster.Spec.HeadGroupSpec.EnableIngress {
 		return nil
 	}
 	ing := BuildHeadIngress(cluster)
-	created, err := r.applyOwned(ctx, ing, &networkingv1.Ingress{})
+	created, err := r.applyOwned(ctx, ing)
 	if err != nil {
 		return err
 	}
 	if created {
-		st.events.add(rayv1.CreatedIngress, "Created Ingress "+ing.Name)
+		s.Events.Add(string(rayv1.CreatedIngress), "Created Ingress %s", ing.Name)
 	}
 	return nil
 }
@@ -114,7 +115,8 @@ func (r *Reconciler) reconcileIngress(ctx context.Context, cluster *rayv1.RayClu
 // the user did not name a Secret of their own. Secrets are not cached (the
 // cache would hold every Secret of the cluster), so existence is checked
 // against the API server, once per reconcile of such clusters only.
-func (r *Reconciler) reconcileAuthSecret(ctx context.Context, cluster *rayv1.RayCluster, st *reconcileState) error {
+func (r *Reconciler) reconcileAuthSecret(ctx context.Context, s *scope) error {
+	cluster := s.Object
 	a := cluster.Spec.AuthOptions
 	if !authEnabled(&cluster.Spec) || k8sTokenAuthEnabled(&cluster.Spec) || (a.SecretName != nil && *a.SecretName != "") {
 		return nil
@@ -131,6 +133,6 @@ func (r *Reconciler) reconcileAuthSecret(ctx context.Context, cluster *rayv1.Ray
 	if err := r.client.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	st.events.add("CreatedSecret", "Created auth Secret "+secret.Name)
+	s.Events.Add("CreatedSecret", "Created auth Secret %s", secret.Name)
 	return nil
 }

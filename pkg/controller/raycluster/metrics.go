@@ -2,13 +2,13 @@ package raycluster
 
 import (
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
+	fwmetrics "github.com/gantry-dev/gantry/pkg/framework/metrics"
 )
 
 // Metric names and labels are KubeRay's, so existing dashboards and alerts
@@ -27,20 +27,11 @@ const (
 // sets them from the reconciler instead, so a scrape costs no API list and
 // the series of a deleted cluster go away with Forget.
 type ClusterMetrics struct {
-	provisionedDuration  *prometheus.GaugeVec
-	info                 *prometheus.GaugeVec
-	conditionProvisioned *prometheus.GaugeVec
-
-	mu sync.Mutex
-	// published remembers each cluster's current label values, so a changed
-	// uid, owner or condition replaces its old series instead of adding one.
-	published map[clusterKey]publishedLabels
-}
-
-type clusterKey struct{ namespace, name string }
-
-type publishedLabels struct {
-	uid, ownerKind, provisioned string
+	provisionedDuration *prometheus.GaugeVec
+	// info and conditionProvisioned are state gauges: a changed uid, owner
+	// or condition replaces the cluster's old series instead of adding one.
+	info                 *fwmetrics.StateGauge
+	conditionProvisioned *fwmetrics.StateGauge
 }
 
 // NewClusterMetrics creates the collectors and registers them on reg (the
@@ -51,15 +42,14 @@ func NewClusterMetrics(reg prometheus.Registerer) (*ClusterMetrics, error) {
 			Name: metricProvisionedDuration,
 			Help: "The time, in seconds, from a RayCluster's creation until its RayClusterProvisioned condition became true",
 		}, []string{"name", "namespace", "uid"}),
-		info: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		info: fwmetrics.NewStateGauge(prometheus.GaugeOpts{
 			Name: metricClusterInfo,
 			Help: "Metadata information about RayCluster custom resources",
-		}, []string{"name", "namespace", "uid", "owner_kind"}),
-		conditionProvisioned: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		}, "name", "namespace", "uid", "owner_kind"),
+		conditionProvisioned: fwmetrics.NewStateGauge(prometheus.GaugeOpts{
 			Name: metricConditionProvisioned,
 			Help: "Indicates whether the RayCluster is provisioned",
-		}, []string{"name", "namespace", "uid", "condition"}),
-		published: map[clusterKey]publishedLabels{},
+		}, "name", "namespace", "uid", "condition"),
 	}
 	for _, c := range []prometheus.Collector{m.provisionedDuration, m.info, m.conditionProvisioned} {
 		if err := reg.Register(c); err != nil {
@@ -92,39 +82,20 @@ func (m *ClusterMetrics) ObserveStatusWrite(cluster *rayv1.RayCluster, oldStatus
 // reconciler calls it on every reconcile, written or not, so the series
 // exist for clusters whose status never changes.
 func (m *ClusterMetrics) SetInfo(cluster *rayv1.RayCluster) {
-	key := clusterKey{namespace: cluster.Namespace, name: cluster.Name}
-	now := publishedLabels{
-		uid:         string(cluster.UID),
-		ownerKind:   ownerKindNone,
-		provisioned: strconv.FormatBool(meta.IsStatusConditionTrue(cluster.Status.Conditions, string(rayv1.RayClusterProvisioned))),
-	}
+	ownerKind := ownerKindNone
 	if kind, ok := cluster.Labels[rayv1.RayOriginatedFromCRDLabelKey]; ok {
-		now.ownerKind = kind
+		ownerKind = kind
 	}
-
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if before, ok := m.published[key]; ok && before != now {
-		if before.uid != now.uid || before.ownerKind != now.ownerKind {
-			m.info.DeleteLabelValues(key.name, key.namespace, before.uid, before.ownerKind)
-		}
-		if before.uid != now.uid || before.provisioned != now.provisioned {
-			m.conditionProvisioned.DeleteLabelValues(key.name, key.namespace, before.uid, before.provisioned)
-		}
-	}
-	m.info.WithLabelValues(key.name, key.namespace, now.uid, now.ownerKind).Set(1)
-	m.conditionProvisioned.WithLabelValues(key.name, key.namespace, now.uid, now.provisioned).Set(1)
-	m.published[key] = now
+	uid := string(cluster.UID)
+	m.info.Set(prometheus.Labels{"name": cluster.Name, "namespace": cluster.Namespace, "uid": uid, "owner_kind": ownerKind})
+	m.conditionProvisioned.Set(prometheus.Labels{"name": cluster.Name, "namespace": cluster.Namespace, "uid": uid,
+		"condition": strconv.FormatBool(meta.IsStatusConditionTrue(cluster.Status.Conditions, string(rayv1.RayClusterProvisioned)))})
 }
 
 // Forget removes every series of the named cluster, whatever its uid; the
 // reconciler calls it when the cluster is gone.
 func (m *ClusterMetrics) Forget(name, namespace string) {
-	match := prometheus.Labels{"name": name, "namespace": namespace}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.provisionedDuration.DeletePartialMatch(match)
-	m.info.DeletePartialMatch(match)
-	m.conditionProvisioned.DeletePartialMatch(match)
-	delete(m.published, clusterKey{namespace: namespace, name: name})
+	m.provisionedDuration.DeletePartialMatch(prometheus.Labels{"name": name, "namespace": namespace})
+	m.info.Forget(namespace, name)
+	m.conditionProvisioned.Forget(namespace, name)
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
@@ -13,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
-	"github.com/gantry-dev/gantry/pkg/framework/slowstart"
+	"github.com/gantry-dev/gantry/pkg/framework/events"
 )
 
 // hostReplica is one logical replica of a multi-host group: numOfHosts
@@ -28,7 +27,7 @@ type hostReplica struct {
 // whole replicas, keyed by ray.io/worker-group-replica-name: a replica that
 // lost a Pod, has an unhealthy Pod or has a Pod in workersToDelete is
 // deleted entirely, and new replicas get numOfHosts Pods at once.
-func (r *Reconciler) reconcileMultiHostWorkerGroup(ctx context.Context, cluster *rayv1.RayCluster, group *rayv1.WorkerGroupSpec, pods []corev1.Pod, st *reconcileState) error {
+func (r *Reconciler) reconcileMultiHostWorkerGroup(ctx context.Context, s *scope, group *rayv1.WorkerGroupSpec, pods []corev1.Pod) error {
 	hosts := int(group.Hosts())
 	replicas, orphans := groupReplicas(pods)
 
@@ -45,7 +44,7 @@ func (r *Reconciler) reconcileMultiHostWorkerGroup(ctx context.Context, cluster 
 		}
 	}
 	if len(broken) > 0 {
-		if err := r.deleteReplicaPods(ctx, cluster, group, broken, "incomplete multi-host replicas", st); err != nil {
+		if err := r.deleteReplicaPods(ctx, s, group, broken, "incomplete multi-host replicas"); err != nil {
 			return err
 		}
 		return fmt.Errorf("deleted %d Pods of incomplete multi-host replicas in group %s", len(broken), group.GroupName)
@@ -69,7 +68,7 @@ func (r *Reconciler) reconcileMultiHostWorkerGroup(ctx context.Context, cluster 
 		}
 	}
 	if len(unhealthy) > 0 {
-		if err := r.deleteReplicaPods(ctx, cluster, group, unhealthy, "unhealthy multi-host replicas", st); err != nil {
+		if err := r.deleteReplicaPods(ctx, s, group, unhealthy, "unhealthy multi-host replicas"); err != nil {
 			return err
 		}
 		return fmt.Errorf("deleted %d Pods of unhealthy multi-host replicas in group %s", len(unhealthy), group.GroupName)
@@ -99,7 +98,7 @@ func (r *Reconciler) reconcileMultiHostWorkerGroup(ctx context.Context, cluster 
 			}
 		}
 		if len(victims) > 0 {
-			return r.deleteReplicaPods(ctx, cluster, group, victims, "named in workersToDelete", st)
+			return r.deleteReplicaPods(ctx, s, group, victims, "named in workersToDelete")
 		}
 		valid = kept
 	}
@@ -111,9 +110,9 @@ func (r *Reconciler) reconcileMultiHostWorkerGroup(ctx context.Context, cluster 
 	diff := desiredPods/hosts - len(valid)
 	switch {
 	case diff > 0:
-		return r.createReplicas(ctx, cluster, group, valid, diff, st)
+		return r.createReplicas(ctx, s, group, valid, diff)
 	case diff < 0:
-		if cluster.Spec.AutoscalingEnabled() && !r.cfg.EnableRandomPodDelete {
+		if s.Object.Spec.AutoscalingEnabled() && !r.cfg.EnableRandomPodDelete {
 			return nil
 		}
 		// Remove the highest replica indices first so indices stay dense.
@@ -122,7 +121,7 @@ func (r *Reconciler) reconcileMultiHostWorkerGroup(ctx context.Context, cluster 
 		for _, rep := range valid[:-diff] {
 			victims = append(victims, rep.pods...)
 		}
-		return r.deleteReplicaPods(ctx, cluster, group, victims, "scale down", st)
+		return r.deleteReplicaPods(ctx, s, group, victims, "scale down")
 	}
 	return nil
 }
@@ -160,13 +159,13 @@ func groupReplicas(pods []corev1.Pod) ([]*hostReplica, []corev1.Pod) {
 	return out, orphans
 }
 
-func (r *Reconciler) deleteReplicaPods(ctx context.Context, cluster *rayv1.RayCluster, group *rayv1.WorkerGroupSpec, pods []corev1.Pod, why string, st *reconcileState) error {
-	n, err := r.deletePods(ctx, cluster, st, group.GroupName, pods)
+func (r *Reconciler) deleteReplicaPods(ctx context.Context, s *scope, group *rayv1.WorkerGroupSpec, pods []corev1.Pod, why string) error {
+	n, err := r.deletePods(ctx, s, group.GroupName, pods)
 	if n > 0 {
-		st.events.add(rayv1.DeletedWorkerPod, fmt.Sprintf("Deleted %s in group %s: %s", countOf(n, "worker Pod"), group.GroupName, why))
+		s.Events.Add(string(rayv1.DeletedWorkerPod), "Deleted %s in group %s: %s", events.Count(n, "worker Pod"), group.GroupName, why)
 	}
 	if err != nil {
-		warn(r.recorder, cluster, rayv1.FailedToDeleteWorkerPod, "Failed to delete worker Pods in group %s: %v", group.GroupName, err)
+		r.recorder.Warning(s.Object, string(rayv1.FailedToDeleteWorkerPod), "Failed to delete worker Pods in group %s: %v", group.GroupName, err)
 		return NewReplicaFailureError(rayv1.FailedDeleteWorkerPod, err)
 	}
 	return nil
@@ -174,11 +173,12 @@ func (r *Reconciler) deleteReplicaPods(ctx context.Context, cluster *rayv1.RayCl
 
 // createReplicas creates n replicas of numOfHosts Pods each, with the
 // lowest free replica indices and fresh replica names.
-func (r *Reconciler) createReplicas(ctx context.Context, cluster *rayv1.RayCluster, group *rayv1.WorkerGroupSpec, existing []*hostReplica, n int, st *reconcileState) error {
-	if st.podLimit != nil {
-		ctrl.LoggerFrom(ctx).V(1).Info("not creating worker replicas", "group", group.GroupName, "reason", st.podLimit.Error())
+func (r *Reconciler) createReplicas(ctx context.Context, s *scope, group *rayv1.WorkerGroupSpec, existing []*hostReplica, n int) error {
+	if s.podLimit != nil {
+		ctrl.LoggerFrom(ctx).V(1).Info("not creating worker replicas", "group", group.GroupName, "reason", s.podLimit.Error())
 		return nil
 	}
+	cluster := s.Object
 	key := client.ObjectKeyFromObject(cluster).String()
 	hosts := int(group.Hosts())
 	used := map[int]bool{}
@@ -195,28 +195,21 @@ func (r *Reconciler) createReplicas(ctx context.Context, cluster *rayv1.RayClust
 			plans = append(plans, plan{name: group.GroupName + "-" + utilrand.String(5), index: i})
 		}
 	}
-	r.expectations.ExpectCreations(key, group.GroupName, n*hosts)
-	var createdPods atomic.Int32
-	_, err := slowstart.SlowStartBatch(n, 1, func(i int) error {
+	created, err := r.expectations.CreateBatchOf(key, group.GroupName, n, hosts, func(i int) (int, error) {
 		for h := 0; h < hosts; h++ {
 			pod := BuildWorkerPod(cluster, group, WorkerReplica{Name: plans[i].name, Index: plans[i].index, HostIndex: h}, r.cfg.Build)
 			if err := r.client.Create(ctx, &pod); err != nil {
-				return err
+				return h, err
 			}
-			createdPods.Add(1)
 		}
-		return nil
+		return hosts, nil
 	})
-	created := int(createdPods.Load())
-	if created < n*hosts {
-		r.expectations.CancelCreations(key, group.GroupName, n*hosts-created)
-	}
 	if created > 0 {
-		st.podsChanged = true
-		st.events.add(rayv1.CreatedWorkerPod, fmt.Sprintf("Created %s (%d hosts per replica) in group %s", countOf(created, "worker Pod"), hosts, group.GroupName))
+		s.podsChanged = true
+		s.Events.Add(string(rayv1.CreatedWorkerPod), "Created %s (%d hosts per replica) in group %s", events.Count(created, "worker Pod"), hosts, group.GroupName)
 	}
 	if err != nil {
-		warn(r.recorder, cluster, rayv1.FailedToCreateWorkerPod, "Failed to create worker Pods in group %s: %v", group.GroupName, err)
+		r.recorder.Warning(cluster, string(rayv1.FailedToCreateWorkerPod), "Failed to create worker Pods in group %s: %v", group.GroupName, err)
 		return NewReplicaFailureError(rayv1.FailedCreateWorkerPod, err)
 	}
 	return nil

@@ -1,6 +1,6 @@
 // Package raycluster reconciles KubeRay-compatible RayClusters. The builders
 // in this package are pure: they read the RayCluster and the manager's
-// Options and return new objects, never modifying their inputs.
+// BuildOptions and return new objects, never modifying their inputs.
 package raycluster
 
 import (
@@ -53,10 +53,10 @@ const (
 	waitGCSReadyContainerName = "wait-gcs-ready"
 )
 
-// Options are the manager-wide settings the builders depend on. KubeRay
+// BuildOptions are the manager-wide settings the builders depend on. KubeRay
 // reads them from environment variables on every call; Gantry reads them
 // once at start-up (honouring the same variable names) and passes them in.
-type Options struct {
+type BuildOptions struct {
 	// OperatorVersion goes into the head Pod's ray.io/kuberay-version
 	// annotation. It is the Gantry release this binary was built as
 	// (pkg/version, set by -ldflags), so the Recreate strategy's version
@@ -93,9 +93,9 @@ type Options struct {
 // follows; Ray's usage-stats tags report it as kuberay_version.
 const KubeRayCompatibleVersion = "v1.6.0"
 
-// DefaultOptions are KubeRay's defaults, and this build's version.
-func DefaultOptions() Options {
-	return Options{
+// DefaultBuildOptions are KubeRay's defaults, and this build's version.
+func DefaultBuildOptions() BuildOptions {
+	return BuildOptions{
 		OperatorVersion:    version.Version,
 		ClusterDomain:      "cluster.local",
 		InjectWaitGCSReady: true,
@@ -105,7 +105,7 @@ func DefaultOptions() Options {
 	}
 }
 
-func (o *Options) containerCommand() []string {
+func (o *BuildOptions) containerCommand() []string {
 	if o.LoginShell {
 		return []string{"/bin/bash", "-lc", "--"}
 	}
@@ -122,7 +122,7 @@ type WorkerReplica struct {
 }
 
 // BuildHeadPod returns the head Pod of cluster.
-func BuildHeadPod(cluster *rayv1.RayCluster, opts Options) corev1.Pod {
+func BuildHeadPod(cluster *rayv1.RayCluster, opts BuildOptions) corev1.Pod {
 	head := &cluster.Spec.HeadGroupSpec
 	tmpl := head.Template.DeepCopy()
 	tmpl.Name = ""
@@ -152,7 +152,7 @@ func BuildHeadPod(cluster *rayv1.RayCluster, opts Options) corev1.Pod {
 
 // BuildWorkerPod returns a worker Pod of group, the replica and host given
 // by r.
-func BuildWorkerPod(cluster *rayv1.RayCluster, group *rayv1.WorkerGroupSpec, r WorkerReplica, opts Options) corev1.Pod {
+func BuildWorkerPod(cluster *rayv1.RayCluster, group *rayv1.WorkerGroupSpec, r WorkerReplica, opts BuildOptions) corev1.Pod {
 	tmpl := group.Template.DeepCopy()
 	// Worker Pods are many; only a generated name cannot collide.
 	tmpl.Name = ""
@@ -189,7 +189,7 @@ func BuildWorkerPod(cluster *rayv1.RayCluster, group *rayv1.WorkerGroupSpec, r W
 
 // buildPod finishes a head or worker template that is already private to
 // this call: volumes, the Ray command, env vars, probes, ownership.
-func buildPod(cluster *rayv1.RayCluster, tmpl *corev1.PodTemplateSpec, nodeType rayv1.RayNodeType, params map[string]string, opts *Options) corev1.Pod {
+func buildPod(cluster *rayv1.RayCluster, tmpl *corev1.PodTemplateSpec, nodeType rayv1.RayNodeType, params map[string]string, opts *BuildOptions) corev1.Pod {
 	creator := creatorKind(cluster)
 	if creator == "RayService" {
 		// Workers' readiness probes gate Serve traffic; the head starts out
@@ -246,7 +246,7 @@ func buildPod(cluster *rayv1.RayCluster, tmpl *corev1.PodTemplateSpec, nodeType 
 // `ray start`, keeping a user command that does not start Ray as a prefix.
 // A command that already runs `ray start`, or the overwrite annotation,
 // leaves the container as the user wrote it.
-func setRayCommand(ray *corev1.Container, rayStartCmd, overwriteAnnotation string, opts *Options) {
+func setRayCommand(ray *corev1.Container, rayStartCmd, overwriteAnnotation string, opts *BuildOptions) {
 	if strings.EqualFold(overwriteAnnotation, "true") {
 		return
 	}
@@ -267,7 +267,7 @@ func setRayCommand(ray *corev1.Container, rayStartCmd, overwriteAnnotation strin
 // GCS answers; otherwise the raylet exits and the Pod restarts in a loop.
 // It runs from the Ray image with the Ray container's env and mounts (TLS
 // settings live there) but fixed small resources: it only polls.
-func waitGCSReadyContainer(ray *corev1.Container, fqdn, port string, opts *Options) corev1.Container {
+func waitGCSReadyContainer(ray *corev1.Container, fqdn, port string, opts *BuildOptions) corev1.Container {
 	address := fqdn + ":" + port
 	script := fmt.Sprintf(`SECONDS=0
 while true; do

@@ -11,9 +11,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
-	rctesting "github.com/gantry-dev/gantry/pkg/controller/raycluster/testing"
 	"github.com/gantry-dev/gantry/pkg/framework/builder"
 	"github.com/gantry-dev/gantry/pkg/version"
+	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
 )
 
 func envOf(c *corev1.Container, name string) (corev1.EnvVar, bool) {
@@ -45,8 +45,8 @@ func countEnv(c *corev1.Container, name string) int {
 }
 
 func TestBuildHeadPodMetadata(t *testing.T) {
-	cluster := rctesting.MakeRayCluster("rc").Namespace("ns").HeadTemplateLabel("team", "ml").Obj()
-	pod := BuildHeadPod(cluster, DefaultOptions())
+	cluster := raytesting.MakeRayCluster("rc", "ns").HeadTemplateLabel("team", "ml").Obj()
+	pod := BuildHeadPod(cluster, DefaultBuildOptions())
 
 	if pod.GenerateName != "rc-head-" || pod.Name != "" || pod.Namespace != "ns" {
 		t.Errorf("name = %q/%q generateName %q, want generateName rc-head- in ns", pod.Namespace, pod.Name, pod.GenerateName)
@@ -78,7 +78,7 @@ func TestBuildHeadPodMetadata(t *testing.T) {
 }
 
 func TestPodLabelsOperatorKeysWin(t *testing.T) {
-	w := rctesting.MakeRayCluster("rc").WorkerGroup("cpu", 1)
+	w := raytesting.MakeRayCluster("rc", "default").WorkerGroup("cpu", 1)
 	tmpl := &w.Group("cpu").Template
 	tmpl.Labels = map[string]string{
 		"ray.io/cluster":               "other",
@@ -90,7 +90,7 @@ func TestPodLabelsOperatorKeysWin(t *testing.T) {
 	}
 	w.WorkerLabels("cpu", map[string]string{"mine": "from-group"})
 	cluster := w.Obj()
-	pod := BuildWorkerPod(cluster, w.Group("cpu"), WorkerReplica{}, DefaultOptions())
+	pod := BuildWorkerPod(cluster, w.Group("cpu"), WorkerReplica{}, DefaultBuildOptions())
 
 	want := map[string]string{
 		"ray.io/cluster":               "rc",
@@ -153,13 +153,13 @@ func TestRayContainerCommand(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			w := rctesting.MakeRayCluster("rc")
+			w := raytesting.MakeRayCluster("rc", "default")
 			c := &w.Spec.HeadGroupSpec.Template.Spec.Containers[0]
 			c.Command, c.Args = tc.command, tc.args
 			if tc.overwrite {
 				w.Annotation(rayv1.RayOverwriteContainerCmdAnnotationKey, "True")
 			}
-			opts := DefaultOptions()
+			opts := DefaultBuildOptions()
 			opts.LoginShell = tc.loginShell
 			pod := BuildHeadPod(w.Obj(), opts)
 			ray := &pod.Spec.Containers[0]
@@ -195,32 +195,32 @@ func TestHeadPodVolumesAndPorts(t *testing.T) {
 	}{
 		{
 			name:          "shared memory capped at the memory limit; metrics port added",
-			cluster:       rctesting.MakeRayCluster("rc").HeadLimits(rctesting.Resources("cpu", "1", "memory", "2Gi")).Obj(),
+			cluster:       raytesting.MakeRayCluster("rc", "default").HeadLimits(raytesting.Resources("cpu", "1", "memory", "2Gi")).Obj(),
 			wantShm:       true,
 			wantSizeLimit: ptr.To(resource.MustParse("2Gi")),
 			wantPorts:     []corev1.ContainerPort{{Name: "metrics", ContainerPort: 8080}},
 		},
 		{
 			name:      "no memory set: unbounded shared memory",
-			cluster:   rctesting.MakeRayCluster("rc").Obj(),
+			cluster:   raytesting.MakeRayCluster("rc", "default").Obj(),
 			wantShm:   true,
 			wantPorts: []corev1.ContainerPort{{Name: "metrics", ContainerPort: 8080}},
 		},
 		{
 			name:      "plasma-directory moves the object store off /dev/shm",
-			cluster:   rctesting.MakeRayCluster("rc").HeadStartParam("plasma-directory", "/data").Obj(),
+			cluster:   raytesting.MakeRayCluster("rc", "default").HeadStartParam("plasma-directory", "/data").Obj(),
 			wantPorts: []corev1.ContainerPort{{Name: "metrics", ContainerPort: 8080}},
 		},
 		{
 			name:      "a user metrics port is kept",
-			cluster:   rctesting.MakeRayCluster("rc").HeadPort("metrics", 9090).HeadPort("gcs-server", 6379).Obj(),
+			cluster:   raytesting.MakeRayCluster("rc", "default").HeadPort("metrics", 9090).HeadPort("gcs-server", 6379).Obj(),
 			wantShm:   true,
 			wantPorts: []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9090}, {Name: "gcs-server", ContainerPort: 6379}},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pod := BuildHeadPod(tc.cluster, DefaultOptions())
+			pod := BuildHeadPod(tc.cluster, DefaultBuildOptions())
 			ray := &pod.Spec.Containers[0]
 			if diff := cmp.Diff(tc.wantPorts, ray.Ports); diff != "" {
 				t.Errorf("ports (-want +got):\n%s", diff)
@@ -254,12 +254,12 @@ func TestHeadPodVolumesAndPorts(t *testing.T) {
 }
 
 func TestBuildWorkerPod(t *testing.T) {
-	w := rctesting.MakeRayCluster("rc").Namespace("ns").HeadStartParam("port", "6380").WorkerGroup("cpu", 2)
+	w := raytesting.MakeRayCluster("rc", "ns").HeadStartParam("port", "6380").WorkerGroup("cpu", 2)
 	w.Group("cpu").Template.Name = "fixed-name"
 	w.Group("cpu").Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "USER_VAR", Value: "1"}}
 	cluster := w.Obj()
 
-	pod := BuildWorkerPod(cluster, w.Group("cpu"), WorkerReplica{Index: 1}, DefaultOptions())
+	pod := BuildWorkerPod(cluster, w.Group("cpu"), WorkerReplica{Index: 1}, DefaultBuildOptions())
 	if pod.Name != "" || pod.GenerateName != "rc-cpu-worker-" {
 		t.Errorf("name %q generateName %q, want only generateName rc-cpu-worker-", pod.Name, pod.GenerateName)
 	}
@@ -272,7 +272,7 @@ func TestBuildWorkerPod(t *testing.T) {
 		t.Fatalf("init containers = %+v, want wait-gcs-ready", pod.Spec.InitContainers)
 	}
 	initC := &pod.Spec.InitContainers[0]
-	if initC.Image != rctesting.DefaultImage || !strings.Contains(initC.Args[0], "ray health-check --address "+fqdn+":6380") {
+	if initC.Image != raytesting.DefaultImage || !strings.Contains(initC.Args[0], "ray health-check --address "+fqdn+":6380") {
 		t.Errorf("wait-gcs-ready = image %q args %q", initC.Image, initC.Args)
 	}
 	if envValue(t, initC, "USER_VAR") != "1" || envValue(t, initC, EnvFQRayIP) != fqdn || envValue(t, initC, EnvRayIP) != "rc-head-svc" {
@@ -282,7 +282,7 @@ func TestBuildWorkerPod(t *testing.T) {
 		t.Errorf("wait-gcs-ready cpu limit = %s, want 200m", got)
 	}
 
-	opts := DefaultOptions()
+	opts := DefaultBuildOptions()
 	opts.InjectWaitGCSReady = false
 	if pod := BuildWorkerPod(cluster, w.Group("cpu"), WorkerReplica{}, opts); len(pod.Spec.InitContainers) != 0 {
 		t.Errorf("init container injected although disabled: %+v", pod.Spec.InitContainers)
@@ -319,8 +319,8 @@ func TestMultiHostLabels(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			w := rctesting.MakeRayCluster("rc").MultiHostWorkerGroup("tpu", 1, tc.hosts)
-			opts := DefaultOptions()
+			w := raytesting.MakeRayCluster("rc", "default").MultiHostWorkerGroup("tpu", 1, tc.hosts)
+			opts := DefaultBuildOptions()
 			opts.MultiHostIndexing = tc.gate
 			pod := BuildWorkerPod(w.Obj(), w.Group("tpu"), WorkerReplica{Name: "tpu-abcde", Index: 2, HostIndex: 3}, opts)
 			for k, v := range tc.wantLabel {
@@ -338,11 +338,11 @@ func TestMultiHostLabels(t *testing.T) {
 }
 
 func TestSidecarsAndDefaultEnvFromOptions(t *testing.T) {
-	opts := DefaultOptions()
+	opts := DefaultBuildOptions()
 	opts.HeadSidecarContainers = []corev1.Container{{Name: "head-logs"}}
 	opts.WorkerSidecarContainers = []corev1.Container{{Name: "worker-logs"}}
 	opts.DefaultContainerEnvs = []corev1.EnvVar{{Name: "HTTP_PROXY", Value: "proxy"}, {Name: "RAY_ADDRESS", Value: "from-defaults"}}
-	w := rctesting.MakeRayCluster("rc").WorkerGroup("cpu", 1)
+	w := raytesting.MakeRayCluster("rc", "default").WorkerGroup("cpu", 1)
 	cluster := w.Obj()
 
 	head := BuildHeadPod(cluster, opts)
@@ -365,12 +365,12 @@ func TestSidecarsAndDefaultEnvFromOptions(t *testing.T) {
 // does, so upgradeStrategy Recreate set after creation compares against
 // them (the hash leaves upgradeStrategy out).
 func TestRecreateAnnotations(t *testing.T) {
-	opts := DefaultOptions()
+	opts := DefaultBuildOptions()
 	opts.OperatorVersion = "v9.9.9"
 
 	for name, cluster := range map[string]*rayv1.RayCluster{
-		"no upgradeStrategy": rctesting.MakeRayCluster("rc").Obj(),
-		"Recreate":           rctesting.MakeRayCluster("rc").UpgradeStrategy(rayv1.RayClusterRecreate).Obj(),
+		"no upgradeStrategy": raytesting.MakeRayCluster("rc", "default").Obj(),
+		"Recreate":           raytesting.MakeRayCluster("rc", "default").UpgradeStrategy(rayv1.RayClusterRecreate).Obj(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			pod := BuildHeadPod(cluster, opts)
@@ -382,8 +382,8 @@ func TestRecreateAnnotations(t *testing.T) {
 			}
 		})
 	}
-	plain := rctesting.MakeRayCluster("rc").Obj()
-	recreate := rctesting.MakeRayCluster("rc").UpgradeStrategy(rayv1.RayClusterRecreate).Obj()
+	plain := raytesting.MakeRayCluster("rc", "default").Obj()
+	recreate := raytesting.MakeRayCluster("rc", "default").UpgradeStrategy(rayv1.RayClusterRecreate).Obj()
 	if SpecHash(&plain.Spec) != SpecHash(&recreate.Spec) {
 		t.Error("adding upgradeStrategy changed the hash; it would recreate the cluster by itself")
 	}
@@ -394,7 +394,7 @@ func TestRecreateAnnotations(t *testing.T) {
 func TestOperatorVersionIsTheBuildVersion(t *testing.T) {
 	defer func(v string) { version.Version = v }(version.Version)
 	version.Version = "0.7.3"
-	if got := DefaultOptions().OperatorVersion; got != "0.7.3" {
+	if got := DefaultBuildOptions().OperatorVersion; got != "0.7.3" {
 		t.Errorf("OperatorVersion = %q, want the build's version 0.7.3", got)
 	}
 	if got := ConfigFromEnv(func(string) string { return "" }, nil).Build.OperatorVersion; got != "0.7.3" {
@@ -403,32 +403,32 @@ func TestOperatorVersionIsTheBuildVersion(t *testing.T) {
 }
 
 func TestSpecHash(t *testing.T) {
-	base := func() *rctesting.RayClusterWrapper {
-		return rctesting.MakeRayCluster("rc").WorkerGroup("cpu", 2).UpgradeStrategy(rayv1.RayClusterRecreate)
+	base := func() *raytesting.RayClusterWrapper {
+		return raytesting.MakeRayCluster("rc", "default").WorkerGroup("cpu", 2).UpgradeStrategy(rayv1.RayClusterRecreate)
 	}
 	baseHash := SpecHash(&base().Spec)
 	tests := []struct {
 		name       string
-		edit       func(w *rctesting.RayClusterWrapper)
+		edit       func(w *raytesting.RayClusterWrapper)
 		wantChange bool
 	}{
-		{name: "replicas", edit: func(w *rctesting.RayClusterWrapper) { w.Group("cpu").Replicas = ptr.To[int32](7) }},
-		{name: "min and max replicas", edit: func(w *rctesting.RayClusterWrapper) {
+		{name: "replicas", edit: func(w *raytesting.RayClusterWrapper) { w.Group("cpu").Replicas = ptr.To[int32](7) }},
+		{name: "min and max replicas", edit: func(w *raytesting.RayClusterWrapper) {
 			w.Group("cpu").MinReplicas, w.Group("cpu").MaxReplicas = ptr.To[int32](1), ptr.To[int32](100)
 		}},
-		{name: "workersToDelete", edit: func(w *rctesting.RayClusterWrapper) {
+		{name: "workersToDelete", edit: func(w *raytesting.RayClusterWrapper) {
 			w.Group("cpu").ScaleStrategy.WorkersToDelete = []string{"rc-cpu-worker-abcde"}
 		}},
-		{name: "upgrade strategy", edit: func(w *rctesting.RayClusterWrapper) { w.UpgradeStrategy(rayv1.RayClusterUpgradeNone) }},
-		{name: "tolerations and scheduling gates added by Kueue", edit: func(w *rctesting.RayClusterWrapper) {
+		{name: "upgrade strategy", edit: func(w *raytesting.RayClusterWrapper) { w.UpgradeStrategy(rayv1.RayClusterUpgradeNone) }},
+		{name: "tolerations and scheduling gates added by Kueue", edit: func(w *raytesting.RayClusterWrapper) {
 			for _, spec := range []*corev1.PodSpec{&w.Spec.HeadGroupSpec.Template.Spec, &w.Group("cpu").Template.Spec} {
 				spec.Tolerations = []corev1.Toleration{{Key: "kueue", Operator: corev1.TolerationOpExists}}
 				spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "kueue.x-k8s.io/admission"}}
 			}
 		}},
-		{name: "image", edit: func(w *rctesting.RayClusterWrapper) { w.Image("rayproject/ray:2.47.0") }, wantChange: true},
-		{name: "rayStartParams", edit: func(w *rctesting.RayClusterWrapper) { w.WorkerStartParam("cpu", "num-cpus", "1") }, wantChange: true},
-		{name: "a new group", edit: func(w *rctesting.RayClusterWrapper) { w.WorkerGroup("gpu", 0) }, wantChange: true},
+		{name: "image", edit: func(w *raytesting.RayClusterWrapper) { w.Image("rayproject/ray:2.47.0") }, wantChange: true},
+		{name: "rayStartParams", edit: func(w *raytesting.RayClusterWrapper) { w.WorkerStartParam("cpu", "num-cpus", "1") }, wantChange: true},
+		{name: "a new group", edit: func(w *raytesting.RayClusterWrapper) { w.WorkerGroup("gpu", 0) }, wantChange: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -446,15 +446,15 @@ func TestSpecHash(t *testing.T) {
 }
 
 func TestRayServiceServingLabel(t *testing.T) {
-	w := rctesting.MakeRayCluster("rc").Label(rayv1.RayOriginatedFromCRDLabelKey, "RayService").WorkerGroup("cpu", 1)
+	w := raytesting.MakeRayCluster("rc", "default").Label(rayv1.RayOriginatedFromCRDLabelKey, "RayService").WorkerGroup("cpu", 1)
 	cluster := w.Obj()
-	if got := BuildHeadPod(cluster, DefaultOptions()).Labels[rayv1.RayClusterServingServiceLabelKey]; got != "false" {
+	if got := BuildHeadPod(cluster, DefaultBuildOptions()).Labels[rayv1.RayClusterServingServiceLabelKey]; got != "false" {
 		t.Errorf("head ray.io/serve = %q, want false", got)
 	}
-	if got := BuildWorkerPod(cluster, w.Group("cpu"), WorkerReplica{}, DefaultOptions()).Labels[rayv1.RayClusterServingServiceLabelKey]; got != "true" {
+	if got := BuildWorkerPod(cluster, w.Group("cpu"), WorkerReplica{}, DefaultBuildOptions()).Labels[rayv1.RayClusterServingServiceLabelKey]; got != "true" {
 		t.Errorf("worker ray.io/serve = %q, want true", got)
 	}
-	if _, ok := BuildHeadPod(rctesting.MakeRayCluster("plain").Obj(), DefaultOptions()).Labels[rayv1.RayClusterServingServiceLabelKey]; ok {
+	if _, ok := BuildHeadPod(raytesting.MakeRayCluster("plain", "default").Obj(), DefaultBuildOptions()).Labels[rayv1.RayClusterServingServiceLabelKey]; ok {
 		t.Errorf("ray.io/serve set on a plain RayCluster")
 	}
 }
@@ -482,19 +482,19 @@ func TestNameShortening(t *testing.T) {
 
 // richCluster sets every field the builders read, so the purity test
 // exercises every code path that could write through a shared pointer.
-func richCluster() *rctesting.RayClusterWrapper {
-	w := rctesting.MakeRayCluster("rc").Namespace("ns").
+func richCluster() *raytesting.RayClusterWrapper {
+	w := raytesting.MakeRayCluster("rc", "ns").
 		Autoscaling().
 		AutoscalerOptions(&rayv1.AutoscalerOptions{
 			Env:          []corev1.EnvVar{{Name: "A", Value: "1"}},
 			VolumeMounts: []corev1.VolumeMount{{Name: "tls", MountPath: "/tls"}},
-			Resources:    &corev1.ResourceRequirements{Limits: rctesting.Resources("cpu", "1")},
+			Resources:    &corev1.ResourceRequirements{Limits: raytesting.Resources("cpu", "1")},
 		}).
 		GCSFaultTolerance("redis:6379").RedisPasswordFromSecret("redis", "password").RedisUsername("ray").
 		Auth(&rayv1.AuthOptions{Mode: rayv1.AuthModeToken, EnableK8sTokenAuth: ptr.To(true)}).
 		UpgradeStrategy(rayv1.RayClusterRecreate).
 		HeadResources(map[string]string{"cpu": "2", "custom": "1"}).
-		HeadLimits(rctesting.Resources("cpu", "2", "memory", "4Gi")).
+		HeadLimits(raytesting.Resources("cpu", "2", "memory", "4Gi")).
 		HeadPort("serve", 8000).
 		HeadServiceAnnotation("a", "b").
 		HeadService(&corev1.Service{Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "extra", Port: 1}}}}).
@@ -502,7 +502,7 @@ func richCluster() *rctesting.RayClusterWrapper {
 		WorkerGroup("cpu", 2).
 		WorkerLabels("cpu", map[string]string{"zone": "a"}).
 		MultiHostWorkerGroup("tpu", 1, 2).
-		WorkerLimits("tpu", rctesting.Resources("google.com/tpu", "4"))
+		WorkerLimits("tpu", raytesting.Resources("google.com/tpu", "4"))
 	w.Spec.HeadGroupSpec.Template.Spec.InitContainers = []corev1.Container{{Name: "user-init"}}
 	return w
 }
@@ -511,7 +511,7 @@ func TestBuildersDoNotMutateTheCluster(t *testing.T) {
 	w := richCluster()
 	cluster := w.Obj()
 	before := cluster.DeepCopy()
-	opts := DefaultOptions()
+	opts := DefaultBuildOptions()
 	opts.HeadSidecarContainers = []corev1.Container{{Name: "side", Env: []corev1.EnvVar{{Name: "X"}}}}
 	opts.DefaultContainerEnvs = []corev1.EnvVar{{Name: "D", Value: "1"}}
 	optsBefore := opts
@@ -547,7 +547,7 @@ func TestBuildersDoNotMutateTheCluster(t *testing.T) {
 func TestManagedByOnEveryObject(t *testing.T) {
 	w := richCluster()
 	cluster := w.Obj()
-	opts := DefaultOptions()
+	opts := DefaultBuildOptions()
 	serve, err := BuildServeService(cluster)
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
-	"github.com/gantry-dev/gantry/pkg/framework/slowstart"
+	"github.com/gantry-dev/gantry/pkg/framework/events"
+	"github.com/gantry-dev/gantry/pkg/framework/podcond"
 )
 
 // headGroup is the expectations group of the head Pod; worker groups use
@@ -26,11 +27,12 @@ const headGroup = rayv1.RayNodeHeadGroupLabelValue
 // reconcilePods is KubeRay's pod decision chain: suspend, Recreate upgrade,
 // the head Pod, then each worker group. A step that changed Pods usually
 // returns so the next reconcile decides on the cache's new view.
-func (r *Reconciler) reconcilePods(ctx context.Context, cluster *rayv1.RayCluster, st *reconcileState) error {
+func (r *Reconciler) reconcilePods(ctx context.Context, s *scope) error {
+	cluster := s.Object
 	suspending := meta.IsStatusConditionTrue(cluster.Status.Conditions, string(rayv1.RayClusterSuspending))
 	suspended := meta.IsStatusConditionTrue(cluster.Status.Conditions, string(rayv1.RayClusterSuspended))
 	if suspending || (!r.cfg.StatusConditions && cluster.Spec.IsSuspended()) {
-		return r.deleteAllPods(ctx, cluster, st, nil, "the RayCluster is suspending")
+		return r.deleteAllPods(ctx, s, nil, "the RayCluster is suspending")
 	}
 	if r.cfg.StatusConditions && (suspended || cluster.Spec.IsSuspended()) {
 		// Suspended, or about to be: status moves it to Suspending first,
@@ -44,18 +46,18 @@ func (r *Reconciler) reconcilePods(ctx context.Context, cluster *rayv1.RayCluste
 	}
 	if recreate {
 		r.expectations.Delete(client.ObjectKeyFromObject(cluster).String())
-		return r.deleteAllPods(ctx, cluster, st, nil, "the RayCluster spec changed and upgradeStrategy is Recreate")
+		return r.deleteAllPods(ctx, s, nil, "the RayCluster spec changed and upgradeStrategy is Recreate")
 	}
 
 	// Over the pod limit the head is still kept (one Pod), but no worker is
 	// created; scale-down and replacement deletions go on.
-	st.podLimit = podLimitError(&cluster.Spec, r.cfg.MaxPodsPerCluster)
-	skipWorkers, err := r.reconcileHeadPod(ctx, cluster, st)
+	s.podLimit = podLimitError(&cluster.Spec, r.cfg.MaxPodsPerCluster)
+	skipWorkers, err := r.reconcileHeadPod(ctx, s)
 	if err != nil || skipWorkers {
 		return err
 	}
 	for i := range cluster.Spec.WorkerGroupSpecs {
-		if err := r.reconcileWorkerGroup(ctx, cluster, &cluster.Spec.WorkerGroupSpecs[i], st); err != nil {
+		if err := r.reconcileWorkerGroup(ctx, s, &cluster.Spec.WorkerGroupSpecs[i]); err != nil {
 			return err
 		}
 	}
@@ -78,7 +80,8 @@ func (r *Reconciler) listPods(ctx context.Context, cluster *rayv1.RayCluster, ex
 
 // deleteAllPods deletes the cluster's Pods matching extra with a single
 // DeleteCollection request, recording the deletions it expects.
-func (r *Reconciler) deleteAllPods(ctx context.Context, cluster *rayv1.RayCluster, st *reconcileState, extra map[string]string, why string) error {
+func (r *Reconciler) deleteAllPods(ctx context.Context, s *scope, extra map[string]string, why string) error {
+	cluster := s.Object
 	pods, err := r.listPods(ctx, cluster, extra)
 	if err != nil {
 		return err
@@ -107,31 +110,34 @@ func (r *Reconciler) deleteAllPods(ctx context.Context, cluster *rayv1.RayCluste
 		for g, uids := range byGroup {
 			r.expectations.CancelDeletions(key, g, uids...)
 		}
-		warn(r.recorder, cluster, rayv1.FailedToDeletePodCollection, "Failed to delete the Pods of %s/%s: %v", cluster.Namespace, cluster.Name, err)
+		r.recorder.Warning(cluster, string(rayv1.FailedToDeletePodCollection), "Failed to delete the Pods of %s/%s: %v", cluster.Namespace, cluster.Name, err)
 		return NewReplicaFailureError(rayv1.FailedDeleteAllPods, fmt.Errorf("deleting Pods: %w", err))
 	}
-	st.podsChanged = true
-	st.events.add(rayv1.DeletedPod, fmt.Sprintf("Deleted %s: %s", countOf(active, "Pod"), why))
+	s.podsChanged = true
+	s.Events.Add(string(rayv1.DeletedPod), "Deleted %s: %s", events.Count(active, "Pod"), why)
 	return nil
 }
 
 // deletePods deletes the given Pods one by one, recording expectations; a
 // Pod already gone counts as deleted.
-func (r *Reconciler) deletePods(ctx context.Context, cluster *rayv1.RayCluster, st *reconcileState, group string, pods []corev1.Pod) (int, error) {
-	key := client.ObjectKeyFromObject(cluster).String()
+func (r *Reconciler) deletePods(ctx context.Context, s *scope, group string, pods []corev1.Pod) (int, error) {
+	key := client.ObjectKeyFromObject(s.Object).String()
 	deleted := 0
 	for i := range pods {
 		p := &pods[i]
-		r.expectations.ExpectDeletions(key, group, p.UID)
-		if err := r.client.Delete(ctx, p); err != nil {
-			if apierrors.IsNotFound(err) {
-				r.expectations.DeletionObserved(key, group, p.UID)
-				continue
-			}
-			r.expectations.CancelDeletions(key, group, p.UID)
+		gone := false
+		err := r.expectations.DeleteExpecting(key, group, func() error {
+			err := r.client.Delete(ctx, p)
+			gone = apierrors.IsNotFound(err)
+			return err
+		}, p.UID)
+		if err != nil {
 			return deleted, err
 		}
-		st.podsChanged = true
+		if gone {
+			continue
+		}
+		s.podsChanged = true
 		deleted++
 	}
 	return deleted, nil
@@ -195,7 +201,8 @@ func (r *Reconciler) shouldRecreatePodsForUpgrade(ctx context.Context, cluster *
 // reconcileHeadPod keeps exactly one healthy head Pod. skipWorkers is true
 // when the head must not be recreated (ray.io/disable-provisioned-head-restart),
 // which also stops worker reconciliation as in KubeRay.
-func (r *Reconciler) reconcileHeadPod(ctx context.Context, cluster *rayv1.RayCluster, st *reconcileState) (skipWorkers bool, err error) {
+func (r *Reconciler) reconcileHeadPod(ctx context.Context, s *scope) (skipWorkers bool, err error) {
+	cluster := s.Object
 	log := ctrl.LoggerFrom(ctx)
 	key := client.ObjectKeyFromObject(cluster).String()
 	if !r.expectations.Satisfied(key, headGroup) {
@@ -213,11 +220,11 @@ func (r *Reconciler) reconcileHeadPod(ctx context.Context, cluster *rayv1.RayClu
 		if !del {
 			return false, nil
 		}
-		if _, err := r.deletePods(ctx, cluster, st, headGroup, heads); err != nil {
-			warn(r.recorder, cluster, rayv1.FailedToDeleteHeadPod, "Failed to delete head Pod %s: %v", head.Name, err)
+		if _, err := r.deletePods(ctx, s, headGroup, heads); err != nil {
+			r.recorder.Warning(cluster, string(rayv1.FailedToDeleteHeadPod), "Failed to delete head Pod %s: %v", head.Name, err)
 			return false, NewReplicaFailureError(rayv1.FailedDeleteHeadPod, err)
 		}
-		st.events.add(rayv1.DeletedHeadPod, fmt.Sprintf("Deleted head Pod %s: %s", head.Name, reason))
+		s.Events.Add(string(rayv1.DeletedHeadPod), "Deleted head Pod %s: %s", head.Name, reason)
 		// Like KubeRay, return an error so the next reconcile re-evaluates
 		// once the deletion is visible.
 		return false, fmt.Errorf("deleted head Pod %s: %s", head.Name, reason)
@@ -228,14 +235,12 @@ func (r *Reconciler) reconcileHeadPod(ctx context.Context, cluster *rayv1.RayClu
 			return true, nil
 		}
 		pod := BuildHeadPod(cluster, r.cfg.Build)
-		r.expectations.ExpectCreations(key, headGroup, 1)
-		if err := r.client.Create(ctx, &pod); err != nil {
-			r.expectations.CancelCreations(key, headGroup, 1)
-			warn(r.recorder, cluster, rayv1.FailedToCreateHeadPod, "Failed to create head Pod for %s/%s: %v", cluster.Namespace, cluster.Name, err)
+		if _, err := r.expectations.CreateBatch(key, headGroup, 1, func(int) error { return r.client.Create(ctx, &pod) }); err != nil {
+			r.recorder.Warning(cluster, string(rayv1.FailedToCreateHeadPod), "Failed to create head Pod for %s/%s: %v", cluster.Namespace, cluster.Name, err)
 			return false, NewReplicaFailureError(rayv1.FailedCreateHeadPod, err)
 		}
-		st.podsChanged = true
-		st.events.add(rayv1.CreatedHeadPod, "Created head Pod "+pod.Name)
+		s.podsChanged = true
+		s.Events.Add(string(rayv1.CreatedHeadPod), "Created head Pod %s", pod.Name)
 		return false, nil
 	default:
 		names := make([]string, 0, len(heads))
@@ -248,7 +253,8 @@ func (r *Reconciler) reconcileHeadPod(ctx context.Context, cluster *rayv1.RayClu
 }
 
 // reconcileWorkerGroup scales one worker group to its desired size.
-func (r *Reconciler) reconcileWorkerGroup(ctx context.Context, cluster *rayv1.RayCluster, group *rayv1.WorkerGroupSpec, st *reconcileState) error {
+func (r *Reconciler) reconcileWorkerGroup(ctx context.Context, s *scope, group *rayv1.WorkerGroupSpec) error {
+	cluster := s.Object
 	log := ctrl.LoggerFrom(ctx).WithValues("group", group.GroupName)
 	key := client.ObjectKeyFromObject(cluster).String()
 	if !r.expectations.Satisfied(key, group.GroupName) {
@@ -257,14 +263,14 @@ func (r *Reconciler) reconcileWorkerGroup(ctx context.Context, cluster *rayv1.Ra
 	}
 	groupLabels := map[string]string{rayv1.RayNodeTypeLabelKey: string(rayv1.WorkerNode), rayv1.RayNodeGroupLabelKey: group.GroupName}
 	if group.IsSuspended() {
-		return r.deleteAllPods(ctx, cluster, st, groupLabels, fmt.Sprintf("worker group %s is suspended", group.GroupName))
+		return r.deleteAllPods(ctx, s, groupLabels, fmt.Sprintf("worker group %s is suspended", group.GroupName))
 	}
 	pods, err := r.listPods(ctx, cluster, groupLabels)
 	if err != nil {
 		return err
 	}
 	if group.Hosts() > 1 && r.cfg.Build.MultiHostIndexing {
-		return r.reconcileMultiHostWorkerGroup(ctx, cluster, group, pods, st)
+		return r.reconcileMultiHostWorkerGroup(ctx, s, group, pods)
 	}
 
 	// Unhealthy workers go first, and nothing is created in the same pass:
@@ -278,19 +284,19 @@ func (r *Reconciler) reconcileWorkerGroup(ctx context.Context, cluster *rayv1.Ra
 		}
 	}
 	if len(unhealthy) > 0 {
-		n, err := r.deletePods(ctx, cluster, st, group.GroupName, unhealthy)
+		n, err := r.deletePods(ctx, s, group.GroupName, unhealthy)
 		if n > 0 {
-			st.events.add(rayv1.DeletedWorkerPod, fmt.Sprintf("Deleted %s in group %s", countOf(n, "unhealthy worker Pod"), group.GroupName))
+			s.Events.Add(string(rayv1.DeletedWorkerPod), "Deleted %s in group %s", events.Count(n, "unhealthy worker Pod"), group.GroupName)
 		}
 		if err != nil {
-			warn(r.recorder, cluster, rayv1.FailedToDeleteWorkerPod, "Failed to delete unhealthy worker Pods in group %s: %v", group.GroupName, err)
+			r.recorder.Warning(s.Object, string(rayv1.FailedToDeleteWorkerPod), "Failed to delete unhealthy worker Pods in group %s: %v", group.GroupName, err)
 			return NewReplicaFailureError(rayv1.FailedDeleteWorkerPod, err)
 		}
 		return fmt.Errorf("deleted %d unhealthy worker Pods in group %s", n, group.GroupName)
 	}
 
 	// The autoscaler's explicit choices are honoured whatever replicas says.
-	deleted, err := r.deleteWorkersToDelete(ctx, cluster, group, pods, st)
+	deleted, err := r.deleteWorkersToDelete(ctx, s, group, pods)
 	if err != nil {
 		return err
 	}
@@ -307,7 +313,7 @@ func (r *Reconciler) reconcileWorkerGroup(ctx context.Context, cluster *rayv1.Ra
 	diff := int(group.DesiredPods()) - len(running)
 	switch {
 	case diff > 0:
-		return r.createWorkers(ctx, cluster, group, running, diff, st)
+		return r.createWorkers(ctx, s, group, running, diff)
 	case diff < 0:
 		if cluster.Spec.AutoscalingEnabled() && !r.cfg.EnableRandomPodDelete {
 			// The autoscaler picks which workers go, through workersToDelete.
@@ -315,12 +321,12 @@ func (r *Reconciler) reconcileWorkerGroup(ctx context.Context, cluster *rayv1.Ra
 			return nil
 		}
 		victims := scaleDownVictims(running, -diff)
-		n, err := r.deletePods(ctx, cluster, st, group.GroupName, victims)
+		n, err := r.deletePods(ctx, s, group.GroupName, victims)
 		if n > 0 {
-			st.events.add(rayv1.DeletedWorkerPod, fmt.Sprintf("Deleted %s in group %s (scale down)", countOf(n, "worker Pod"), group.GroupName))
+			s.Events.Add(string(rayv1.DeletedWorkerPod), "Deleted %s in group %s (scale down)", events.Count(n, "worker Pod"), group.GroupName)
 		}
 		if err != nil {
-			warn(r.recorder, cluster, rayv1.FailedToDeleteWorkerPod, "Failed to delete worker Pods in group %s: %v", group.GroupName, err)
+			r.recorder.Warning(s.Object, string(rayv1.FailedToDeleteWorkerPod), "Failed to delete worker Pods in group %s: %v", group.GroupName, err)
 			return NewReplicaFailureError(rayv1.FailedDeleteWorkerPod, err)
 		}
 	}
@@ -331,7 +337,7 @@ func (r *Reconciler) reconcileWorkerGroup(ctx context.Context, cluster *rayv1.Ra
 // that still exist. Like KubeRay, the list is then treated as consumed for
 // this reconcile; the autoscaler owns clearing it in the spec. Pods already
 // gone are not deleted again, so a stale list costs no requests.
-func (r *Reconciler) deleteWorkersToDelete(ctx context.Context, cluster *rayv1.RayCluster, group *rayv1.WorkerGroupSpec, pods []corev1.Pod, st *reconcileState) (map[string]bool, error) {
+func (r *Reconciler) deleteWorkersToDelete(ctx context.Context, s *scope, group *rayv1.WorkerGroupSpec, pods []corev1.Pod) (map[string]bool, error) {
 	deleted := map[string]bool{}
 	if len(group.ScaleStrategy.WorkersToDelete) == 0 {
 		return deleted, nil
@@ -349,12 +355,12 @@ func (r *Reconciler) deleteWorkersToDelete(ctx context.Context, cluster *rayv1.R
 			}
 		}
 	}
-	n, err := r.deletePods(ctx, cluster, st, group.GroupName, victims)
+	n, err := r.deletePods(ctx, s, group.GroupName, victims)
 	if n > 0 {
-		st.events.add(rayv1.DeletedWorkerPod, fmt.Sprintf("Deleted %s in group %s named in workersToDelete", countOf(n, "worker Pod"), group.GroupName))
+		s.Events.Add(string(rayv1.DeletedWorkerPod), "Deleted %s in group %s named in workersToDelete", events.Count(n, "worker Pod"), group.GroupName)
 	}
 	if err != nil {
-		warn(r.recorder, cluster, rayv1.FailedToDeleteWorkerPod, "Failed to delete workersToDelete Pods in group %s: %v", group.GroupName, err)
+		r.recorder.Warning(s.Object, string(rayv1.FailedToDeleteWorkerPod), "Failed to delete workersToDelete Pods in group %s: %v", group.GroupName, err)
 		return deleted, NewReplicaFailureError(rayv1.FailedDeleteWorkerPod, err)
 	}
 	return deleted, nil
@@ -362,27 +368,24 @@ func (r *Reconciler) deleteWorkersToDelete(ctx context.Context, cluster *rayv1.R
 
 // createWorkers creates n worker Pods in slow-start batches, giving each
 // the lowest free replica index.
-func (r *Reconciler) createWorkers(ctx context.Context, cluster *rayv1.RayCluster, group *rayv1.WorkerGroupSpec, running []corev1.Pod, n int, st *reconcileState) error {
-	if st.podLimit != nil {
-		ctrl.LoggerFrom(ctx).V(1).Info("not creating worker Pods", "group", group.GroupName, "reason", st.podLimit.Error())
+func (r *Reconciler) createWorkers(ctx context.Context, s *scope, group *rayv1.WorkerGroupSpec, running []corev1.Pod, n int) error {
+	if s.podLimit != nil {
+		ctrl.LoggerFrom(ctx).V(1).Info("not creating worker Pods", "group", group.GroupName, "reason", s.podLimit.Error())
 		return nil
 	}
+	cluster := s.Object
 	key := client.ObjectKeyFromObject(cluster).String()
 	indices := freeIndices(running, n)
-	r.expectations.ExpectCreations(key, group.GroupName, n)
-	created, err := slowstart.SlowStartBatch(n, 1, func(i int) error {
+	created, err := r.expectations.CreateBatch(key, group.GroupName, n, func(i int) error {
 		pod := BuildWorkerPod(cluster, group, WorkerReplica{Index: indices[i]}, r.cfg.Build)
 		return r.client.Create(ctx, &pod)
 	})
-	if created < n {
-		r.expectations.CancelCreations(key, group.GroupName, n-created)
-	}
 	if created > 0 {
-		st.podsChanged = true
-		st.events.add(rayv1.CreatedWorkerPod, fmt.Sprintf("Created %s in group %s", countOf(created, "worker Pod"), group.GroupName))
+		s.podsChanged = true
+		s.Events.Add(string(rayv1.CreatedWorkerPod), "Created %s in group %s", events.Count(created, "worker Pod"), group.GroupName)
 	}
 	if err != nil {
-		warn(r.recorder, cluster, rayv1.FailedToCreateWorkerPod, "Failed to create worker Pods in group %s: %v", group.GroupName, err)
+		r.recorder.Warning(cluster, string(rayv1.FailedToCreateWorkerPod), "Failed to create worker Pods in group %s: %v", group.GroupName, err)
 		return NewReplicaFailureError(rayv1.FailedCreateWorkerPod, err)
 	}
 	return nil
@@ -415,7 +418,7 @@ func scaleDownVictims(pods []corev1.Pod, n int) []corev1.Pod {
 			return 0
 		case p.Status.Phase == corev1.PodPending:
 			return 1
-		case !podReadyConditionTrue(p):
+		case !podcond.IsReady(p):
 			return 2
 		}
 		return 3

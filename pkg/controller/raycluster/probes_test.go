@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
-	rctesting "github.com/gantry-dev/gantry/pkg/controller/raycluster/testing"
+	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
 )
 
 func probeCommand(p *corev1.Probe) string {
@@ -21,7 +21,7 @@ func TestDefaultProbes(t *testing.T) {
 	userProbe := &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{}}, PeriodSeconds: 42}
 	tests := []struct {
 		name             string
-		build            func(opts Options) *corev1.Container
+		build            func(opts BuildOptions) *corev1.Container
 		inject           bool
 		wantLiveness     []string // substrings of the exec command; nil = no probe
 		wantReadiness    []string
@@ -31,8 +31,8 @@ func TestDefaultProbes(t *testing.T) {
 	}{
 		{
 			name: "head checks raylet and GCS",
-			build: func(opts Options) *corev1.Container {
-				return &BuildHeadPod(rctesting.MakeRayCluster("rc").Obj(), opts).Spec.Containers[0]
+			build: func(opts BuildOptions) *corev1.Container {
+				return &BuildHeadPod(raytesting.MakeRayCluster("rc", "default").Obj(), opts).Spec.Containers[0]
 			},
 			inject:           true,
 			wantLiveness:     []string{"http://localhost:52365/api/local_raylet_healthz", "http://localhost:8265/api/gcs_healthz"},
@@ -42,8 +42,8 @@ func TestDefaultProbes(t *testing.T) {
 		},
 		{
 			name: "worker checks the raylet on a custom agent port",
-			build: func(opts Options) *corev1.Container {
-				w := rctesting.MakeRayCluster("rc").WorkerGroup("cpu", 1).WorkerStartParam("cpu", "dashboard-agent-listen-port", "6000")
+			build: func(opts BuildOptions) *corev1.Container {
+				w := raytesting.MakeRayCluster("rc", "default").WorkerGroup("cpu", 1).WorkerStartParam("cpu", "dashboard-agent-listen-port", "6000")
 				return &BuildWorkerPod(w.Obj(), w.Group("cpu"), WorkerReplica{}, opts).Spec.Containers[0]
 			},
 			inject:           true,
@@ -54,8 +54,8 @@ func TestDefaultProbes(t *testing.T) {
 		},
 		{
 			name: "RayService worker readiness also checks the Serve proxy",
-			build: func(opts Options) *corev1.Container {
-				w := rctesting.MakeRayCluster("rc").Label(rayv1.RayOriginatedFromCRDLabelKey, "RayService").WorkerGroup("cpu", 1)
+			build: func(opts BuildOptions) *corev1.Container {
+				w := raytesting.MakeRayCluster("rc", "default").Label(rayv1.RayOriginatedFromCRDLabelKey, "RayService").WorkerGroup("cpu", 1)
 				return &BuildWorkerPod(w.Obj(), w.Group("cpu"), WorkerReplica{}, opts).Spec.Containers[0]
 			},
 			inject:           true,
@@ -66,8 +66,8 @@ func TestDefaultProbes(t *testing.T) {
 		},
 		{
 			name: "a user liveness probe is kept and readiness still defaulted",
-			build: func(opts Options) *corev1.Container {
-				w := rctesting.MakeRayCluster("rc")
+			build: func(opts BuildOptions) *corev1.Container {
+				w := raytesting.MakeRayCluster("rc", "default")
 				w.Spec.HeadGroupSpec.Template.Spec.Containers[0].LivenessProbe = userProbe.DeepCopy()
 				return &BuildHeadPod(w.Obj(), opts).Spec.Containers[0]
 			},
@@ -78,14 +78,14 @@ func TestDefaultProbes(t *testing.T) {
 		},
 		{
 			name: "injection off",
-			build: func(opts Options) *corev1.Container {
-				return &BuildHeadPod(rctesting.MakeRayCluster("rc").Obj(), opts).Spec.Containers[0]
+			build: func(opts BuildOptions) *corev1.Container {
+				return &BuildHeadPod(raytesting.MakeRayCluster("rc", "default").Obj(), opts).Spec.Containers[0]
 			},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := DefaultOptions()
+			opts := DefaultBuildOptions()
 			opts.InjectProbes = tc.inject
 			c := tc.build(opts)
 
@@ -129,10 +129,10 @@ func TestDefaultProbes(t *testing.T) {
 }
 
 func TestProbeSettingsFromOptions(t *testing.T) {
-	opts := DefaultOptions()
+	opts := DefaultBuildOptions()
 	opts.Probes.LivenessFailureThreshold = 7
 	opts.Probes.ReadinessPeriodSeconds = 11
-	c := BuildHeadPod(rctesting.MakeRayCluster("rc").Obj(), opts).Spec.Containers[0]
+	c := BuildHeadPod(raytesting.MakeRayCluster("rc", "default").Obj(), opts).Spec.Containers[0]
 	if c.LivenessProbe.FailureThreshold != 7 || c.ReadinessProbe.PeriodSeconds != 11 {
 		t.Errorf("probes ignore configured settings: liveness %+v readiness %+v", c.LivenessProbe, c.ReadinessProbe)
 	}

@@ -7,25 +7,25 @@ import (
 	"github.com/google/go-cmp/cmp"
 	rbacv1 "k8s.io/api/rbac/v1"
 
-	rctesting "github.com/gantry-dev/gantry/pkg/controller/raycluster/testing"
+	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
 )
 
 func TestBuildAutoscalerRBAC(t *testing.T) {
 	long := strings.Repeat("a", 55)
 	tests := []struct {
 		name       string
-		cluster    *rctesting.RayClusterWrapper
+		cluster    *raytesting.RayClusterWrapper
 		wantSA     string // "" = no ServiceAccount built
 		wantRole   string
 		wantSubjSA string
 	}{
-		{name: "operator-made account", cluster: rctesting.MakeRayCluster("rc"), wantSA: "rc", wantRole: "rc", wantSubjSA: "rc"},
-		{name: "user account is bound, not built", cluster: rctesting.MakeRayCluster("rc").HeadServiceAccount("mine"), wantRole: "rc", wantSubjSA: "mine"},
-		{name: "long names are shortened like KubeRay's", cluster: rctesting.MakeRayCluster(long), wantSA: long[5:], wantRole: long[5:], wantSubjSA: long[5:]},
+		{name: "operator-made account", cluster: raytesting.MakeRayCluster("rc", "ns"), wantSA: "rc", wantRole: "rc", wantSubjSA: "rc"},
+		{name: "user account is bound, not built", cluster: raytesting.MakeRayCluster("rc", "ns").HeadServiceAccount("mine"), wantRole: "rc", wantSubjSA: "mine"},
+		{name: "long names are shortened like KubeRay's", cluster: raytesting.MakeRayCluster(long, "ns"), wantSA: long[5:], wantRole: long[5:], wantSubjSA: long[5:]},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cluster := tc.cluster.Namespace("ns").Autoscaling().Obj()
+			cluster := tc.cluster.Autoscaling().Obj()
 			rbac := BuildAutoscalerRBAC(cluster)
 
 			if (rbac.ServiceAccount != nil) != (tc.wantSA != "") {
@@ -35,7 +35,7 @@ func TestBuildAutoscalerRBAC(t *testing.T) {
 				t.Errorf("ServiceAccount %s %s, want %s", rbac.ServiceAccount.Kind, rbac.ServiceAccount.Name, tc.wantSA)
 			}
 			// The head Pod must run as the account the RoleBinding names.
-			if got := BuildHeadPod(cluster, DefaultOptions()).Spec.ServiceAccountName; got != tc.wantSubjSA {
+			if got := BuildHeadPod(cluster, DefaultBuildOptions()).Spec.ServiceAccountName; got != tc.wantSubjSA {
 				t.Errorf("head Pod serviceAccountName = %q, want %q", got, tc.wantSubjSA)
 			}
 			if rbac.Role.Name != tc.wantRole || rbac.RoleBinding.Name != tc.wantRole || rbac.Role.Namespace != "ns" {

@@ -9,7 +9,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
 
-	rctesting "github.com/gantry-dev/gantry/pkg/controller/raycluster/testing"
+	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
 )
 
 // TestManagerHoldsEveryAutoscalerPermission: the API server refuses to let
@@ -35,7 +35,7 @@ func TestManagerHoldsEveryAutoscalerPermission(t *testing.T) {
 		}
 		return false
 	}
-	role := BuildAutoscalerRBAC(rctesting.MakeRayCluster("rc").Namespace("ns").Autoscaling().Obj()).Role
+	role := BuildAutoscalerRBAC(raytesting.MakeRayCluster("rc", "ns").Autoscaling().Obj()).Role
 	for _, rule := range role.Rules {
 		for _, g := range rule.APIGroups {
 			for _, res := range rule.Resources {

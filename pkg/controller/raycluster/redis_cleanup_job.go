@@ -53,7 +53,7 @@ func redisCleanupScript(withUsername bool) string {
 // it has the same image, Redis settings, credentials and scheduling
 // constraints, keeps only the Ray container, and runs no Ray processes (no
 // probes, small fixed resources, no GPU).
-func BuildRedisCleanupJob(cluster *rayv1.RayCluster, opts Options) batchv1.Job {
+func BuildRedisCleanupJob(cluster *rayv1.RayCluster, opts BuildOptions) batchv1.Job {
 	// The cleanup needs neither the autoscaler nor sidecars.
 	opts.HeadSidecarContainers = nil
 	pod := BuildHeadPod(cluster, opts)

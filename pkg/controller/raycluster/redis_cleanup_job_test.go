@@ -7,38 +7,38 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
-	rctesting "github.com/gantry-dev/gantry/pkg/controller/raycluster/testing"
+	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
 )
 
 func TestBuildRedisCleanupJob(t *testing.T) {
 	tests := []struct {
 		name         string
-		cluster      *rctesting.RayClusterWrapper
+		cluster      *raytesting.RayClusterWrapper
 		wantName     string
 		wantUsername bool
 	}{
 		{
 			name:     "password only",
-			cluster:  rctesting.MakeRayCluster("rc").GCSFaultTolerance("redis:6379").RedisPasswordFromSecret("redis", "pw"),
+			cluster:  raytesting.MakeRayCluster("rc", "ns").GCSFaultTolerance("redis:6379").RedisPasswordFromSecret("redis", "pw"),
 			wantName: "rc-redis-cleanup",
 		},
 		{
 			name:         "with username",
-			cluster:      rctesting.MakeRayCluster("rc").GCSFaultTolerance("redis:6379").RedisUsername("ray"),
+			cluster:      raytesting.MakeRayCluster("rc", "ns").GCSFaultTolerance("redis:6379").RedisUsername("ray"),
 			wantName:     "rc-redis-cleanup",
 			wantUsername: true,
 		},
 		{
 			name:     "long name cut to 63",
-			cluster:  rctesting.MakeRayCluster(strings.Repeat("c", 53)).GCSFaultTolerance("redis:6379"),
+			cluster:  raytesting.MakeRayCluster(strings.Repeat("c", 53), "ns").GCSFaultTolerance("redis:6379"),
 			wantName: (strings.Repeat("c", 53) + "-redis-cleanup")[:63],
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cluster := tc.cluster.Namespace("ns").Autoscaling().
-				HeadLimits(rctesting.Resources("cpu", "8", "nvidia.com/gpu", "1")).Obj()
-			opts := DefaultOptions()
+			cluster := tc.cluster.Autoscaling().
+				HeadLimits(raytesting.Resources("cpu", "8", "nvidia.com/gpu", "1")).Obj()
+			opts := DefaultBuildOptions()
 			opts.HeadSidecarContainers = []corev1.Container{{Name: "log-shipper"}}
 			job := BuildRedisCleanupJob(cluster, opts)
 

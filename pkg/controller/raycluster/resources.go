@@ -6,117 +6,91 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
+	"github.com/gantry-dev/gantry/pkg/framework/apply"
 )
 
 // applyOwned server-side applies an object the cluster owns wholesale
 // (Services, autoscaler RBAC, Ingress; their builders label them
-// managed-by=gantry, which the manager's cache needs), sending nothing when the cached object
-// already matches, and reports whether the object was new. Beyond KubeRay,
-// whose objects are create-only, a changed annotation or port reaches the
-// cluster and edits by others to fields Gantry owns are taken back.
-func (r *Reconciler) applyOwned(ctx context.Context, desired client.Object, live client.Object) (created bool, err error) {
-	err = r.client.Get(ctx, client.ObjectKeyFromObject(desired), live)
-	switch {
-	case apierrors.IsNotFound(err):
-		live = nil
-	case err != nil:
-		return false, err
-	}
-	if live != nil && !isControlledBy(live, desired) {
-		return false, fmt.Errorf("%T %s exists and is not owned by this RayCluster", desired, desired.GetName())
-	}
-	if _, err := r.applier.ApplyIfChanged(ctx, desired, live); err != nil {
-		return false, err
-	}
-	return live == nil, nil
+// managed-by=gantry, which the manager's cache needs), sending nothing when
+// the cached object already matches, and reports whether the object was
+// new. Beyond KubeRay, whose objects are create-only, a changed annotation
+// or port reaches the cluster and edits by others to fields Gantry owns are
+// taken back.
+func (r *Reconciler) applyOwned(ctx context.Context, desired client.Object) (created bool, err error) {
+	res, _, err := r.applier.Ensure(ctx, desired)
+	return res == apply.Created, err
 }
 
-// isControlledBy reports whether live has the same controller owner as
-// desired, or no controller at all (an object Gantry may adopt).
-func isControlledBy(live, desired client.Object) bool {
-	want := controllerUID(desired)
-	got := controllerUID(live)
-	return got == "" || got == want
-}
-
-func controllerUID(obj client.Object) string {
-	for _, ref := range obj.GetOwnerReferences() {
-		if ref.Controller != nil && *ref.Controller {
-			return string(ref.UID)
-		}
-	}
-	return ""
-}
-
-func (r *Reconciler) reconcileAutoscalerRBAC(ctx context.Context, cluster *rayv1.RayCluster, st *reconcileState) error {
+func (r *Reconciler) reconcileAutoscalerRBAC(ctx context.Context, s *scope) error {
+	cluster := s.Object
 	if !cluster.Spec.AutoscalingEnabled() {
 		return nil
 	}
 	rbac := BuildAutoscalerRBAC(cluster)
 	if rbac.ServiceAccount != nil {
-		if created, err := r.applyOwned(ctx, rbac.ServiceAccount, &corev1.ServiceAccount{}); err != nil {
+		if created, err := r.applyOwned(ctx, rbac.ServiceAccount); err != nil {
 			return err
 		} else if created {
-			st.events.add("CreatedServiceAccount", "Created ServiceAccount "+rbac.ServiceAccount.Name)
+			s.Events.Add("CreatedServiceAccount", "Created ServiceAccount %s", rbac.ServiceAccount.Name)
 		}
 	}
-	if created, err := r.applyOwned(ctx, rbac.Role, &rbacv1.Role{}); err != nil {
+	if created, err := r.applyOwned(ctx, rbac.Role); err != nil {
 		return err
 	} else if created {
-		st.events.add("CreatedRole", "Created Role "+rbac.Role.Name)
+		s.Events.Add("CreatedRole", "Created Role %s", rbac.Role.Name)
 	}
-	if created, err := r.applyOwned(ctx, rbac.RoleBinding, &rbacv1.RoleBinding{}); err != nil {
+	if created, err := r.applyOwned(ctx, rbac.RoleBinding); err != nil {
 		return err
 	} else if created {
-		st.events.add("CreatedRoleBinding", "Created RoleBinding "+rbac.RoleBinding.Name)
+		s.Events.Add("CreatedRoleBinding", "Created RoleBinding %s", rbac.RoleBinding.Name)
 	}
 	return nil
 }
 
-func (r *Reconciler) reconcileHeadService(ctx context.Context, cluster *rayv1.RayCluster, st *reconcileState) error {
-	svc := BuildHeadService(cluster, r.cfg.Build)
+func (r *Reconciler) reconcileHeadService(ctx context.Context, s *scope) error {
+	svc := BuildHeadService(s.Object, r.cfg.Build)
 	recreated, err := r.deleteHeadServiceIfImmutable(ctx, svc)
 	if err != nil {
 		return err
 	}
-	created, err := r.applyOwned(ctx, svc, &corev1.Service{})
+	created, err := r.applyOwned(ctx, svc)
 	if err != nil {
 		return err
 	}
 	switch {
 	case recreated != "":
-		st.events.add(rayv1.CreatedService, fmt.Sprintf("Recreated head Service %s: %s", svc.Name, recreated))
+		s.Events.Add(string(rayv1.CreatedService), "Recreated head Service %s: %s", svc.Name, recreated)
 	case created:
-		st.events.add(rayv1.CreatedService, "Created head Service "+svc.Name)
+		s.Events.Add(string(rayv1.CreatedService), "Created head Service %s", svc.Name)
 	}
 	// The applied object has the allocated clusterIP the cache may not
 	// have seen yet; status reports it.
-	st.headService = svc
+	s.headService = svc
 	if svc.ResourceVersion == "" {
 		// Nothing was sent: the cached object is current.
-		st.headService = nil
+		s.headService = nil
 	}
 	return nil
 }
 
-func (r *Reconciler) reconcileHeadlessService(ctx context.Context, cluster *rayv1.RayCluster, st *reconcileState) error {
-	if !NeedsHeadlessService(cluster) {
+func (r *Reconciler) reconcileHeadlessService(ctx context.Context, s *scope) error {
+	if !NeedsHeadlessService(s.Object) {
 		return nil
 	}
-	svc := BuildHeadlessService(cluster)
-	created, err := r.applyOwned(ctx, svc, &corev1.Service{})
+	svc := BuildHeadlessService(s.Object)
+	created, err := r.applyOwned(ctx, svc)
 	if err == nil && created {
-		st.events.add(rayv1.CreatedService, "Created headless Service "+svc.Name)
+		s.Events.Add(string(rayv1.CreatedService), "Created headless Service %s", svc.Name)
 	}
 	return err
 }
 
-func (r *Reconciler) reconcileServeService(ctx context.Context, cluster *rayv1.RayCluster, st *reconcileState) error {
+func (r *Reconciler) reconcileServeService(ctx context.Context, s *scope) error {
+	cluster := s.Object
 	if !ServeServiceEnabled(cluster) {
 		return nil
 	}
@@ -129,9 +103,9 @@ func (r *Reconciler) reconcileServeService(ctx context.Context, cluster *rayv1.R
 	if err != nil {
 		return err
 	}
-	created, err := r.applyOwned(ctx, svc, &corev1.Service{})
+	created, err := r.applyOwned(ctx, svc)
 	if err == nil && created {
-		st.events.add(rayv1.CreatedService, "Created serve Service "+svc.Name)
+		s.Events.Add(string(rayv1.CreatedService), "Created serve Service %s", svc.Name)
 	}
 	return err
 }
@@ -147,7 +121,7 @@ func (r *Reconciler) deleteHeadServiceIfImmutable(ctx context.Context, desired *
 		return "", client.IgnoreNotFound(err)
 	}
 	why := immutableServiceChange(live, desired)
-	if why == "" || !live.DeletionTimestamp.IsZero() || !isControlledBy(live, desired) {
+	if why == "" || !live.DeletionTimestamp.IsZero() || !apply.MayTakeOver(live, desired) {
 		return "", nil
 	}
 	if err := r.client.Delete(ctx, live, client.Preconditions{UID: &live.UID}); client.IgnoreNotFound(err) != nil {

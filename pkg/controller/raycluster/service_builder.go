@@ -97,7 +97,7 @@ func headServiceSelector(cluster *rayv1.RayCluster) map[string]string {
 // user-provided spec.headGroupSpec.headService is the starting point: its
 // selector is replaced, and operator ports, labels and the
 // headServiceAnnotations win over the user's on equal keys.
-func BuildHeadService(cluster *rayv1.RayCluster, opts Options) *corev1.Service {
+func BuildHeadService(cluster *rayv1.RayCluster, opts BuildOptions) *corev1.Service {
 	selector := headServiceSelector(cluster)
 	labels := maps.Clone(selector)
 	labels[builder.LabelManagedBy] = builder.ManagedByGantry

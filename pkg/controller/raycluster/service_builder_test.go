@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
-	rctesting "github.com/gantry-dev/gantry/pkg/controller/raycluster/testing"
+	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
 )
 
 func svcPort(name string, port int32) corev1.ServicePort {
@@ -29,7 +29,7 @@ func TestBuildHeadService(t *testing.T) {
 	tests := []struct {
 		name          string
 		cluster       *rayv1.RayCluster
-		opts          func(*Options)
+		opts          func(*BuildOptions)
 		wantName      string
 		wantType      corev1.ServiceType
 		wantClusterIP string
@@ -37,28 +37,28 @@ func TestBuildHeadService(t *testing.T) {
 	}{
 		{
 			name:          "default: headless with KubeRay's ports sorted by name",
-			cluster:       rctesting.MakeRayCluster("rc").Obj(),
+			cluster:       raytesting.MakeRayCluster("rc", "default").Obj(),
 			wantName:      "rc-head-svc",
 			wantClusterIP: corev1.ClusterIPNone,
 			wantPorts:     defaultHeadPorts,
 		},
 		{
 			name:      "cluster IP when configured",
-			cluster:   rctesting.MakeRayCluster("rc").Obj(),
-			opts:      func(o *Options) { o.HeadClusterIPService = true },
+			cluster:   raytesting.MakeRayCluster("rc", "default").Obj(),
+			opts:      func(o *BuildOptions) { o.HeadClusterIPService = true },
 			wantName:  "rc-head-svc",
 			wantPorts: defaultHeadPorts,
 		},
 		{
 			name:      "a LoadBalancer is never headless",
-			cluster:   rctesting.MakeRayCluster("rc").ServiceType(corev1.ServiceTypeLoadBalancer).Obj(),
+			cluster:   raytesting.MakeRayCluster("rc", "default").ServiceType(corev1.ServiceTypeLoadBalancer).Obj(),
 			wantName:  "rc-head-svc",
 			wantType:  corev1.ServiceTypeLoadBalancer,
 			wantPorts: defaultHeadPorts,
 		},
 		{
 			name: "container ports replace defaults by name, unnamed ones are named, taken numbers are skipped",
-			cluster: rctesting.MakeRayCluster("rc").
+			cluster: raytesting.MakeRayCluster("rc", "default").
 				HeadPort("gcs-server", 6380).
 				HeadPort("my-dashboard", 8265).
 				HeadPort("", 9999).
@@ -77,7 +77,7 @@ func TestBuildHeadService(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := DefaultOptions()
+			opts := DefaultBuildOptions()
 			if tc.opts != nil {
 				tc.opts(&opts)
 			}
@@ -117,9 +117,9 @@ func TestBuildHeadService(t *testing.T) {
 func TestHeadServiceSelectsTheHeadPod(t *testing.T) {
 	// KubeRay lets a template label override ray.io/identifier on the Pod;
 	// the Service must follow, or it selects nothing.
-	cluster := rctesting.MakeRayCluster("rc").HeadTemplateLabel(rayv1.RayIDLabelKey, "custom").Obj()
-	pod := BuildHeadPod(cluster, DefaultOptions())
-	svc := BuildHeadService(cluster, DefaultOptions())
+	cluster := raytesting.MakeRayCluster("rc", "default").HeadTemplateLabel(rayv1.RayIDLabelKey, "custom").Obj()
+	pod := BuildHeadPod(cluster, DefaultBuildOptions())
+	svc := BuildHeadService(cluster, DefaultBuildOptions())
 	for k, v := range svc.Spec.Selector {
 		if pod.Labels[k] != v {
 			t.Errorf("selector %s=%s does not match the head Pod's %q", k, v, pod.Labels[k])
@@ -145,12 +145,12 @@ func TestBuildHeadServiceWithUserService(t *testing.T) {
 			},
 		},
 	}
-	cluster := rctesting.MakeRayCluster("rc").Namespace("ns").
+	cluster := raytesting.MakeRayCluster("rc", "ns").
 		ServiceType(corev1.ServiceTypeNodePort).
 		HeadService(user).
 		HeadServiceAnnotation("shared", "operator").
 		Obj()
-	svc := BuildHeadService(cluster, DefaultOptions())
+	svc := BuildHeadService(cluster, DefaultBuildOptions())
 
 	if svc.Name != "my-head" || svc.Namespace != "ns" || svc.ResourceVersion != "" {
 		t.Errorf("metadata = %s/%s rv %q, want ns/my-head without resourceVersion", svc.Namespace, svc.Name, svc.ResourceVersion)
@@ -186,8 +186,8 @@ func TestBuildHeadServiceWithUserService(t *testing.T) {
 }
 
 func TestBuildHeadlessService(t *testing.T) {
-	cluster := rctesting.MakeRayCluster("rc").Namespace("ns").MultiHostWorkerGroup("tpu", 1, 2).Obj()
-	if !NeedsHeadlessService(cluster) || NeedsHeadlessService(rctesting.MakeRayCluster("x").WorkerGroup("cpu", 3).Obj()) {
+	cluster := raytesting.MakeRayCluster("rc", "ns").MultiHostWorkerGroup("tpu", 1, 2).Obj()
+	if !NeedsHeadlessService(cluster) || NeedsHeadlessService(raytesting.MakeRayCluster("x", "default").WorkerGroup("cpu", 3).Obj()) {
 		t.Errorf("NeedsHeadlessService must be true exactly when a group has numOfHosts > 1")
 	}
 	svc := BuildHeadlessService(cluster)
@@ -213,9 +213,9 @@ func TestBuildServeService(t *testing.T) {
 		wantPort int32
 		wantErr  error
 	}{
-		{name: "default serve port", cluster: rctesting.MakeRayCluster("rc").Obj(), wantPort: 8000},
-		{name: "user serve port", cluster: rctesting.MakeRayCluster("rc").HeadPort("serve", 9000).Obj(), wantPort: 9000},
-		{name: "port 8000 used by another name", cluster: rctesting.MakeRayCluster("rc").HeadPort("http", 8000).Obj(), wantErr: ErrNoServePort},
+		{name: "default serve port", cluster: raytesting.MakeRayCluster("rc", "default").Obj(), wantPort: 8000},
+		{name: "user serve port", cluster: raytesting.MakeRayCluster("rc", "default").HeadPort("serve", 9000).Obj(), wantPort: 9000},
+		{name: "port 8000 used by another name", cluster: raytesting.MakeRayCluster("rc", "default").HeadPort("http", 8000).Obj(), wantErr: ErrNoServePort},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -247,8 +247,8 @@ func TestBuildServeService(t *testing.T) {
 			}
 		})
 	}
-	if ServeServiceEnabled(rctesting.MakeRayCluster("rc").Obj()) ||
-		!ServeServiceEnabled(rctesting.MakeRayCluster("rc").Annotation(rayv1.EnableServeServiceKey, "true").Obj()) {
+	if ServeServiceEnabled(raytesting.MakeRayCluster("rc", "default").Obj()) ||
+		!ServeServiceEnabled(raytesting.MakeRayCluster("rc", "default").Annotation(rayv1.EnableServeServiceKey, "true").Obj()) {
 		t.Errorf("ServeServiceEnabled must follow the %s annotation", rayv1.EnableServeServiceKey)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
+	"github.com/gantry-dev/gantry/pkg/framework/podcond"
 )
 
 // tpuResourceName is the only accelerator status reports separately from GPUs.
@@ -182,20 +183,11 @@ func countWorkerPods(pods []corev1.Pod) (ready, available int32) {
 			continue
 		}
 		available++
-		if podReadyConditionTrue(pod) {
+		if podcond.IsReady(pod) {
 			ready++
 		}
 	}
 	return ready, available
-}
-
-func podReadyConditionTrue(pod *corev1.Pod) bool {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // allPodsRunningAndReady is KubeRay's "all Pods running" test: there is at

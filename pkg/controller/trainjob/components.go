@@ -3,14 +3,13 @@ package trainjob
 import (
 	"context"
 	"fmt"
-	"reflect"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/gantry-dev/gantry/pkg/framework/apply"
 	"github.com/gantry-dev/gantry/pkg/runtime"
 )
 
@@ -42,45 +41,21 @@ func (r *Reconciler) applyComponents(ctx context.Context, comps []runtime.Compon
 			}
 			continue
 		}
-		live, err := r.liveObject(ctx, obj)
+		res, live, err := r.applier.Ensure(ctx, obj)
 		if err != nil {
 			return created, nil, err
 		}
-		sent, err := r.applier.ApplyIfChanged(ctx, obj, live)
-		if err != nil {
-			return created, nil, err
-		}
-		if sent && live == nil {
+		if res == apply.Created {
 			created = append(created, describe)
 		}
 		if js, ok := obj.(*jobsetv1alpha2.JobSet); ok {
 			jobSet = js
-			if !sent {
+			if res == apply.Unchanged {
 				jobSet = live.(*jobsetv1alpha2.JobSet)
 			}
 		}
 	}
 	return created, jobSet, nil
-}
-
-// liveObject reads obj's current state (from the cache for typed objects),
-// or returns nil when it does not exist.
-func (r *Reconciler) liveObject(ctx context.Context, obj client.Object) (client.Object, error) {
-	var live client.Object
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		lu := &unstructured.Unstructured{}
-		lu.SetGroupVersionKind(u.GroupVersionKind())
-		live = lu
-	} else {
-		live = reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)
-	}
-	if err := r.client.Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading %T %s: %w", obj, client.ObjectKeyFromObject(obj), err)
-	}
-	return live, nil
 }
 
 func (r *Reconciler) describe(obj client.Object) (string, error) {

@@ -21,7 +21,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -35,7 +34,9 @@ import (
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 	"github.com/gantry-dev/gantry/pkg/framework/apply"
-	"github.com/gantry-dev/gantry/pkg/framework/requeue"
+	"github.com/gantry-dev/gantry/pkg/framework/events"
+	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
+	"github.com/gantry-dev/gantry/pkg/framework/workload"
 	"github.com/gantry-dev/gantry/pkg/runtime"
 )
 
@@ -47,8 +48,6 @@ const (
 	// ReasonRuntimeWarning carries a warning the runtime build left (e.g. a
 	// coscheduling policy without the PodGroup CRD).
 	ReasonRuntimeWarning = "RuntimeWarning"
-	// actionReconcile is the events API's mandatory action.
-	actionReconcile = "Reconcile"
 )
 
 // +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs,verbs=get;list;watch;update;patch
@@ -72,40 +71,72 @@ type Reconciler struct {
 	apiReader client.Reader
 	runtime   *runtime.Runtime
 	applier   apply.Applier
-	recorder  events.EventRecorder
+	recorder  events.Recorder
 	metrics   *Metrics
 	clock     clock.PassiveClock
 	// runtimeGrace is RuntimeNotFoundGrace; tests shorten it.
 	runtimeGrace time.Duration
+	// workers is the number of TrainJobs reconciled in parallel.
+	workers int
 }
 
-// NewReconciler builds a reconciler. rt must read existing objects through
-// the same (cached) client c. apiReader (the manager's GetAPIReader) reads
-// uncached; nil trusts the cache. recorder and metrics may be nil.
-func NewReconciler(c client.Client, apiReader client.Reader, rt *runtime.Runtime, recorder events.EventRecorder, metrics *Metrics) *Reconciler {
-	return &Reconciler{
+// Options configure a TrainJob Reconciler.
+type Options struct {
+	workload.Options
+	// ProgressConditions adds Gantry's Created and Running conditions
+	// (the TrainJobProgressConditions gate); nil reads the gate from
+	// Features.
+	ProgressConditions *bool
+	// RuntimeNotFoundGrace is how long a job waits for a missing runtime;
+	// 0 means RuntimeNotFoundGrace.
+	RuntimeNotFoundGrace time.Duration
+	// Client replaces the manager's client for reads and writes (tests wrap
+	// it to inject faults); nil means mgr.GetClient().
+	Client client.Client
+}
+
+// New builds the TrainJob reconciler for mgr.
+func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
+	metrics, err := NewMetrics(o.RegistererOrDefault())
+	if err != nil {
+		return nil, err
+	}
+	progress := o.Features != nil && o.Features.Enabled(ProgressConditions)
+	if o.ProgressConditions != nil {
+		progress = *o.ProgressConditions
+	}
+	rt, err := runtime.New(runtime.Options{Existing: mgr.GetClient(), RESTMapper: mgr.GetRESTMapper(), ProgressConditions: progress})
+	if err != nil {
+		return nil, err
+	}
+	c := o.Client
+	if c == nil {
+		c = mgr.GetClient()
+	}
+	r := &Reconciler{
 		client:       c,
-		apiReader:    apiReader,
+		apiReader:    mgr.GetAPIReader(),
 		runtime:      rt,
 		applier:      apply.Applier{Client: c, FieldOwner: apply.FieldOwnerTrainer},
-		recorder:     recorder,
+		recorder:     events.NewRecorder(mgr.GetEventRecorder(ControllerName)),
 		metrics:      metrics,
-		clock:        clock.RealClock{},
-		runtimeGrace: RuntimeNotFoundGrace,
+		clock:        o.ClockOrReal(),
+		runtimeGrace: o.RuntimeNotFoundGrace,
+		workers:      o.Workers(),
 	}
+	if r.runtimeGrace == 0 {
+		r.runtimeGrace = RuntimeNotFoundGrace
+	}
+	return r, nil
 }
 
-// SetupWithManager registers the controller and its watches; concurrency
-// is the number of TrainJobs reconciled in parallel (0 means one).
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
-	return r.setupWithManager(mgr, concurrency, r)
+// SetupWithManager registers the controller and its watches.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return r.setupWithManager(mgr, r)
 }
 
 // setupWithManager lets tests observe reconciles by wrapping r.
-func (r *Reconciler) setupWithManager(mgr ctrl.Manager, concurrency int, rec reconcile.Reconciler) error {
-	if err := setupRuntimeIndex(context.Background(), mgr); err != nil {
-		return err
-	}
+func (r *Reconciler) setupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("trainjob").
 		// The controller's own status writes do not bump the generation and
@@ -122,7 +153,7 @@ func (r *Reconciler) setupWithManager(mgr ctrl.Manager, concurrency int, rec rec
 			builder.WithPredicates(createdOnly)).
 		Watches(&trainer.TrainingRuntime{}, handler.EnqueueRequestsFromMapFunc(r.trainJobsWaitingFor(trainer.TrainingRuntimeKind)),
 			builder.WithPredicates(createdOnly)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(concurrency, 1)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.workers}).
 		Complete(rec)
 }
 
@@ -153,54 +184,82 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if trainer.IsFinished(trainJob.Status.Conditions) {
 		return ctrl.Result{}, r.reconcileFinished(ctx, trainJob, jobSet)
 	}
-	var rq requeue.Requeue
+	s := &scope{Base: syncsteps.Base[*trainer.TrainJob]{Object: trainJob}, jobSet: jobSet}
 	switch dl := activeDeadline(trainJob, r.clock.Now()); {
 	case dl.exceeded:
 		return ctrl.Result{}, r.failDeadlineExceeded(ctx, trainJob, jobSet, dl)
 	case dl.remaining > 0:
-		rq.After(dl.remaining)
+		s.Requeue.After(dl.remaining)
 	}
 
-	// A failure reported on the TrainJob ends the reconcile; only transient
-	// ones are returned, and controller-runtime ignores a result that comes
-	// with an error, so the deadline requeue is kept only without one.
-	failed := func(buildErr error) (ctrl.Result, error) {
-		if err := r.handleBuildFailure(ctx, trainJob, jobSet, buildErr, &rq); err != nil {
+	if err := syncsteps.Run(ctx, r.recorder, s, r.steps()); err != nil {
+		// A failure reported on the TrainJob ends the reconcile; only
+		// transient ones are returned, and controller-runtime ignores a
+		// result that comes with an error, so the deadline requeue is kept
+		// only without one.
+		if err := r.handleBuildFailure(ctx, s, err); err != nil {
 			return ctrl.Result{}, err
 		}
-		return rq.Result(), nil
+		return s.Result(), nil
 	}
-	spec, err := r.resolveRuntime(ctx, trainJob)
-	if err != nil {
-		return failed(err)
+	succeeded := runtime.CreatedCondition(nil)
+	if _, err := r.writeStatus(ctx, trainJob, s.jobSet, outcome{created: &succeeded}); err != nil {
+		return ctrl.Result{}, err
 	}
-	res, err := r.runtime.NewObjects(ctx, trainJob, spec)
-	if err != nil {
-		return failed(err)
+	s.Events.Flush(r.recorder, trainJob)
+	return s.Result(), nil
+}
+
+// scope is what one TrainJob reconcile knows.
+type scope struct {
+	syncsteps.Base[*trainer.TrainJob]
+	// jobSet is the TrainJob's JobSet, as read or as applied.
+	jobSet *jobsetv1alpha2.JobSet
+	// spec is the resolved runtime's spec.
+	spec *trainer.TrainingRuntimeSpec
+	// objects is what the runtime built from the TrainJob and its runtime.
+	objects *runtime.Result
+}
+
+// steps build the TrainJob's objects. Each failure is reported by
+// handleBuildFailure as the Created condition and its event, so the steps
+// report none themselves.
+func (r *Reconciler) steps() []syncsteps.Step[*scope] {
+	return []syncsteps.Step[*scope]{
+		{Name: "Runtime", Sync: r.resolveRuntime, StopOnError: true, ReportsOwnFailure: true},
+		{Name: "Build", Sync: r.build, StopOnError: true, ReportsOwnFailure: true},
+		{Name: "Apply", Sync: r.apply, StopOnError: true, ReportsOwnFailure: true},
 	}
-	created, appliedJobSet, err := r.applyComponents(ctx, res.Components)
+}
+
+// build renders the TrainJob and its runtime into objects.
+func (r *Reconciler) build(ctx context.Context, s *scope) error {
+	objs, err := r.runtime.NewObjects(ctx, s.Object, s.spec)
+	s.objects = objs
+	return err
+}
+
+// apply writes the built objects and notes what it created.
+func (r *Reconciler) apply(ctx context.Context, s *scope) error {
+	trainJob := s.Object
+	created, appliedJobSet, err := r.applyComponents(ctx, s.objects.Components)
 	if err != nil {
-		return failed(err)
+		return err
 	}
 	if appliedJobSet != nil {
-		jobSet = appliedJobSet
+		s.jobSet = appliedJobSet
 	}
 	if slices.Contains(created, "JobSet "+trainJob.Name) {
 		r.metrics.ObserveCreated(trainJob.Namespace)
 	}
 	if len(created) > 0 {
-		r.event(trainJob, corev1.EventTypeNormal, trainer.TrainJobJobsCreationSucceededReason,
-			"Created %s", strings.Join(created, ", "))
+		s.Events.Add(trainer.TrainJobJobsCreationSucceededReason, "Created %s", strings.Join(created, ", "))
 		// Warnings describe the build, which only matters when it first lands.
-		for _, w := range res.Warnings {
-			r.event(trainJob, corev1.EventTypeWarning, ReasonRuntimeWarning, "%s", w)
+		for _, w := range s.objects.Warnings {
+			r.recorder.Warning(trainJob, ReasonRuntimeWarning, "%s", w)
 		}
 	}
-	succeeded := runtime.CreatedCondition(nil)
-	if _, err := r.writeStatus(ctx, trainJob, jobSet, outcome{created: &succeeded}); err != nil {
-		return ctrl.Result{}, err
-	}
-	return rq.Result(), nil
+	return nil
 }
 
 // reconcileFinished keeps mirroring the JobSet (its counters still move
@@ -226,7 +285,8 @@ func (r *Reconciler) reconcileFinished(ctx context.Context, trainJob *trainer.Tr
 //     TrainJob changes;
 //   - anything else is transient: Created=False until it succeeds, and the
 //     error goes back to the work queue for a retry with backoff.
-func (r *Reconciler) handleBuildFailure(ctx context.Context, trainJob *trainer.TrainJob, jobSet *jobsetv1alpha2.JobSet, buildErr error, rq *requeue.Requeue) error {
+func (r *Reconciler) handleBuildFailure(ctx context.Context, s *scope, buildErr error) error {
+	trainJob, jobSet := s.Object, s.jobSet
 	created := runtime.CreatedCondition(buildErr)
 	failed, terminal := terminalFailure(buildErr)
 	if runtime.IsRuntimeNotFound(buildErr) {
@@ -234,7 +294,7 @@ func (r *Reconciler) handleBuildFailure(ctx context.Context, trainJob *trainer.T
 			terminal = false
 			created.Message = fmt.Sprintf("%s; the TrainJob fails unless it exists by %s",
 				created.Message, trainJob.CreationTimestamp.Add(r.runtimeGrace).UTC().Format(time.RFC3339))
-			rq.After(left)
+			s.Requeue.After(left)
 		}
 	}
 	// A missing runtime is waited for by its watch and the requeue above,
@@ -256,7 +316,7 @@ func (r *Reconciler) handleBuildFailure(ctx context.Context, trainJob *trainer.T
 		if o.failed != nil {
 			reason = o.failed.Reason
 		}
-		r.event(trainJob, corev1.EventTypeWarning, reason, "%s", created.Message)
+		r.recorder.Warning(trainJob, reason, "%s", created.Message)
 	}
 	switch {
 	case err != nil:
@@ -288,12 +348,13 @@ func terminalFailure(err error) (metav1.Condition, bool) {
 // checked against the API server: a runtime created just before its
 // TrainJob (one `kubectl apply` of both) may not be cached yet, and failing
 // the job for good on a stale cache would be wrong.
-func (r *Reconciler) resolveRuntime(ctx context.Context, trainJob *trainer.TrainJob) (*trainer.TrainingRuntimeSpec, error) {
-	spec, err := runtime.ResolveSpec(ctx, r.client, trainJob)
+func (r *Reconciler) resolveRuntime(ctx context.Context, s *scope) error {
+	spec, err := runtime.ResolveSpec(ctx, r.client, s.Object)
 	if runtime.IsRuntimeNotFound(err) && r.apiReader != nil {
-		return runtime.ResolveSpec(ctx, r.apiReader, trainJob)
+		spec, err = runtime.ResolveSpec(ctx, r.apiReader, s.Object)
 	}
-	return spec, err
+	s.spec = spec
+	return err
 }
 
 func (r *Reconciler) currentJobSet(ctx context.Context, trainJob *trainer.TrainJob) (*jobsetv1alpha2.JobSet, error) {
@@ -309,11 +370,4 @@ func (r *Reconciler) currentJobSet(ctx context.Context, trainJob *trainer.TrainJ
 		return nil, nil
 	}
 	return js, nil
-}
-
-func (r *Reconciler) event(trainJob *trainer.TrainJob, eventType, reason, note string, args ...any) {
-	if r.recorder == nil {
-		return
-	}
-	r.recorder.Eventf(trainJob, nil, eventType, reason, actionReconcile, note, args...)
 }

@@ -18,7 +18,7 @@ import (
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 	"github.com/gantry-dev/gantry/pkg/framework/apply"
-	rtesting "github.com/gantry-dev/gantry/pkg/runtime/testing"
+	trainertesting "github.com/gantry-dev/gantry/test/wrappers/trainer"
 )
 
 // clusterRuntime creates a ClusterTrainingRuntime named after the test's
@@ -26,7 +26,7 @@ import (
 func (h *harness) clusterRuntime(t *testing.T, ns, suffix string, spec *trainer.TrainingRuntimeSpec) string {
 	t.Helper()
 	name := ns + "-" + suffix
-	h.create(t, rtesting.MakeClusterTrainingRuntime(name).Spec(spec).Obj())
+	h.create(t, trainertesting.MakeClusterTrainingRuntime(name).Spec(spec).Obj())
 	t.Cleanup(func() {
 		_ = h.c.Delete(context.Background(), &trainer.ClusterTrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	})
@@ -34,14 +34,14 @@ func (h *harness) clusterRuntime(t *testing.T, ns, suffix string, spec *trainer.
 }
 
 // newTrainJob is a TrainJob in ns referencing the cluster runtime.
-func newTrainJob(ns, name, runtimeName string) *rtesting.TrainJobWrapper {
-	w := rtesting.MakeTrainJob(name).Namespace(ns).RuntimeRef(trainer.ClusterTrainingRuntimeKind, runtimeName)
+func newTrainJob(ns, name, runtimeName string) *trainertesting.TrainJobWrapper {
+	w := trainertesting.MakeTrainJob(name, ns).RuntimeRef(trainer.ClusterTrainingRuntimeKind, runtimeName)
 	w.UID = ""
 	return w
 }
 
 func torchRuntimeSpec() *trainer.TrainingRuntimeSpec {
-	return rtesting.MakeRuntimeSpec().Torch(nil).ReplicatedJob(rtesting.TrainerJob("torch:runtime")).Obj()
+	return trainertesting.MakeRuntimeSpec().Torch(nil).ReplicatedJob(trainertesting.TrainerJob("torch:runtime")).Obj()
 }
 
 func container(js *jobsetv1alpha2.JobSet, job, name string) *corev1.Container {
@@ -129,7 +129,7 @@ func TestMPITrainJobCreatesSecretHostfileAndJobSet(t *testing.T) {
 	h := startHarness(t)
 	g := gomega.NewWithT(t)
 	ns := h.newNamespace(t)
-	spec := rtesting.MakeRuntimeSpec().MPI(2, false).ReplicatedJob(rtesting.MPIJobs("mpi:runtime")...).Obj()
+	spec := trainertesting.MakeRuntimeSpec().MPI(2, false).ReplicatedJob(trainertesting.MPIJobs("mpi:runtime")...).Obj()
 	rtName := h.clusterRuntime(t, ns, "mpi", spec)
 	h.create(t, newTrainJob(ns, "pi", rtName).NumNodes(2).Obj())
 
@@ -175,7 +175,7 @@ func TestJAXAndXGBoostTrainJobsGetTheirEnvironment(t *testing.T) {
 	}{
 		{
 			name: "jax",
-			spec: rtesting.MakeRuntimeSpec().JAX().ReplicatedJob(rtesting.TrainerJob("jax:runtime")).Obj(),
+			spec: trainertesting.MakeRuntimeSpec().JAX().ReplicatedJob(trainertesting.TrainerJob("jax:runtime")).Obj(),
 			wantEnv: map[string]string{
 				"JAX_NUM_PROCESSES":       "2",
 				"JAX_COORDINATOR_ADDRESS": "jax-node-0-0.jax:29500",
@@ -183,7 +183,7 @@ func TestJAXAndXGBoostTrainJobsGetTheirEnvironment(t *testing.T) {
 		},
 		{
 			name: "xgboost",
-			spec: rtesting.MakeRuntimeSpec().XGBoost().ReplicatedJob(rtesting.TrainerJob("xgboost:runtime")).Obj(),
+			spec: trainertesting.MakeRuntimeSpec().XGBoost().ReplicatedJob(trainertesting.TrainerJob("xgboost:runtime")).Obj(),
 			wantEnv: map[string]string{
 				"DMLC_NUM_WORKER":   "2",
 				"DMLC_TRACKER_URI":  "xgboost-node-0-0.xgboost",
@@ -213,7 +213,7 @@ func TestReconcileThatChangesNothingSendsNoWrite(t *testing.T) {
 	h := startHarness(t)
 	g := gomega.NewWithT(t)
 	ns := h.newNamespace(t)
-	spec := rtesting.MakeRuntimeSpec().MPI(1, false).ReplicatedJob(rtesting.MPIJobs("mpi:runtime")...).Obj()
+	spec := trainertesting.MakeRuntimeSpec().MPI(1, false).ReplicatedJob(trainertesting.MPIJobs("mpi:runtime")...).Obj()
 	rtName := h.clusterRuntime(t, ns, "mpi", spec)
 	h.create(t, newTrainJob(ns, "quiet", rtName).NumNodes(2).Obj())
 	h.eventuallyJobSet(t, ns, "quiet")
@@ -221,7 +221,7 @@ func TestReconcileThatChangesNothingSendsNoWrite(t *testing.T) {
 
 	// Let the reconciles triggered by the creation run out first.
 	h.forceReconcile(t, tj)
-	before := h.writes.count(ns)
+	before := h.writes.InNamespace(ns)
 	t.Logf("writes to create an MPI TrainJob: %d", before)
 	jsBefore := h.eventuallyJobSet(t, ns, "quiet")
 	tjBefore := h.trainJob(g, ns, "quiet")
@@ -229,7 +229,7 @@ func TestReconcileThatChangesNothingSendsNoWrite(t *testing.T) {
 	h.forceReconcile(t, tj)
 	h.forceReconcile(t, tj)
 
-	g.Expect(h.writes.count(ns)).To(gomega.Equal(before), "writes: %v", h.writes.log)
+	g.Expect(h.writes.InNamespace(ns)).To(gomega.Equal(before), "writes: %v", h.writes.Log())
 	jsAfter := h.eventuallyJobSet(t, ns, "quiet")
 	g.Expect(jsAfter.ResourceVersion).To(gomega.Equal(jsBefore.ResourceVersion))
 	tjAfter := h.trainJob(g, ns, "quiet")
@@ -458,7 +458,7 @@ func TestManagedByAnotherControllerIsLeftAlone(t *testing.T) {
 	err := h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "remote"}, &jobsetv1alpha2.JobSet{})
 	g.Expect(apierrors.IsNotFound(err)).To(gomega.BeTrue())
 	g.Expect(h.trainJob(g, ns, "remote").Status.Conditions).To(gomega.BeEmpty())
-	g.Expect(h.writes.count(ns)).To(gomega.BeZero())
+	g.Expect(h.writes.InNamespace(ns)).To(gomega.BeZero())
 }
 
 func TestDeletedTrainJobDropsItsMetrics(t *testing.T) {

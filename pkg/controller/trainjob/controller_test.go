@@ -10,7 +10,7 @@ import (
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 	"github.com/gantry-dev/gantry/pkg/runtime"
-	rtesting "github.com/gantry-dev/gantry/pkg/runtime/testing"
+	trainertesting "github.com/gantry-dev/gantry/test/wrappers/trainer"
 )
 
 // TestResolveRuntimeLooksPastAStaleCache guards against failing a job for
@@ -20,7 +20,7 @@ func TestResolveRuntimeLooksPastAStaleCache(t *testing.T) {
 	if err := trainer.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	ctr := rtesting.MakeClusterTrainingRuntime("runtime").Spec(torchRuntimeSpec()).Obj()
+	ctr := trainertesting.MakeClusterTrainingRuntime("runtime").Spec(torchRuntimeSpec()).Obj()
 	empty := func() client.Client { return fake.NewClientBuilder().WithScheme(scheme).Build() }
 	withRuntime := func() client.Client { return fake.NewClientBuilder().WithScheme(scheme).WithObjects(ctr).Build() }
 	cases := []struct {
@@ -37,7 +37,10 @@ func TestResolveRuntimeLooksPastAStaleCache(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &Reconciler{client: tc.cache, apiReader: tc.apiReader}
-			spec, err := r.resolveRuntime(context.Background(), rtesting.MakeTrainJob("tj").Obj())
+			s := &scope{}
+			s.Object = trainertesting.MakeTrainJob("tj", "default").Obj()
+			err := r.resolveRuntime(context.Background(), s)
+			spec := s.spec
 			if got := runtime.IsRuntimeNotFound(err); got != tc.wantNotFound {
 				t.Fatalf("IsRuntimeNotFound = %v (err %v), want %v", got, err, tc.wantNotFound)
 			}

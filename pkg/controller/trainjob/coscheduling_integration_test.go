@@ -12,8 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/gantry-dev/gantry/pkg/runtime/plugins/coscheduling"
-	rtesting "github.com/gantry-dev/gantry/pkg/runtime/testing"
 	"github.com/gantry-dev/gantry/test/testenv"
+	trainertesting "github.com/gantry-dev/gantry/test/wrappers/trainer"
 )
 
 // TestCoschedulingWithAndWithoutThePodGroupCRD: without scheduler-plugins'
@@ -24,8 +24,8 @@ func TestCoschedulingWithAndWithoutThePodGroupCRD(t *testing.T) {
 	h := startHarness(t)
 	g := gomega.NewWithT(t)
 	ns := h.newNamespace(t)
-	spec := rtesting.MakeRuntimeSpec().Torch(nil).Coscheduling(ptr.To[int32](90)).
-		ReplicatedJob(rtesting.TrainerJob("torch:runtime")).Obj()
+	spec := trainertesting.MakeRuntimeSpec().Torch(nil).Coscheduling(ptr.To[int32](90)).
+		ReplicatedJob(trainertesting.TrainerJob("torch:runtime")).Obj()
 	rtName := h.clusterRuntime(t, ns, "gang", spec)
 
 	// Before the CRD exists.

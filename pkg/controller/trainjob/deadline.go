@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -73,7 +72,7 @@ func (r *Reconciler) failDeadlineExceeded(ctx context.Context, trainJob *trainer
 		return err
 	}
 	if changed {
-		r.event(trainJob, corev1.EventTypeWarning, trainer.TrainJobDeadlineExceededReason, "%s", msg)
+		r.recorder.Warning(trainJob, trainer.TrainJobDeadlineExceededReason, "%s", msg)
 	}
 	return nil
 }

@@ -36,7 +36,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
-	"github.com/gantry-dev/gantry/pkg/runtime"
+	"github.com/gantry-dev/gantry/pkg/framework/workload"
 	"github.com/gantry-dev/gantry/test/testenv"
 )
 
@@ -49,7 +49,7 @@ const pokeAnnotation = "test.gantry.dev/poke"
 type harness struct {
 	env     *testenv.Env
 	c       client.Client
-	writes  *writeCounter
+	writes  *testenv.WriteCounter
 	faults  *faultInjector
 	seen    *reconcileObserver
 	metrics *Metrics
@@ -115,25 +115,29 @@ func newHarness() (*harness, error) {
 	}
 	h := &harness{
 		env: env, c: env.Client,
-		writes: &writeCounter{counts: map[string]int{}},
+		writes: &testenv.WriteCounter{},
 		faults: &faultInjector{jobSetApplyFailures: map[string]*atomic.Int32{}},
 		seen:   &reconcileObserver{pokes: map[string]string{}},
 		reg:    prometheus.NewRegistry(),
 	}
-	h.metrics, err = NewMetrics(h.reg)
+	c := h.writes.Client(interceptor.NewClient(noWatchClient{mgr.GetClient()}, h.faultFuncs()))
+	progress := false
+	r, err := New(mgr, Options{
+		Options:              workload.Options{MaxConcurrentReconciles: 2, Registerer: h.reg},
+		ProgressConditions:   &progress,
+		RuntimeNotFoundGrace: harnessRuntimeGrace,
+		Client:               c,
+	})
 	if err != nil {
 		return nil, err
 	}
-	rt, err := runtime.New(runtime.Options{Existing: mgr.GetClient(), RESTMapper: mgr.GetRESTMapper()})
-	if err != nil {
+	h.metrics = r.metrics
+	if err := setupRuntimeIndex(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
-	c := interceptor.NewClient(noWatchClient{mgr.GetClient()}, h.interceptorFuncs())
-	r := NewReconciler(c, mgr.GetAPIReader(), rt, mgr.GetEventRecorder(ControllerName), h.metrics)
-	r.runtimeGrace = harnessRuntimeGrace
 	h.seen.cache = mgr.GetClient()
 	h.seen.inner = r
-	if err := r.setupWithManager(mgr, 2, h.seen); err != nil {
+	if err := r.setupWithManager(mgr, h.seen); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -154,29 +158,6 @@ type noWatchClient struct{ client.Client }
 
 func (noWatchClient) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
 	return nil, errors.New("watch is not supported")
-}
-
-// writeCounter counts successful API writes of the reconciler by namespace.
-type writeCounter struct {
-	mu     sync.Mutex
-	counts map[string]int
-	log    []string
-}
-
-func (w *writeCounter) add(ns, what string, err error) {
-	if err != nil {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.counts[ns]++
-	w.log = append(w.log, ns+": "+what)
-}
-
-func (w *writeCounter) count(ns string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.counts[ns]
 }
 
 // faultInjector fails the next N JobSet applies in a namespace with a
@@ -219,28 +200,10 @@ type applyTarget interface {
 	GetKind() string
 }
 
-func (h *harness) interceptorFuncs() interceptor.Funcs {
+// faultFuncs fail JobSet applies as failJobSetApplies asked; the write
+// counter wraps them, so a failed apply is not counted.
+func (h *harness) faultFuncs() interceptor.Funcs {
 	return interceptor.Funcs{
-		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			err := c.Create(ctx, obj, opts...)
-			h.writes.add(obj.GetNamespace(), fmt.Sprintf("create %T %s", obj, obj.GetName()), err)
-			return err
-		},
-		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			err := c.Update(ctx, obj, opts...)
-			h.writes.add(obj.GetNamespace(), fmt.Sprintf("update %T %s", obj, obj.GetName()), err)
-			return err
-		},
-		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			err := c.Patch(ctx, obj, patch, opts...)
-			h.writes.add(obj.GetNamespace(), fmt.Sprintf("patch %T %s", obj, obj.GetName()), err)
-			return err
-		},
-		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			err := c.Delete(ctx, obj, opts...)
-			h.writes.add(obj.GetNamespace(), fmt.Sprintf("delete %T %s", obj, obj.GetName()), err)
-			return err
-		},
 		Apply: func(ctx context.Context, c client.WithWatch, obj apiruntime.ApplyConfiguration, opts ...client.ApplyOption) error {
 			target, ok := obj.(applyTarget)
 			if !ok {
@@ -249,19 +212,7 @@ func (h *harness) interceptorFuncs() interceptor.Funcs {
 			if target.GetKind() == "JobSet" && h.faults.shouldFail(target.GetNamespace()) {
 				return apierrors.NewTimeoutError("injected by the test", 1)
 			}
-			err := c.Apply(ctx, obj, opts...)
-			h.writes.add(target.GetNamespace(), "apply "+target.GetKind()+" "+target.GetName(), err)
-			return err
-		},
-		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			err := c.SubResource(sub).Update(ctx, obj, opts...)
-			h.writes.add(obj.GetNamespace(), fmt.Sprintf("update %T/%s %s", obj, sub, obj.GetName()), err)
-			return err
-		},
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			err := c.SubResource(sub).Patch(ctx, obj, patch, opts...)
-			h.writes.add(obj.GetNamespace(), fmt.Sprintf("patch %T/%s %s", obj, sub, obj.GetName()), err)
-			return err
+			return c.Apply(ctx, obj, opts...)
 		},
 	}
 }

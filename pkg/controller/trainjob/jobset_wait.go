@@ -6,11 +6,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,6 +16,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	"github.com/gantry-dev/gantry/pkg/framework/events"
 )
 
 // JobSetNotInstalledReason is the Warning event a TrainJob gets while the
@@ -101,7 +100,7 @@ func (w *jobSetWaiter) Start(ctx context.Context) error {
 // waits: it tells the owner of each TrainJob why nothing happens.
 type jobSetMissingNotifier struct {
 	client   client.Client
-	recorder events.EventRecorder
+	recorder events.Recorder
 	waiter   *jobSetWaiter
 }
 
@@ -116,7 +115,7 @@ func (n *jobSetMissingNotifier) Reconcile(ctx context.Context, req ctrl.Request)
 	if trainer.IsFinished(tj.Status.Conditions) || !tj.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
-	n.recorder.Eventf(tj, nil, corev1.EventTypeWarning, JobSetNotInstalledReason, "Wait", "%s", jobSetMissingMessage)
+	n.recorder.Warning(tj, JobSetNotInstalledReason, "%s", jobSetMissingMessage)
 	return ctrl.Result{}, nil
 }
 
@@ -128,7 +127,7 @@ func setupWhenJobSetServed(mgr ctrl.Manager, d discovery.DiscoveryInterface, int
 		return start()
 	}
 	w := &jobSetWaiter{discovery: d, interval: interval, startController: start}
-	n := &jobSetMissingNotifier{client: mgr.GetClient(), recorder: mgr.GetEventRecorder(ControllerName), waiter: w}
+	n := &jobSetMissingNotifier{client: mgr.GetClient(), recorder: events.NewRecorder(mgr.GetEventRecorder(ControllerName)), waiter: w}
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("trainjob-awaiting-jobset").
 		For(&trainer.TrainJob{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).

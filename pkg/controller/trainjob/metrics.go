@@ -1,8 +1,6 @@
 package trainjob
 
 import (
-	"sync"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,28 +34,21 @@ const (
 // deleted; the counters count transitions this process wrote, per
 // namespace, and are cumulative by nature.
 type Metrics struct {
-	status    *fwmetrics.ObjectGaugeVec
+	status    *fwmetrics.StateGauge
 	created   *prometheus.CounterVec
 	completed *prometheus.CounterVec
 	failed    *prometheus.CounterVec
-
-	mu sync.Mutex
-	// published is each job's current state label, so a change replaces
-	// the old series instead of adding a second one.
-	published map[jobKey]string
 }
-
-type jobKey struct{ namespace, name string }
 
 // NewMetrics creates the collectors and registers them on reg (nil means
 // controller-runtime's registry). Registering twice shares the collectors.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
-	m := &Metrics{published: map[jobKey]string{}}
+	m := &Metrics{}
 	var err error
-	if m.status, err = fwmetrics.Register(reg, fwmetrics.NewObjectGaugeVec(prometheus.GaugeOpts{
+	if m.status, err = fwmetrics.Register(reg, fwmetrics.NewStateGauge(prometheus.GaugeOpts{
 		Name: MetricStatus,
 		Help: "The current state of a TrainJob: 1 for the series whose state label holds",
-	}, "state")); err != nil {
+	}, fwmetrics.LabelNamespace, fwmetrics.LabelName, "state")); err != nil {
 		return nil, err
 	}
 	counter := func(name, help string, labels ...string) (*prometheus.CounterVec, error) {
@@ -120,16 +111,11 @@ func (m *Metrics) SetState(trainJob *trainer.TrainJob, jobSetExists bool) {
 	if m == nil {
 		return
 	}
-	state := State(&trainJob.Status, jobSetExists)
-	key := jobKey{trainJob.Namespace, trainJob.Name}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.published[key] == state {
-		return
-	}
-	m.status.Forget(key.namespace, key.name)
-	m.status.Set(key.namespace, key.name, 1, state)
-	m.published[key] = state
+	m.status.Set(prometheus.Labels{
+		fwmetrics.LabelNamespace: trainJob.Namespace,
+		fwmetrics.LabelName:      trainJob.Name,
+		"state":                  State(&trainJob.Status, jobSetExists),
+	})
 }
 
 // ObserveCreated counts a TrainJob whose JobSet the controller created.
@@ -159,10 +145,7 @@ func (m *Metrics) Forget(namespace, name string) {
 	if m == nil {
 		return
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	m.status.Forget(namespace, name)
-	delete(m.published, jobKey{namespace, name})
 }
 
 func turnedTrue(before, after *trainer.TrainJobStatus, condType string) bool {

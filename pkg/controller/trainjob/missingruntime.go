@@ -46,8 +46,8 @@ var createdOnly = predicate.Funcs{
 }
 
 // setupRuntimeIndex registers the runtimeRef index the runtime watches use.
-func setupRuntimeIndex(ctx context.Context, mgr ctrl.Manager) error {
-	return mgr.GetFieldIndexer().IndexField(ctx, &trainer.TrainJob{}, indexRuntimeRef, trainJobRuntimeRef)
+func setupRuntimeIndex(ctx context.Context, indexer client.FieldIndexer) error {
+	return indexer.IndexField(ctx, &trainer.TrainJob{}, indexRuntimeRef, trainJobRuntimeRef)
 }
 
 // trainJobsWaitingFor maps a runtime to the unfinished TrainJobs that name

@@ -13,6 +13,9 @@ package metrics
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -96,3 +99,57 @@ func (g *ObjectGaugeVec) Set(namespace, name string, value float64, extraValues 
 func (g *ObjectGaugeVec) Forget(namespace, name string) int {
 	return Forget(namespace, name, g.GaugeVec)
 }
+
+// StateGauge is a gauge with one series per object, always 1, whose labels
+// say what state the object is in (a state name, its uid, a condition's
+// status). Setting an object's new state replaces its old series instead
+// of adding a second one, so a dashboard that sums the gauge counts each
+// object once. It is a prometheus.Collector; safe for concurrent use.
+type StateGauge struct {
+	vec *prometheus.GaugeVec
+	mu  sync.Mutex
+	// published is each object's current labels.
+	published map[objectKey]prometheus.Labels
+}
+
+type objectKey struct{ namespace, name string }
+
+// NewStateGauge creates a state gauge with the given labels, which must
+// include LabelNamespace and LabelName (in any order, so upstream label
+// orders carry over).
+func NewStateGauge(opts prometheus.GaugeOpts, labels ...string) *StateGauge {
+	if !slices.Contains(labels, LabelNamespace) || !slices.Contains(labels, LabelName) {
+		panic(fmt.Sprintf("state gauge %s needs the labels %s and %s", opts.Name, LabelNamespace, LabelName))
+	}
+	return &StateGauge{vec: prometheus.NewGaugeVec(opts, labels), published: map[objectKey]prometheus.Labels{}}
+}
+
+// Set publishes the object's state; labels name every label of the gauge.
+// The object's previous series, if its labels differ, is deleted.
+func (g *StateGauge) Set(labels prometheus.Labels) {
+	key := objectKey{namespace: labels[LabelNamespace], name: labels[LabelName]}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if before, ok := g.published[key]; ok {
+		if maps.Equal(before, labels) {
+			return
+		}
+		g.vec.Delete(before)
+	}
+	g.vec.With(labels).Set(1)
+	g.published[key] = maps.Clone(labels)
+}
+
+// Forget deletes the object's series.
+func (g *StateGauge) Forget(namespace, name string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	Forget(namespace, name, g.vec)
+	delete(g.published, objectKey{namespace: namespace, name: name})
+}
+
+// Describe implements prometheus.Collector.
+func (g *StateGauge) Describe(ch chan<- *prometheus.Desc) { g.vec.Describe(ch) }
+
+// Collect implements prometheus.Collector.
+func (g *StateGauge) Collect(ch chan<- prometheus.Metric) { g.vec.Collect(ch) }

@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -245,4 +247,56 @@ func seriesOf(t *testing.T, c prometheus.Collector, labelNames ...string) map[st
 		out[strings.Join(values, "/")] = v
 	}
 	return out
+}
+
+func TestStateGaugeReplacesTheObjectsSeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	g := MustRegister(reg, NewStateGauge(prometheus.GaugeOpts{Name: "gantry_example_state", Help: "h"}, LabelName, LabelNamespace, "state"))
+	series := func() []string {
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, f := range families {
+			for _, m := range f.GetMetric() {
+				var parts []string
+				for _, l := range m.GetLabel() {
+					parts = append(parts, l.GetName()+"="+l.GetValue())
+				}
+				out = append(out, strings.Join(parts, ",")+" "+strconv.FormatFloat(m.GetGauge().GetValue(), 'g', -1, 64))
+			}
+		}
+		return out
+	}
+	g.Set(prometheus.Labels{LabelNamespace: "ns", LabelName: "a", "state": "Pending"})
+	g.Set(prometheus.Labels{LabelNamespace: "ns", LabelName: "b", "state": "Pending"})
+	g.Set(prometheus.Labels{LabelNamespace: "ns", LabelName: "a", "state": "Running"})
+	g.Set(prometheus.Labels{LabelNamespace: "ns", LabelName: "a", "state": "Running"})
+	want := []string{"name=a,namespace=ns,state=Running 1", "name=b,namespace=ns,state=Pending 1"}
+	if got := series(); !slices.Equal(got, want) {
+		t.Fatalf("series %q, want %q", got, want)
+	}
+	g.Forget("ns", "a")
+	if got := series(); !slices.Equal(got, want[1:]) {
+		t.Fatalf("after Forget: %q", got)
+	}
+	// A forgotten object set again starts afresh.
+	g.Set(prometheus.Labels{LabelNamespace: "ns", LabelName: "a", "state": "Failed"})
+	if got := series(); len(got) != 2 || got[0] != "name=a,namespace=ns,state=Failed 1" {
+		t.Fatalf("after re-Set: %q", got)
+	}
+	// Registering an equal gauge again shares the first.
+	if again := MustRegister(reg, NewStateGauge(prometheus.GaugeOpts{Name: "gantry_example_state", Help: "h"}, LabelName, LabelNamespace, "state")); again != g {
+		t.Fatal("a second registration did not return the first gauge")
+	}
+}
+
+func TestStateGaugeNeedsObjectLabels(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("a gauge without name and namespace labels was accepted")
+		}
+	}()
+	NewStateGauge(prometheus.GaugeOpts{Name: "x", Help: "h"}, "state")
 }

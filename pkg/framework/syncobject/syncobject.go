@@ -18,11 +18,13 @@ import (
 	"fmt"
 	"reflect"
 
-	"github.com/gantry-dev/gantry/pkg/framework/builder"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gantry-dev/gantry/pkg/framework/apply"
+	"github.com/gantry-dev/gantry/pkg/framework/builder"
 )
 
 // Result says what SyncObject did.
@@ -47,8 +49,9 @@ const (
 
 // ErrOwnedByOtherController is returned when the live object has a
 // controller owner reference different from the desired one: adopting it
-// would steal it from another controller.
-var ErrOwnedByOtherController = errors.New("object is controlled by another owner")
+// would steal it from another controller. It is apply's, so callers test
+// for one error whichever path wrote.
+var ErrOwnedByOtherController = apply.ErrOwnedByOtherController
 
 type options struct {
 	registry       *Registry

@@ -1,17 +1,26 @@
-// Package syncsteps runs the ordered, named steps of a reconcile.
+// Package syncsteps runs the ordered, named steps of a reconcile over a
+// per-reconcile scope, in the way Cluster API's machineset doReconcile runs
+// its phase functions.
 //
-// Contract: steps run in order. When a step fails, a Warning event with
-// reason SyncStepFailed and note "step <name>: <error>" is recorded on the
-// object, and the chain stops if the step is marked StopOnError, otherwise it
-// continues with the next step. Run returns the errors of all failed steps,
-// each wrapped as "step <name>: <error>" and joined with errors.Join, so
-// errors.Is/As see every cause. Optimistic-concurrency conflicts are returned
-// but not recorded as events: they are routine, retried at once, and every
-// event is an API write.
+// The scope is what one reconcile knows: the object, what the steps have
+// read or built so far, the soonest requeue they asked for and the events
+// they noted. Each workload family declares its scope as a struct that
+// embeds Base, and its steps as functions (usually Reconciler methods) of
+// that scope, so every reconciler reads the same way:
 //
-// The recorder is the one controller-runtime's manager hands out from
-// GetEventRecorder (k8s.io/client-go/tools/events); GetEventRecorderFor and
-// its record.EventRecorder are deprecated in controller-runtime v0.24.
+//	get the object → scope → Run(steps) → status write → Events.Flush → Result
+//
+// Contract: steps run in order; a step whose Skip says so does not run.
+// When a step fails, a Warning event with reason SyncStepFailed (or the
+// step's FailureReason) and note "step <name>: <error>" is recorded on the
+// object, and the chain stops if the step is marked StopOnError, otherwise
+// it continues with the next step. Run returns the errors of all failed
+// steps, each wrapped as "step <name>: <error>" and joined with errors.Join,
+// so errors.Is/As see every cause. Optimistic-concurrency conflicts are
+// returned but not recorded as events: they are routine, retried at once,
+// and every event is an API write. A step that ReportsOwnFailure is neither
+// recorded nor wrapped. Requeue requests of all steps merge into
+// the soonest one (requeue.Requeue).
 package syncsteps
 
 import (
@@ -19,55 +28,94 @@ import (
 	"errors"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gantry-dev/gantry/pkg/framework/events"
+	"github.com/gantry-dev/gantry/pkg/framework/requeue"
 )
 
-const (
-	// ReasonStepFailed is the event reason for a failed step unless the step
-	// names its own (upstream-compatible) reason.
-	ReasonStepFailed = "SyncStepFailed"
-	// ActionSync is the event action; the events API requires one.
-	ActionSync = "Sync"
-)
+// ReasonStepFailed is the event reason for a failed step unless the step
+// names its own (upstream-compatible) reason.
+const ReasonStepFailed = "SyncStepFailed"
 
-// Step is one named, idempotent part of a reconcile.
-type Step[T client.Object] struct {
+// Scope is what Run needs of a reconcile's scope: the object its events are
+// about.
+type Scope interface {
+	Regarding() client.Object
+}
+
+// Base is the part of a scope every reconcile has. Embed it (as a value) in
+// a family's scope struct and use the scope by pointer.
+type Base[T client.Object] struct {
+	// Object is the object being reconciled, as read at the start.
+	Object T
+	// Requeue collects the steps' requests to be reconciled again.
+	Requeue requeue.Requeue
+	// Events collects what the steps changed, flushed after the status write.
+	Events events.Log
+}
+
+// Regarding is the object the reconcile's events are recorded on.
+func (b *Base[T]) Regarding() client.Object { return b.Object }
+
+// Result is the soonest requeue the steps asked for.
+func (b *Base[T]) Result() ctrl.Result { return b.Requeue.Result() }
+
+// Step is one named, idempotent part of a reconcile over scope S.
+type Step[S Scope] struct {
 	// Name appears in events and errors.
 	Name string
 	// Sync does the work.
-	Sync func(ctx context.Context, obj T) error
+	Sync func(ctx context.Context, s S) error
+	// Skip, when set and true, leaves the step out of this reconcile (e.g.
+	// a step that does not apply to an external slurmctld).
+	Skip func(s S) bool
 	// StopOnError skips the remaining steps when this one fails, for steps
 	// whose successors depend on them (e.g. no worker pods without a head).
 	StopOnError bool
 	// FailureReason overrides ReasonStepFailed, so a workload can keep the
 	// event reasons its upstream emits.
 	FailureReason string
+	// ReportsOwnFailure marks a step whose failure the reconciler reports
+	// itself, in a condition and its event (e.g. a TrainJob whose runtime
+	// is missing): Run records no event for it and returns its error as
+	// is, so the condition carries the cause's own message.
+	ReportsOwnFailure bool
 }
 
-// Run executes steps in order against obj. A nil recorder records nothing.
-// A cancelled context stops the chain before the next step.
-func Run[T client.Object](ctx context.Context, recorder events.EventRecorder, obj T, steps []Step[T]) error {
+// Run executes steps in order over s. A cancelled context stops the chain
+// before the next step.
+func Run[S Scope](ctx context.Context, recorder events.Recorder, s S, steps []Step[S]) error {
 	var errs []error
 	for _, step := range steps {
 		if err := ctx.Err(); err != nil {
 			errs = append(errs, err)
 			break
 		}
-		err := step.Sync(ctx, obj)
+		if step.Skip != nil && step.Skip(s) {
+			continue
+		}
+		err := step.Sync(ctx, s)
 		if err == nil {
+			continue
+		}
+		if step.ReportsOwnFailure {
+			errs = append(errs, err)
+			if step.StopOnError {
+				break
+			}
 			continue
 		}
 		stepErr := fmt.Errorf("step %s: %w", step.Name, err)
 		errs = append(errs, stepErr)
-		if recorder != nil && !apierrors.IsConflict(err) {
+		if !apierrors.IsConflict(err) {
 			reason := step.FailureReason
 			if reason == "" {
 				reason = ReasonStepFailed
 			}
-			recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, ActionSync, "%s", stepErr.Error())
+			recorder.Warning(s.Regarding(), reason, "%s", stepErr.Error())
 		}
 		if step.StopOnError {
 			break

@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
+
+	gevents "github.com/gantry-dev/gantry/pkg/framework/events"
 )
 
 var (
@@ -86,11 +90,11 @@ func TestRun(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var ran []string
-			steps := make([]Step[*corev1.Pod], 0, len(tc.steps))
+			steps := make([]Step[*podScope], 0, len(tc.steps))
 			for _, s := range tc.steps {
-				steps = append(steps, Step[*corev1.Pod]{
+				steps = append(steps, Step[*podScope]{
 					Name: s.name,
-					Sync: func(_ context.Context, _ *corev1.Pod) error {
+					Sync: func(_ context.Context, _ *podScope) error {
 						ran = append(ran, s.name)
 						return s.err
 					},
@@ -101,7 +105,7 @@ func TestRun(t *testing.T) {
 			recorder := events.NewFakeRecorder(10)
 			obj := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "owner"}}
 
-			err := Run(context.Background(), recorder, obj, steps)
+			err := Run(context.Background(), gevents.NewRecorder(recorder), newScope(obj), steps)
 
 			if !slices.Equal(ran, tc.wantRan) {
 				t.Errorf("ran %v, want %v", ran, tc.wantRan)
@@ -124,11 +128,11 @@ func TestRun(t *testing.T) {
 func TestRunStopsWhenContextCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var ran []string
-	steps := []Step[*corev1.Pod]{
-		{Name: "first", Sync: func(context.Context, *corev1.Pod) error { ran = append(ran, "first"); cancel(); return nil }},
-		{Name: "second", Sync: func(context.Context, *corev1.Pod) error { ran = append(ran, "second"); return nil }},
+	steps := []Step[*podScope]{
+		{Name: "first", Sync: func(context.Context, *podScope) error { ran = append(ran, "first"); cancel(); return nil }},
+		{Name: "second", Sync: func(context.Context, *podScope) error { ran = append(ran, "second"); return nil }},
 	}
-	err := Run(ctx, nil, &corev1.Pod{}, steps)
+	err := Run(ctx, gevents.Recorder{}, newScope(&corev1.Pod{}), steps)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("error = %v, want context.Canceled", err)
 	}
@@ -138,9 +142,49 @@ func TestRunStopsWhenContextCancelled(t *testing.T) {
 }
 
 func TestRunWithoutRecorder(t *testing.T) {
-	steps := []Step[*corev1.Pod]{{Name: "head", Sync: func(context.Context, *corev1.Pod) error { return errHead }}}
-	if err := Run(context.Background(), nil, &corev1.Pod{}, steps); !errors.Is(err, errHead) {
+	steps := []Step[*podScope]{{Name: "head", Sync: func(context.Context, *podScope) error { return errHead }}}
+	if err := Run(context.Background(), gevents.Recorder{}, newScope(&corev1.Pod{}), steps); !errors.Is(err, errHead) {
 		t.Errorf("error = %v, want %v", err, errHead)
+	}
+}
+
+// podScope is a family's scope: Base plus what its steps share.
+type podScope struct {
+	Base[*corev1.Pod]
+	seen []string
+}
+
+func newScope(p *corev1.Pod) *podScope { return &podScope{Base: Base[*corev1.Pod]{Object: p}} }
+
+func TestRunSkipsAndSharesTheScope(t *testing.T) {
+	steps := []Step[*podScope]{
+		{Name: "read", Sync: func(_ context.Context, s *podScope) error {
+			s.seen = append(s.seen, "read")
+			s.Requeue.After(time.Minute)
+			return nil
+		}},
+		{Name: "external", Skip: func(s *podScope) bool { return s.Object.Spec.NodeName == "" },
+			Sync: func(_ context.Context, s *podScope) error { s.seen = append(s.seen, "external"); return nil }},
+		{Name: "write", Sync: func(_ context.Context, s *podScope) error {
+			s.seen = append(s.seen, "write:"+strings.Join(s.seen, ","))
+			s.Requeue.After(time.Second)
+			s.Requeue.After(time.Hour)
+			s.Events.Add("Created", "Created %s", "x")
+			return nil
+		}},
+	}
+	s := newScope(&corev1.Pod{})
+	if err := Run(context.Background(), gevents.Recorder{}, s, steps); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(s.seen, []string{"read", "write:read"}) {
+		t.Errorf("seen %v", s.seen)
+	}
+	if got := s.Result().RequeueAfter; got != time.Second {
+		t.Errorf("requeue after %v, want the soonest, 1s", got)
+	}
+	if s.Events.Empty() {
+		t.Error("the step's event is not in the scope's log")
 	}
 }
 
@@ -153,5 +197,25 @@ func drain(r *events.FakeRecorder) []string {
 		default:
 			return out
 		}
+	}
+}
+
+func TestRunLeavesOwnFailuresToTheStep(t *testing.T) {
+	recorder := events.NewFakeRecorder(10)
+	var ran []string
+	steps := []Step[*podScope]{
+		{Name: "runtime", ReportsOwnFailure: true, StopOnError: true,
+			Sync: func(context.Context, *podScope) error { ran = append(ran, "runtime"); return errHead }},
+		{Name: "apply", Sync: func(context.Context, *podScope) error { ran = append(ran, "apply"); return nil }},
+	}
+	err := Run(context.Background(), gevents.NewRecorder(recorder), newScope(&corev1.Pod{}), steps)
+	if err == nil || err.Error() != errHead.Error() || !errors.Is(err, errHead) {
+		t.Errorf("error = %v, want %v as is", err, errHead)
+	}
+	if !slices.Equal(ran, []string{"runtime"}) {
+		t.Errorf("ran %v, want the chain stopped", ran)
+	}
+	if got := drain(recorder); len(got) != 0 {
+		t.Errorf("events %q, want none", got)
 	}
 }

@@ -16,9 +16,13 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/component-base/featuregate"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // Options are the operator-wide settings handed to every integration's Setup.
@@ -34,7 +38,33 @@ type Options struct {
 	// (head and workers) one RayCluster may have; 0 means the RayCluster
 	// integration's default.
 	RayMaxPodsPerCluster int32
+
+	// Clock is the reconcilers' clock; nil means the real one. Tests pin it.
+	Clock clock.PassiveClock
+	// Registerer takes the workload metrics; nil means controller-runtime's
+	// registry, which the manager serves on its metrics endpoint.
+	Registerer prometheus.Registerer
 }
+
+// ClockOrReal is Clock, or the real clock when none is set.
+func (o Options) ClockOrReal() clock.PassiveClock {
+	if o.Clock == nil {
+		return clock.RealClock{}
+	}
+	return o.Clock
+}
+
+// RegistererOrDefault is Registerer, or controller-runtime's registry.
+func (o Options) RegistererOrDefault() prometheus.Registerer {
+	if o.Registerer == nil {
+		return ctrlmetrics.Registry
+	}
+	return o.Registerer
+}
+
+// Workers is the number of reconciles a controller runs in parallel: at
+// least one.
+func (o Options) Workers() int { return max(o.MaxConcurrentReconciles, 1) }
 
 // Integration describes one workload family.
 type Integration struct {
@@ -49,8 +79,23 @@ type Integration struct {
 	// FeatureGates are the gates this workload reads, registered before
 	// --feature-gates is parsed.
 	FeatureGates map[featuregate.Feature]featuregate.FeatureSpec
+	// SetupIndexes registers the cache field indexes the workload's
+	// reconcilers and watches use, once, before Setup; nil registers none.
+	SetupIndexes func(ctx context.Context, indexer client.FieldIndexer) error
 	// Setup wires the workload's reconcilers and watches into the manager.
 	Setup func(ctx context.Context, mgr ctrl.Manager, opts Options) error
+}
+
+// SetupWithManager registers the integration's field indexes, then runs
+// its Setup: the one way an integration is started, by the manager and by
+// tests alike.
+func (in Integration) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	if in.SetupIndexes != nil {
+		if err := in.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+			return fmt.Errorf("registering the %s field indexes: %w", in.Name, err)
+		}
+	}
+	return in.Setup(ctx, mgr, opts)
 }
 
 // Registry is an ordered set of integrations keyed by name.

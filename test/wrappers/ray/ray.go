@@ -1,7 +1,7 @@
-// Package testing builds RayClusters for tests with fluent wrappers, e.g.
-// MakeRayCluster("rc").WorkerGroup("cpu", 3).Obj(), so tests state only
+// Package raytesting builds RayClusters for tests with fluent wrappers, e.g.
+// MakeRayCluster("rc", "default").WorkerGroup("cpu", 3).Obj(), so tests state only
 // what they are about.
-package testing
+package raytesting
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -21,14 +21,14 @@ type RayClusterWrapper struct {
 	rayv1.RayCluster
 }
 
-// MakeRayCluster starts a RayCluster named name in namespace "default" with
-// a head Pod of one Ray container and no worker groups.
-func MakeRayCluster(name string) *RayClusterWrapper {
+// MakeRayCluster starts a RayCluster named name in namespace ns with a head
+// Pod of one Ray container and no worker groups.
+func MakeRayCluster(name, ns string) *RayClusterWrapper {
 	return &RayClusterWrapper{rayv1.RayCluster{
 		TypeMeta: metav1.TypeMeta{APIVersion: rayv1.GroupVersion.String(), Kind: rayv1.RayClusterKind},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      name,
-			Namespace: "default",
+			Namespace: ns,
 			UID:       types.UID(name + "-uid"),
 		},
 		Spec: rayv1.RayClusterSpec{
@@ -47,13 +47,12 @@ func podTemplate(containerName string) corev1.PodTemplateSpec {
 	}}
 }
 
-// Obj returns the built RayCluster.
-func (w *RayClusterWrapper) Obj() *rayv1.RayCluster { return &w.RayCluster }
+// Obj returns a copy of the built RayCluster.
+func (w *RayClusterWrapper) Obj() *rayv1.RayCluster { return w.RayCluster.DeepCopy() }
 
-// Namespace sets the namespace.
-func (w *RayClusterWrapper) Namespace(ns string) *RayClusterWrapper {
-	w.RayCluster.Namespace = ns
-	return w
+// Clone returns a copy of the wrapper, to vary a common base.
+func (w *RayClusterWrapper) Clone() *RayClusterWrapper {
+	return &RayClusterWrapper{*w.RayCluster.DeepCopy()}
 }
 
 // UID sets the UID.

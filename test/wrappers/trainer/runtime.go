@@ -1,4 +1,4 @@
-package testing
+package trainertesting
 
 import (
 	batchv1 "k8s.io/api/batch/v1"
@@ -226,7 +226,7 @@ func (w *ClusterTrainingRuntimeWrapper) Obj() *trainer.ClusterTrainingRuntime {
 type TrainingRuntimeWrapper struct{ trainer.TrainingRuntime }
 
 // MakeTrainingRuntime starts a TrainingRuntime in ns.
-func MakeTrainingRuntime(ns, name string) *TrainingRuntimeWrapper {
+func MakeTrainingRuntime(name, ns string) *TrainingRuntimeWrapper {
 	return &TrainingRuntimeWrapper{trainer.TrainingRuntime{
 		TypeMeta:   metav1.TypeMeta{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainingRuntimeKind},
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},

@@ -1,9 +1,9 @@
-// Package testing has fluent builders for TrainJobs and runtimes, so tests
+// Package trainertesting has fluent builders for TrainJobs and runtimes, so tests
 // read as the manifest they describe:
 //
-//	MakeTrainJob("tj").RuntimeRef(trainer.ClusterTrainingRuntimeKind, "torch").NumNodes(2).Obj()
+//	MakeTrainJob("tj", "default").RuntimeRef(trainer.ClusterTrainingRuntimeKind, "torch").NumNodes(2).Obj()
 //	MakeRuntimeSpec().Torch(nil).ReplicatedJob(TrainerJob("node", "torch:1")).Obj()
-package testing
+package trainertesting
 
 import (
 	corev1 "k8s.io/api/core/v1"
@@ -14,20 +14,18 @@ import (
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 )
 
-// DefaultNamespace is where MakeTrainJob puts jobs.
-const DefaultNamespace = "default"
-
 // TrainJobWrapper builds a TrainJob.
 type TrainJobWrapper struct {
 	trainer.TrainJob
 }
 
-// MakeTrainJob starts a TrainJob in DefaultNamespace referencing the
-// ClusterTrainingRuntime "runtime", with a UID so owner references are real.
-func MakeTrainJob(name string) *TrainJobWrapper {
+// MakeTrainJob starts a TrainJob named name in namespace ns referencing
+// the ClusterTrainingRuntime "runtime", with a UID so owner references are
+// real.
+func MakeTrainJob(name, ns string) *TrainJobWrapper {
 	return &TrainJobWrapper{trainer.TrainJob{
 		TypeMeta:   metav1.TypeMeta{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: DefaultNamespace, UID: types.UID("uid-" + name)},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("uid-" + name)},
 		Spec: trainer.TrainJobSpec{RuntimeRef: trainer.RuntimeRef{
 			Name:     "runtime",
 			APIGroup: ptr.To(trainer.GroupVersion.Group),
@@ -39,11 +37,8 @@ func MakeTrainJob(name string) *TrainJobWrapper {
 // Obj returns a copy of the TrainJob.
 func (w *TrainJobWrapper) Obj() *trainer.TrainJob { return w.TrainJob.DeepCopy() }
 
-// Namespace sets the namespace.
-func (w *TrainJobWrapper) Namespace(ns string) *TrainJobWrapper {
-	w.ObjectMeta.Namespace = ns
-	return w
-}
+// Clone returns a copy of the wrapper, to vary a common base.
+func (w *TrainJobWrapper) Clone() *TrainJobWrapper { return &TrainJobWrapper{*w.TrainJob.DeepCopy()} }
 
 // RuntimeRef points the job at a runtime of kind (TrainingRuntime or ClusterTrainingRuntime).
 func (w *TrainJobWrapper) RuntimeRef(kind, name string) *TrainJobWrapper {

@@ -1,38 +1,39 @@
 package accounting
 
 import (
+	"context"
 	"errors"
-	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
 	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
 )
 
 // ConditionReady is true when slurmdbd runs the current configuration and
 // is ready (listening, which it does once it has reached its database), or
 // runs outside Kubernetes.
-const ConditionReady = "Ready"
+const ConditionReady = core.ConditionReady
 
 // Reasons of the Ready condition; the False ones are also the reasons of
 // the Warning event sent when the condition turns to them.
 const (
-	ReasonStatefulSetReady    = "StatefulSetReady"
-	ReasonStatefulSetNotReady = "StatefulSetNotReady"
-	ReasonExternal            = "External"
+	ReasonStatefulSetReady    = core.ReasonStatefulSetReady
+	ReasonStatefulSetNotReady = core.ReasonStatefulSetNotReady
+	ReasonExternal            = core.ReasonExternal
 	// ReasonReferenceNotFound: a key, the password Secret or the JWKS
 	// ConfigMap is missing.
-	ReasonReferenceNotFound = "ReferenceNotFound"
+	ReasonReferenceNotFound = core.ReasonReferenceNotFound
 	// ReasonInvalidStoragePassword: the password cannot be written to
 	// slurmdbd.conf.
 	ReasonInvalidStoragePassword = "InvalidStoragePassword"
 	// ReasonInvalidSpec: a required field is empty (for clusters running
 	// without the admission webhook, which refuses it).
 	ReasonInvalidSpec = "InvalidSpec"
-	ReasonSyncFailed  = "SyncFailed"
+	ReasonSyncFailed  = core.ReasonSyncFailed
 )
 
 // errInvalidSpec marks an Accounting the webhook would have refused.
@@ -49,36 +50,40 @@ func isUserError(err error) bool {
 // StatefulSet (nil when it does not exist yet). A failed sync wins: the
 // StatefulSet may be ready but running an outdated configuration.
 func readyCondition(a *slinkyv1beta1.Accounting, sts *appsv1.StatefulSet, syncErr error) metav1.Condition {
-	cond := metav1.Condition{Type: ConditionReady, ObservedGeneration: a.Generation, Status: metav1.ConditionFalse}
 	switch {
-	case syncErr != nil && refresolver.IsNotFound(syncErr):
-		cond.Reason, cond.Message = ReasonReferenceNotFound, syncErr.Error()
-	case errors.Is(syncErr, errStoragePassword):
-		cond.Reason, cond.Message = ReasonInvalidStoragePassword, syncErr.Error()
-	case errors.Is(syncErr, errInvalidSpec):
-		cond.Reason, cond.Message = ReasonInvalidSpec, syncErr.Error()
+	case errors.Is(syncErr, errStoragePassword) && !refresolver.IsNotFound(syncErr):
+		return core.NotReady(a, ReasonInvalidStoragePassword, syncErr.Error())
+	case errors.Is(syncErr, errInvalidSpec) && !refresolver.IsNotFound(syncErr):
+		return core.NotReady(a, ReasonInvalidSpec, syncErr.Error())
 	case syncErr != nil:
-		cond.Reason, cond.Message = ReasonSyncFailed, syncErr.Error()
+		return core.Failed(a, syncErr)
 	case a.Spec.External:
-		cond.Status, cond.Reason = metav1.ConditionTrue, ReasonExternal
-		if ext := a.Spec.ExternalConfig; ext != nil {
-			cond.Message = fmt.Sprintf("slurmdbd runs outside Kubernetes at %s:%d", ext.Host, ext.Port)
-		}
-	case sts == nil:
-		cond.Reason, cond.Message = ReasonStatefulSetNotReady, "the slurmdbd StatefulSet does not exist yet"
-	default:
-		desired := ptr.Deref(sts.Spec.Replicas, 1)
-		current := sts.Status.ObservedGeneration >= sts.Generation
-		ready := current && sts.Status.ReadyReplicas >= desired && sts.Status.UpdatedReplicas >= desired
-		cond.Message = fmt.Sprintf("%d/%d slurmdbd pods ready", sts.Status.ReadyReplicas, desired)
-		if ready {
-			cond.Status, cond.Reason = metav1.ConditionTrue, ReasonStatefulSetReady
-		} else {
-			cond.Reason = ReasonStatefulSetNotReady
-			if !current {
-				cond.Message += " (rollout of the current spec not yet observed)"
-			}
-		}
+		return core.External(a, "slurmdbd", a.Spec.ExternalConfig)
 	}
-	return cond
+	return core.StatefulSetReady(a, "slurmdbd", sts)
 }
+
+// transitions: a Warning naming what the user must fix when Ready turns
+// False for a reason other than a pod still starting, a Normal event when
+// it turns True.
+var transitions = core.Transitions{
+	Warn: func(cond metav1.Condition) bool { return cond.Reason != ReasonStatefulSetNotReady },
+	Note: func(cond metav1.Condition) string {
+		if cond.Message == "" {
+			return "slurmdbd is ready"
+		}
+		return "slurmdbd is ready: " + cond.Message
+	},
+}
+
+// updateStatus writes the Ready condition when it changed.
+func (r *Reconciler) updateStatus(ctx context.Context, s *scope, syncErr error) error {
+	a := s.Object
+	sts, err := r.LiveStatefulSet(ctx, a, common.AccountingName(a.Name), a.Spec.External)
+	if err != nil {
+		return err
+	}
+	return core.UpdateStatus(ctx, &r.Reconciler, a, conditions, readyCondition(a, sts, syncErr), &transitions, nil)
+}
+
+func conditions(a *slinkyv1beta1.Accounting) *[]metav1.Condition { return &a.Status.Conditions }

@@ -7,11 +7,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/framework/builder"
-	"github.com/gantry-dev/gantry/pkg/framework/syncobject"
 )
 
 func TestNames(t *testing.T) {
@@ -124,29 +122,6 @@ func TestService(t *testing.T) {
 	}
 	if user.Spec.Selector[builder.LabelName] != "wrong" {
 		t.Error("Service modified the user's spec")
-	}
-}
-
-func TestChangeLog(t *testing.T) {
-	var l ChangeLog
-	l.Add(syncobject.Created, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "a"}})
-	l.Add(syncobject.Unchanged, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "b"}})
-	l.Add(syncobject.Created, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}})
-	l.Add(syncobject.Updated, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "d"}})
-	rec := events.NewFakeRecorder(10)
-	l.Record(rec, &slinkyv1beta1.Controller{})
-	close(rec.Events)
-	var got []string
-	for e := range rec.Events {
-		got = append(got, e)
-	}
-	want := []string{"Normal Created Created Service a, ConfigMap c", "Normal Updated Updated ConfigMap d"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("events (-want +got):\n%s", diff)
-	}
-	var empty ChangeLog
-	if !empty.Empty() || l.Empty() {
-		t.Error("Empty is wrong")
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
 )
 
 // ReasonAuthKeyGenerated is the event reason for a key Secret Gantry
@@ -77,7 +76,8 @@ func BuildAuthKeySecret(c *slinkyv1beta1.Controller, name string, keys []string)
 // when c carries the generate-auth-keys annotation. A Secret that exists is
 // never touched, even if it lacks the key: that stays the user's to fix, and
 // the StatefulSet step reports it.
-func (r *Reconciler) ensureAuthKeys(ctx context.Context, c *slinkyv1beta1.Controller) error {
+func (r *Reconciler) ensureAuthKeys(ctx context.Context, s *scope) error {
+	c := s.Object
 	if !generatesAuthKeys(c) {
 		return nil
 	}
@@ -86,15 +86,14 @@ func (r *Reconciler) ensureAuthKeys(ctx context.Context, c *slinkyv1beta1.Contro
 	// events differing only in their note into one series anyway.
 	var made []string
 	defer func() {
-		if len(made) > 0 && r.recorder != nil {
-			r.recorder.Eventf(c, nil, corev1.EventTypeNormal, ReasonAuthKeyGenerated, common.ActionSync,
-				"Generated %d-byte random keys in Secret %s", GeneratedAuthKeySize, strings.Join(made, ", "))
+		if len(made) > 0 {
+			s.Events.Add(ReasonAuthKeyGenerated, "Generated %d-byte random keys in Secret %s", GeneratedAuthKeySize, strings.Join(made, ", "))
 		}
 	}()
 	for _, name := range names {
 		// Read from the API server, not the metadata cache: a Secret the
 		// cache has not seen yet must not be taken for a missing one.
-		err := r.secrets.Reader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &corev1.Secret{})
+		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &corev1.Secret{})
 		if err == nil {
 			continue
 		}
@@ -107,7 +106,7 @@ func (r *Reconciler) ensureAuthKeys(ctx context.Context, c *slinkyv1beta1.Contro
 		}
 		// Create, never update: AlreadyExists means someone else made it
 		// since the read, and theirs wins.
-		if err := r.client.Create(ctx, secret); err != nil {
+		if err := r.Client.Create(ctx, secret); err != nil {
 			if apierrors.IsAlreadyExists(err) {
 				continue
 			}

@@ -177,7 +177,9 @@ func TestGenerateAuthKeysIntegration(t *testing.T) {
 		s, err := getSecret(ns, "keys")()
 		g.Expect(err).NotTo(HaveOccurred())
 		generated(g, s, obj, "slurm.key", "jwt.key")
-		g.Expect(eventNotes(ns, controller.ReasonAuthKeyGenerated)(g)).To(ConsistOf(ContainSubstring("keys (slurm.key, jwt.key)")))
+		// The event follows the status write, which may come after the StatefulSet.
+		g.Eventually(eventNotes(ns, controller.ReasonAuthKeyGenerated)).WithTimeout(30 * time.Second).
+			Should(ConsistOf(ContainSubstring("keys (slurm.key, jwt.key)")))
 	})
 
 	t.Run("an existing Secret without the key is left untouched", func(t *testing.T) {

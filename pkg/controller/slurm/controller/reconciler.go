@@ -5,34 +5,26 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
+	k8sevents "k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
 	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
-	"github.com/gantry-dev/gantry/pkg/framework/requeue"
-	"github.com/gantry-dev/gantry/pkg/framework/status"
-	"github.com/gantry-dev/gantry/pkg/framework/syncobject"
 	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
 )
 
 // Name is the reconciler's name in the manager, its events and logs.
 const Name = "slurm-controller"
-
-// FieldOwner owns the fields Gantry writes on Slurm objects.
-const FieldOwner = "gantry-slurm"
 
 // +kubebuilder:rbac:groups=slinky.slurm.net,resources=controllers,verbs=get;list;watch
 // +kubebuilder:rbac:groups=slinky.slurm.net,resources=controllers/status,verbs=get;update;patch
@@ -47,40 +39,22 @@ const FieldOwner = "gantry-slurm"
 
 // Reconciler reconciles one Controller per call.
 type Reconciler struct {
-	// reported keeps a reconcile that read a stale status from recording a
-	// warning twice.
-	reported status.Reported
-	client   client.Client
-	// apiReader reads past the cache: objects the upstream operator made
-	// carry no label the cache selects, and are adopted through it.
-	apiReader client.Reader
-	// secrets reads Secrets straight from the API server: the manager only
-	// watches their metadata, so that every Secret of the cluster (Helm
-	// releases, tokens) is not held in memory for the few Gantry reads.
-	secrets  *refresolver.Resolver
-	recorder events.EventRecorder
+	core.Reconciler
 	// Images fill in container images the Controller leaves empty.
 	Images common.Images
 }
 
 // NewReconciler returns a reconciler writing through c, reading Secrets
-// through secretReader (typically the manager's API reader) and recording
+// through apiReader (typically the manager's API reader) and recording
 // events with recorder (nil records none).
-func NewReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder) *Reconciler {
-	return &Reconciler{
-		client:    client.WithFieldOwner(c, FieldOwner),
-		apiReader: apiReader,
-		secrets:   refresolver.New(apiReader),
-		recorder:  recorder,
-		Images:    common.DefaultImages(),
-	}
+func NewReconciler(c client.Client, apiReader client.Reader, recorder k8sevents.EventRecorder) *Reconciler {
+	return &Reconciler{Reconciler: core.New(c, apiReader, recorder), Images: common.DefaultImages()}
 }
 
-// syncRun is the state the steps of one reconcile share.
-type syncRun struct {
+// scope is what one reconcile knows and has done so far.
+type scope struct {
+	core.Scope[*slinkyv1beta1.Controller]
 	configHash string
-	changes    common.ChangeLog
-	requeue    requeue.Requeue
 	// monitor is the ServiceMonitorReady condition, nil when none is asked for.
 	monitor *metav1.Condition
 	// monitorSynced: the ServiceMonitor step ran to its end, so monitor is
@@ -88,109 +62,58 @@ type syncRun struct {
 	monitorSynced bool
 }
 
-// Reconcile converges the objects of the Controller named by req.
+// external reports a slurmctld outside Kubernetes, which only needs the
+// ConfigMap (for slurmrestd).
+func external(s *scope) bool { return s.Object.Spec.External }
+
+// Reconcile converges the objects of the Controller named by req. A
+// missing Secret or ConfigMap is reported in the condition and the step's
+// event; the watches on them bring the Controller back when it appears.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	c := &slinkyv1beta1.Controller{}
-	if err := r.client.Get(ctx, req.NamespacedName, c); err != nil {
-		// Owned objects go with their owner through garbage collection.
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if c.DeletionTimestamp != nil {
-		return ctrl.Result{}, nil
-	}
-
-	run := &syncRun{}
-	syncErr := syncsteps.Run(ctx, r.recorder, c, r.steps(run))
-	run.changes.Record(r.recorder, c)
-
-	if apierrors.IsConflict(syncErr) {
-		// A stale cache, not a state worth reporting: retry at once.
-		return ctrl.Result{}, syncErr
-	}
-	statusErr := r.updateStatus(ctx, c, run, syncErr)
-	if isUserError(syncErr) {
-		// A missing Secret or ConfigMap is reported in the condition and the
-		// event; the watches on them bring the Controller back when it appears.
-		log.FromContext(ctx).V(1).Info("waiting for a referenced object", "reason", syncErr.Error())
-		syncErr = nil
-	}
-	return run.requeue.Result(), errors.Join(syncErr, statusErr)
+	return core.Reconcile(ctx, &r.Reconciler, req, &slinkyv1beta1.Controller{}, core.Kind[*slinkyv1beta1.Controller, *scope]{
+		Steps: r.steps(), StepWarnings: true, Status: r.updateStatus, UserError: isUserError,
+	})
 }
 
-func (r *Reconciler) steps(run *syncRun) []syncsteps.Step[*slinkyv1beta1.Controller] {
-	config := syncsteps.Step[*slinkyv1beta1.Controller]{
-		Name:        "ConfigMap",
-		StopOnError: true,
-		Sync: func(ctx context.Context, c *slinkyv1beta1.Controller) error {
-			in, userFiles, err := r.configInputs(ctx, c)
-			if err != nil {
-				return err
-			}
-			cm := BuildConfigMap(c, in)
-			run.configHash = common.HashStrings(configHashInput(cm.Data, userFiles))
-			return r.sync(ctx, cm, &run.changes)
-		},
-	}
-	return []syncsteps.Step[*slinkyv1beta1.Controller]{
-		{
-			// Before the StatefulSet step, which reads the keys.
-			Name: "AuthKeys",
-			Sync: r.ensureAuthKeys,
-		},
-		{
-			Name: "InternalService",
-			Sync: r.unlessExternal(func(ctx context.Context, c *slinkyv1beta1.Controller) error {
-				return r.sync(ctx, BuildInternalService(c), &run.changes)
-			}),
-		},
-		{
-			Name: "Service",
-			Sync: r.unlessExternal(func(ctx context.Context, c *slinkyv1beta1.Controller) error {
-				return r.sync(ctx, BuildService(c), &run.changes)
-			}),
-		},
-		config,
-		{
-			Name:        "StatefulSet",
-			StopOnError: true,
-			Sync: r.unlessExternal(func(ctx context.Context, c *slinkyv1beta1.Controller) error {
-				in, err := r.keyHashes(ctx, c)
-				if err != nil {
-					return err
-				}
-				in.ConfigHash, in.Images = run.configHash, r.Images
-				return r.sync(ctx, BuildStatefulSet(c, in), &run.changes)
-			}),
-		},
-		{
-			Name: "ServiceMonitor",
-			Sync: func(ctx context.Context, c *slinkyv1beta1.Controller) error {
-				err := r.syncServiceMonitor(ctx, c, run)
-				run.monitorSynced = err == nil
-				return err
-			},
-		},
+func (r *Reconciler) steps() []syncsteps.Step[*scope] {
+	return []syncsteps.Step[*scope]{
+		// Before the StatefulSet step, which reads the keys.
+		{Name: "AuthKeys", Sync: r.ensureAuthKeys},
+		{Name: "InternalService", Skip: external, Sync: r.syncInternalService},
+		{Name: "Service", Skip: external, Sync: r.syncService},
+		{Name: "ConfigMap", StopOnError: true, Sync: r.syncConfigMap},
+		{Name: "StatefulSet", Skip: external, StopOnError: true, Sync: r.syncStatefulSet},
+		{Name: "ServiceMonitor", Sync: r.syncServiceMonitor},
 	}
 }
 
-// unlessExternal skips a step for a slurmctld outside Kubernetes, which only
-// needs the ConfigMap (for slurmrestd).
-func (r *Reconciler) unlessExternal(f func(context.Context, *slinkyv1beta1.Controller) error) func(context.Context, *slinkyv1beta1.Controller) error {
-	return func(ctx context.Context, c *slinkyv1beta1.Controller) error {
-		if c.Spec.External {
-			return nil
-		}
-		return f(ctx, c)
-	}
+func (r *Reconciler) syncInternalService(ctx context.Context, s *scope) error {
+	return r.Sync(ctx, &s.Events, BuildInternalService(s.Object))
 }
 
-func (r *Reconciler) sync(ctx context.Context, obj client.Object, changes *common.ChangeLog) error {
-	res, err := syncobject.SyncObject(ctx, r.client, obj, syncobject.AdoptFrom(r.apiReader))
+func (r *Reconciler) syncService(ctx context.Context, s *scope) error {
+	return r.Sync(ctx, &s.Events, BuildService(s.Object))
+}
+
+// syncConfigMap writes slurm.conf and notes the hash of it and the user's
+// files, which rolls slurmctld when either changes.
+func (r *Reconciler) syncConfigMap(ctx context.Context, s *scope) error {
+	in, userFiles, err := r.configInputs(ctx, s.Object)
 	if err != nil {
 		return err
 	}
-	changes.Add(res, obj)
-	return nil
+	cm := BuildConfigMap(s.Object, in)
+	s.configHash = common.HashStrings(configHashInput(cm.Data, userFiles))
+	return r.Sync(ctx, &s.Events, cm)
+}
+
+func (r *Reconciler) syncStatefulSet(ctx context.Context, s *scope) error {
+	in, err := r.keyHashes(ctx, s.Object)
+	if err != nil {
+		return err
+	}
+	in.ConfigHash, in.Images = s.configHash, r.Images
+	return r.Sync(ctx, &s.Events, BuildStatefulSet(s.Object, in))
 }
 
 // configInputs gathers what slurm.conf depends on: the Controller's
@@ -216,7 +139,7 @@ func (r *Reconciler) configInputs(ctx context.Context, c *slinkyv1beta1.Controll
 	read := func(refs []corev1.LocalObjectReference) ([]string, error) {
 		var files []string
 		for _, ref := range refs {
-			cm, err := refresolver.Get[*corev1.ConfigMap](ctx, r.client, refresolver.ObjectRef{Name: ref.Name}, c.Namespace)
+			cm, err := refresolver.Get[*corev1.ConfigMap](ctx, r.Client, refresolver.ObjectRef{Name: ref.Name}, c.Namespace)
 			if err != nil {
 				return nil, err
 			}
@@ -261,7 +184,7 @@ func (r *Reconciler) accountingOf(ctx context.Context, c *slinkyv1beta1.Controll
 		return nil, nil
 	}
 	a := &slinkyv1beta1.Accounting{}
-	switch err := r.client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: ref.Name}, a); {
+	switch err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: ref.Name}, a); {
 	case apierrors.IsNotFound(err):
 		return nil, nil
 	case err != nil:
@@ -277,7 +200,7 @@ func (r *Reconciler) accountingOf(ctx context.Context, c *slinkyv1beta1.Controll
 // list is served from the cache.
 func (r *Reconciler) nodeSetsOf(ctx context.Context, c *slinkyv1beta1.Controller) ([]slinkyv1beta1.NodeSet, error) {
 	list := &slinkyv1beta1.NodeSetList{}
-	if err := r.client.List(ctx, list); err != nil {
+	if err := r.Client.List(ctx, list); err != nil {
 		return nil, fmt.Errorf("listing NodeSets: %w", err)
 	}
 	key := client.ObjectKeyFromObject(c)
@@ -295,14 +218,14 @@ func (r *Reconciler) nodeSetsOf(ctx context.Context, c *slinkyv1beta1.Controller
 func (r *Reconciler) keyHashes(ctx context.Context, c *slinkyv1beta1.Controller) (PodInputs, error) {
 	var h PodInputs
 	if ref := c.Spec.SlurmKeyRef; ref != nil {
-		v, err := r.secrets.GetSecretKey(ctx, c.Namespace, *ref)
+		v, err := r.Secrets.GetSecretKey(ctx, c.Namespace, *ref)
 		if err != nil {
 			return h, err
 		}
 		h.SlurmKeyHash = common.HashBytes(v)
 	}
 	if ref := c.Spec.EffectiveJwtKeyRef(); ref != nil {
-		v, err := r.secrets.GetSecretKey(ctx, c.Namespace, *ref)
+		v, err := r.Secrets.GetSecretKey(ctx, c.Namespace, *ref)
 		if err != nil {
 			return h, err
 		}
@@ -344,30 +267,22 @@ func isUserError(err error) bool {
 
 // updateStatus writes the Ready and ServiceMonitorReady conditions when
 // they changed.
-func (r *Reconciler) updateStatus(ctx context.Context, c *slinkyv1beta1.Controller, run *syncRun, syncErr error) error {
-	var sts *appsv1.StatefulSet
-	if !c.Spec.External {
-		live := &appsv1.StatefulSet{}
-		key := client.ObjectKey{Namespace: c.Namespace, Name: common.ControllerStatefulSetName(c.Name)}
-		switch err := r.client.Get(ctx, key, live); {
-		case err == nil:
-			sts = live
-		case !apierrors.IsNotFound(err):
-			return err
-		}
+func (r *Reconciler) updateStatus(ctx context.Context, s *scope, syncErr error) error {
+	c := s.Object
+	sts, err := r.LiveStatefulSet(ctx, c, common.ControllerStatefulSetName(c.Name), c.Spec.External)
+	if err != nil {
+		return err
 	}
-	cond := readyCondition(c, sts, syncErr)
-	_, err := status.Update(ctx, r.client, c, func(obj *slinkyv1beta1.Controller) error {
-		meta.SetStatusCondition(&obj.Status.Conditions, cond)
+	return core.UpdateStatus(ctx, &r.Reconciler, c, conditions, readyCondition(c, sts, syncErr), nil, func(obj *slinkyv1beta1.Controller) {
 		switch {
-		case !run.monitorSynced:
-		case run.monitor != nil:
-			run.monitor.ObservedGeneration = c.Generation
-			meta.SetStatusCondition(&obj.Status.Conditions, *run.monitor)
+		case !s.monitorSynced:
+		case s.monitor != nil:
+			s.monitor.ObservedGeneration = c.Generation
+			meta.SetStatusCondition(&obj.Status.Conditions, *s.monitor)
 		default:
 			meta.RemoveStatusCondition(&obj.Status.Conditions, ConditionServiceMonitor)
 		}
-		return nil
 	})
-	return err
 }
+
+func conditions(c *slinkyv1beta1.Controller) *[]metav1.Condition { return &c.Status.Conditions }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -112,8 +111,15 @@ const ReasonServiceMonitorSynced = "Synced"
 // ServiceMonitor CRD nothing is written: the ServiceMonitorReady condition
 // says why, a Warning event says it once when that starts, and the rest of
 // the reconcile goes on.
-func (r *Reconciler) syncServiceMonitor(ctx context.Context, c *slinkyv1beta1.Controller, run *syncRun) error {
-	changes := &run.changes
+func (r *Reconciler) syncServiceMonitor(ctx context.Context, s *scope) error {
+	err := r.serviceMonitor(ctx, s)
+	// Only a run to its end says what the condition should be.
+	s.monitorSynced = err == nil
+	return err
+}
+
+func (r *Reconciler) serviceMonitor(ctx context.Context, s *scope) error {
+	c := s.Object
 	served, err := r.servesServiceMonitors()
 	if err != nil {
 		return err
@@ -122,33 +128,33 @@ func (r *Reconciler) syncServiceMonitor(ctx context.Context, c *slinkyv1beta1.Co
 		if wantsServiceMonitor(c) {
 			msg := fmt.Sprintf("spec.metrics.serviceMonitor is enabled but the ServiceMonitor CRD (%s) is not installed; install the Prometheus Operator's CRDs to have slurmctld scraped",
 				ServiceMonitorGVK.GroupKind())
-			run.monitor = &metav1.Condition{Type: ConditionServiceMonitor, Status: metav1.ConditionFalse, Reason: ReasonServiceMonitorUnavailable, Message: msg}
+			s.monitor = &metav1.Condition{Type: ConditionServiceMonitor, Status: metav1.ConditionFalse, Reason: ReasonServiceMonitorUnavailable, Message: msg}
 			prev := meta.FindStatusCondition(c.Status.Conditions, ConditionServiceMonitor)
-			if r.recorder != nil && (prev == nil || prev.Reason != ReasonServiceMonitorUnavailable) && r.reported.Changed(c.UID, *run.monitor) {
-				r.recorder.Eventf(c, nil, corev1.EventTypeWarning, ReasonServiceMonitorUnavailable, "Sync", "%s", msg)
+			if (prev == nil || prev.Reason != ReasonServiceMonitorUnavailable) && r.Reported.Changed(c.UID, *s.monitor) {
+				r.Recorder.Warning(c, ReasonServiceMonitorUnavailable, "%s", msg)
 			}
 		}
 		return nil
 	}
 	desired := BuildServiceMonitor(c)
 	if wantsServiceMonitor(c) {
-		if err := r.sync(ctx, desired, changes); err != nil {
+		if err := r.Sync(ctx, &s.Events, desired); err != nil {
 			return err
 		}
-		run.monitor = &metav1.Condition{Type: ConditionServiceMonitor, Status: metav1.ConditionTrue, Reason: ReasonServiceMonitorSynced,
+		s.monitor = &metav1.Condition{Type: ConditionServiceMonitor, Status: metav1.ConditionTrue, Reason: ReasonServiceMonitorSynced,
 			Message: "ServiceMonitor " + desired.GetName() + " scrapes slurmctld"}
 		return nil
 	}
 	existing := &unstructured.Unstructured{}
 	existing.SetGroupVersionKind(ServiceMonitorGVK)
-	if err := r.client.Get(ctx, client.ObjectKeyFromObject(desired), existing); err != nil {
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), existing); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if !metav1.IsControlledBy(existing, c) {
 		// Someone else's ServiceMonitor of the same name is theirs.
 		return nil
 	}
-	if err := r.client.Delete(ctx, existing); client.IgnoreNotFound(err) != nil {
+	if err := r.Client.Delete(ctx, existing); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("deleting ServiceMonitor %s: %w", client.ObjectKeyFromObject(existing), err)
 	}
 	return nil
@@ -158,7 +164,7 @@ func (r *Reconciler) syncServiceMonitor(ctx context.Context, c *slinkyv1beta1.Co
 // REST mapper, which looks again on a miss) whether the CRD is installed,
 // so installing the Prometheus Operator later needs no restart.
 func (r *Reconciler) servesServiceMonitors() (bool, error) {
-	_, err := r.client.RESTMapper().RESTMapping(ServiceMonitorGVK.GroupKind(), ServiceMonitorGVK.Version)
+	_, err := r.Client.RESTMapper().RESTMapping(ServiceMonitorGVK.GroupKind(), ServiceMonitorGVK.Version)
 	var noMatch *meta.NoKindMatchError
 	switch {
 	case err == nil:

@@ -8,62 +8,28 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
 	"github.com/gantry-dev/gantry/pkg/framework/mapping"
 )
 
 // Options tune SetupWithManager.
-type Options struct {
-	// MaxConcurrentReconciles is the number of workers; 0 means one.
-	MaxConcurrentReconciles int
-	// Images override the default images field by field.
-	Images common.Images
-}
+type Options = core.Options[common.Images]
 
 // SetupWithManager registers a Controller reconciler built from the
 // manager's client, API reader and event recorder.
 func SetupWithManager(mgr ctrl.Manager, opts ...Options) error {
-	r := NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(Name))
-	return r.SetupWithManager(mgr, opts...)
+	return NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(Name)).SetupWithManager(mgr, opts...)
 }
 
 // SetupWithManager registers r, its watches and the field indexes they use.
-//
-// Watches: the Controller; the Services, ConfigMap and StatefulSet it owns;
-// NodeSets (slurm.conf lists them); the Accounting it references
-// (slurm.conf points at it once it exists); Secrets holding its keys (the pod
-// carries their hashes); ConfigMaps it references (files and scripts).
-// Secrets are watched as metadata only: a change of resourceVersion is all
-// the mapping needs, and the data is read on demand.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts ...Options) error {
-	var o Options
-	if len(opts) > 0 {
-		o = opts[0]
-	}
-	r.Images = o.Images.Or(r.Images)
-	if err := common.RegisterIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
-	cache := mgr.GetClient()
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(Name).
-		For(&slinkyv1beta1.Controller{}).
-		Owns(&corev1.Service{}).
-		Owns(&corev1.ConfigMap{}).
-		Owns(&appsv1.StatefulSet{}).
-		Watches(&slinkyv1beta1.NodeSet{}, handler.EnqueueRequestsFromMapFunc(nodeSetToController)).
-		Watches(&slinkyv1beta1.Accounting{}, handler.EnqueueRequestsFromMapFunc(accountingToControllers(cache))).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(mapping.ByIndex(cache, newControllerList, common.IndexControllerSecrets)),
-			builder.OnlyMetadata).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(mapping.ByIndex(cache, newControllerList, common.IndexControllerConfigMaps))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(o.MaxConcurrentReconciles, 1)}).
-		Complete(r)
+	return core.Setup(mgr, Name, &slinkyv1beta1.Controller{}, r, core.Apply(opts, &r.Images), watches)
 }
 
 func nodeSetToController(_ context.Context, obj client.Object) []reconcile.Request {
@@ -94,3 +60,20 @@ func accountingToControllers(reader client.Reader) handler.MapFunc {
 }
 
 func newControllerList() client.ObjectList { return &slinkyv1beta1.ControllerList{} }
+
+// watches are what SetupWithManager watches: the Controller; the Services,
+// ConfigMap and StatefulSet it owns; NodeSets (slurm.conf lists them); the
+// Accounting it references (slurm.conf points at it once it exists); Secrets
+// holding its keys (the pod carries their hashes); ConfigMaps it references
+// (files and scripts). Secrets are watched as metadata only: a change of
+// resourceVersion is all the mapping needs, and the data is read on demand.
+func watches(b *builder.Builder, cache client.Reader) *builder.Builder {
+	return b.Owns(&corev1.Service{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&appsv1.StatefulSet{}).
+		Watches(&slinkyv1beta1.NodeSet{}, handler.EnqueueRequestsFromMapFunc(nodeSetToController)).
+		Watches(&slinkyv1beta1.Accounting{}, handler.EnqueueRequestsFromMapFunc(accountingToControllers(cache))).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(mapping.ByIndex(cache, newControllerList, common.IndexControllerSecrets)),
+			builder.OnlyMetadata).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(mapping.ByIndex(cache, newControllerList, common.IndexControllerConfigMaps)))
+}

@@ -10,29 +10,22 @@ import (
 	"fmt"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
+	k8sevents "k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
 	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
-	"github.com/gantry-dev/gantry/pkg/framework/status"
-	"github.com/gantry-dev/gantry/pkg/framework/syncobject"
 	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
 )
 
 // Name is the reconciler's name in the manager, its events and logs.
 const Name = "slurm-loginset"
-
-// FieldOwner owns the fields Gantry writes on Slurm objects.
-const FieldOwner = "gantry-slurm"
 
 // ReasonHostKeysGenerated is the event of a host keys Secret Gantry created.
 const ReasonHostKeysGenerated = "HostKeysGenerated"
@@ -49,140 +42,85 @@ const ReasonHostKeysGenerated = "HostKeysGenerated"
 
 // Reconciler reconciles one LoginSet per call.
 type Reconciler struct {
-	client client.Client
-	// apiReader reads past the cache: Secrets (the manager caches only their
-	// metadata) and objects Slinky's operator made, adopted through it.
-	apiReader client.Reader
-	secrets   *refresolver.Resolver
-	recorder  events.EventRecorder
+	core.Reconciler
 	// Images fill in the containers' images the LoginSet leaves empty.
 	Images Images
-	// reported: see recordTransition.
-	reported status.Reported
 }
 
 // NewReconciler returns a reconciler writing through c, reading Secrets
 // through apiReader and recording events with recorder (nil records none).
-func NewReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder) *Reconciler {
-	return &Reconciler{
-		client:    client.WithFieldOwner(c, FieldOwner),
-		apiReader: apiReader,
-		secrets:   refresolver.New(apiReader),
-		recorder:  recorder,
-		Images:    DefaultImages(),
-	}
+func NewReconciler(c client.Client, apiReader client.Reader, recorder k8sevents.EventRecorder) *Reconciler {
+	return &Reconciler{Reconciler: core.New(c, apiReader, recorder), Images: DefaultImages()}
 }
 
-// syncRun is what one reconcile has read and done so far.
-type syncRun struct {
+// scope is what one reconcile has read and done so far.
+type scope struct {
+	core.Scope[*slinkyv1beta1.LoginSet]
 	controller   *slinkyv1beta1.Controller
 	hostKeysHash string
 	sshdConfHash string
-	changes      common.ChangeLog
-	// generatedKeys is set when this reconcile created the host keys Secret.
-	generatedKeys bool
 }
 
 // Reconcile converges the objects of the LoginSet named by req and reports
-// them in its status.
+// them in its status. A failed step becomes the Ready condition, and an
+// event is recorded only when that condition changes, not on every retry;
+// the watches on the Controller and on the Secrets bring the LoginSet back
+// once the user fixes what it names.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	l := &slinkyv1beta1.LoginSet{}
-	if err := r.client.Get(ctx, req.NamespacedName, l); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if l.DeletionTimestamp != nil {
-		r.reported.Forget(l.UID)
-		return ctrl.Result{}, nil
-	}
+	return core.Reconcile(ctx, &r.Reconciler, req, &slinkyv1beta1.LoginSet{}, core.Kind[*slinkyv1beta1.LoginSet, *scope]{
+		Steps: r.steps(), Status: r.updateStatus, UserError: isUserError,
+	})
+}
 
-	run := &syncRun{}
-	// Step failures are not recorded by syncsteps: they become the Ready
-	// condition, and an event is recorded only when that condition changes,
-	// not on every retry.
-	syncErr := syncsteps.Run(ctx, nil, l, r.steps(run))
-	if apierrors.IsConflict(syncErr) {
-		return ctrl.Result{}, syncErr
-	}
-	before := meta.FindStatusCondition(l.Status.Conditions, ConditionReady)
-	var previous *readyState
-	if before != nil {
-		previous = &readyState{status: before.Status, reason: before.Reason, message: before.Message}
-	}
-	cond, statusErr := r.updateStatus(ctx, l, syncErr)
-	// Events after the status write, so that none claims what the status
-	// does not show.
-	if statusErr == nil {
-		if run.generatedKeys && r.recorder != nil {
-			r.recorder.Eventf(l, nil, corev1.EventTypeNormal, ReasonHostKeysGenerated, common.ActionSync,
-				"Generated SSH host keys (%s) in Secret %s", strings.Join(hostKeyTypes, ", "), HostKeysSecretName(l))
-		}
-		run.changes.Record(r.recorder, l)
-		recordTransition(r.recorder, &r.reported, l, previous, cond)
-	}
-	if syncErr != nil && (refresolver.IsNotFound(syncErr) || errors.As(syncErr, new(*hostKeysError))) {
-		// Reported in the condition; the watches on the Controller and on
-		// the Secrets bring the LoginSet back once the user fixes it.
-		syncErr = nil
-	}
-	return ctrl.Result{}, errors.Join(syncErr, statusErr)
+// isUserError reports a missing reference or host keys Gantry cannot use.
+func isUserError(err error) bool {
+	return refresolver.IsNotFound(err) || errors.As(err, new(*hostKeysError))
 }
 
 // hostKeyTypes name the generated key types in events.
 var hostKeyTypes = []string{"RSA 4096", "ECDSA P-256", "Ed25519"}
 
-func (r *Reconciler) steps(run *syncRun) []syncsteps.Step[*slinkyv1beta1.LoginSet] {
-	return []syncsteps.Step[*slinkyv1beta1.LoginSet]{
-		{
-			Name:        "Controller",
-			StopOnError: true,
-			Sync: func(ctx context.Context, l *slinkyv1beta1.LoginSet) error {
-				c, err := refresolver.Get[*slinkyv1beta1.Controller](ctx, r.client,
-					refresolver.ObjectRef{Name: l.Spec.ControllerRef.Name}, l.Namespace)
-				run.controller = c
-				return err
-			},
-		},
-		{
-			Name:        "SSH host keys",
-			StopOnError: true,
-			Sync: func(ctx context.Context, l *slinkyv1beta1.LoginSet) error {
-				return r.syncHostKeys(ctx, l, run)
-			},
-		},
-		{
-			Name: "SSH config",
-			Sync: func(ctx context.Context, l *slinkyv1beta1.LoginSet) error {
-				cm := BuildSshConfig(l)
-				run.sshdConfHash = common.HashStrings(cm.Data)
-				return r.sync(ctx, cm, &run.changes)
-			},
-		},
-		{
-			Name: "Service",
-			Sync: func(ctx context.Context, l *slinkyv1beta1.LoginSet) error {
-				return r.sync(ctx, BuildService(l), &run.changes)
-			},
-		},
-		{
-			Name: "Deployment",
-			Sync: func(ctx context.Context, l *slinkyv1beta1.LoginSet) error {
-				in := DeploymentInputs{Controller: run.controller, SshdConfHash: run.sshdConfHash, HostKeysHash: run.hostKeysHash, Images: r.Images}
-				if ref := run.controller.Spec.SlurmKeyRef; ref != nil {
-					key, err := r.secrets.GetSecretKey(ctx, run.controller.Namespace, *ref)
-					if err != nil {
-						return err
-					}
-					in.SlurmKeyHash = common.HashBytes(key)
-				}
-				sssd, err := r.secrets.GetSecretKey(ctx, l.Namespace, l.Spec.SssdConfRef)
-				if err != nil {
-					return err
-				}
-				in.SssdConfHash = common.HashBytes(sssd)
-				return r.sync(ctx, BuildDeployment(l, in), &run.changes)
-			},
-		},
+func (r *Reconciler) steps() []syncsteps.Step[*scope] {
+	return []syncsteps.Step[*scope]{
+		{Name: "Controller", StopOnError: true, Sync: r.getController},
+		{Name: "SSH host keys", StopOnError: true, Sync: r.syncHostKeys},
+		{Name: "SSH config", Sync: r.syncSshConfig},
+		{Name: "Service", Sync: r.syncService},
+		{Name: "Deployment", Sync: r.syncDeployment},
 	}
+}
+
+func (r *Reconciler) getController(ctx context.Context, s *scope) (err error) {
+	s.controller, err = r.Controller(ctx, s.Object, s.Object.Spec.ControllerRef.Name)
+	return err
+}
+
+func (r *Reconciler) syncSshConfig(ctx context.Context, s *scope) error {
+	cm := BuildSshConfig(s.Object)
+	s.sshdConfHash = common.HashStrings(cm.Data)
+	return r.Sync(ctx, &s.Events, cm)
+}
+
+func (r *Reconciler) syncService(ctx context.Context, s *scope) error {
+	return r.Sync(ctx, &s.Events, BuildService(s.Object))
+}
+
+func (r *Reconciler) syncDeployment(ctx context.Context, s *scope) error {
+	l, controller := s.Object, s.controller
+	in := DeploymentInputs{Controller: controller, SshdConfHash: s.sshdConfHash, HostKeysHash: s.hostKeysHash, Images: r.Images}
+	if ref := controller.Spec.SlurmKeyRef; ref != nil {
+		key, err := r.Secrets.GetSecretKey(ctx, controller.Namespace, *ref)
+		if err != nil {
+			return err
+		}
+		in.SlurmKeyHash = common.HashBytes(key)
+	}
+	sssd, err := r.Secrets.GetSecretKey(ctx, l.Namespace, l.Spec.SssdConfRef)
+	if err != nil {
+		return err
+	}
+	in.SssdConfHash = common.HashBytes(sssd)
+	return r.Sync(ctx, &s.Events, BuildDeployment(l, in))
 }
 
 // hostKeysError is a host keys Secret Gantry cannot use; the user must fix
@@ -195,26 +133,27 @@ func (e *hostKeysError) Error() string { return e.msg }
 // when it does not, and notes the hash of the keys in it. An existing
 // Secret is never changed: the keys are the login nodes' identity. One the
 // user made is used as it is, when it holds all six keys.
-func (r *Reconciler) syncHostKeys(ctx context.Context, l *slinkyv1beta1.LoginSet, run *syncRun) error {
+func (r *Reconciler) syncHostKeys(ctx context.Context, s *scope) error {
+	l := s.Object
 	name := HostKeysSecretName(l)
 	key := client.ObjectKey{Namespace: l.Namespace, Name: name}
 	secret := &corev1.Secret{}
 	// Read from the API server: the cache holds Secrets' metadata only, and
 	// a Secret it has not seen yet must not be taken for a missing one.
-	err := r.apiReader.Get(ctx, key, secret)
+	err := r.APIReader.Get(ctx, key, secret)
 	if apierrors.IsNotFound(err) {
 		desired, buildErr := BuildHostKeysSecret(l)
 		if buildErr != nil {
 			return buildErr
 		}
-		switch err = r.client.Create(ctx, desired); {
+		switch err = r.Client.Create(ctx, desired); {
 		case err == nil:
 			log.FromContext(ctx).Info("generated SSH host keys", "secret", name)
-			run.generatedKeys = true
+			s.Events.Add(ReasonHostKeysGenerated, "Generated SSH host keys (%s) in Secret %s", strings.Join(hostKeyTypes, ", "), name)
 			secret = desired
 		case apierrors.IsAlreadyExists(err):
 			// Made since the read (a concurrent reconcile); theirs wins.
-			err = r.apiReader.Get(ctx, key, secret)
+			err = r.APIReader.Get(ctx, key, secret)
 		}
 	}
 	if err != nil {
@@ -228,39 +167,6 @@ func (r *Reconciler) syncHostKeys(ctx context.Context, l *slinkyv1beta1.LoginSet
 	for _, f := range HostKeyFiles {
 		files[f] = string(secret.Data[f])
 	}
-	run.hostKeysHash = common.HashStrings(files)
+	s.hostKeysHash = common.HashStrings(files)
 	return nil
-}
-
-func (r *Reconciler) sync(ctx context.Context, obj client.Object, changes *common.ChangeLog) error {
-	res, err := syncobject.SyncObject(ctx, r.client, obj, syncobject.AdoptFrom(r.apiReader))
-	if err != nil {
-		return err
-	}
-	changes.Add(res, obj)
-	return nil
-}
-
-// updateStatus writes replicas, readyReplicas, selector and the Ready
-// condition when they changed, and returns that condition.
-func (r *Reconciler) updateStatus(ctx context.Context, l *slinkyv1beta1.LoginSet, syncErr error) (readyState, error) {
-	var deploy *appsv1.Deployment
-	live := &appsv1.Deployment{}
-	switch err := r.client.Get(ctx, client.ObjectKey{Namespace: l.Namespace, Name: DeploymentName(l)}, live); {
-	case err == nil && metav1.IsControlledBy(live, l):
-		deploy = live
-	case err != nil && !apierrors.IsNotFound(err):
-		return readyState{}, err
-	}
-	cond := readyCondition(l, deploy, syncErr)
-	_, err := status.Update(ctx, r.client, l, func(obj *slinkyv1beta1.LoginSet) error {
-		obj.Status.Selector = Selector(obj)
-		obj.Status.Replicas, obj.Status.ReadyReplicas = 0, 0
-		if deploy != nil {
-			obj.Status.Replicas, obj.Status.ReadyReplicas = deploy.Status.Replicas, deploy.Status.ReadyReplicas
-		}
-		meta.SetStatusCondition(&obj.Status.Conditions, cond)
-		return nil
-	})
-	return readyState{status: cond.Status, reason: cond.Reason, message: cond.Message}, err
 }

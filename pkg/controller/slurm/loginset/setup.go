@@ -10,13 +10,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
 	"github.com/gantry-dev/gantry/pkg/framework/mapping"
 )
 
@@ -31,52 +31,20 @@ const (
 )
 
 // Options tune SetupWithManager.
-type Options struct {
-	// MaxConcurrentReconciles is the number of workers; 0 means one.
-	MaxConcurrentReconciles int
-	// Images override the default images field by field.
-	Images Images
-}
+type Options = core.Options[Images]
 
 // SetupWithManager registers a LoginSet reconciler built from the manager's
 // client, API reader and event recorder.
 func SetupWithManager(mgr ctrl.Manager, opts ...Options) error {
-	r := NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(Name))
-	return r.SetupWithManager(mgr, opts...)
+	return NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(Name)).SetupWithManager(mgr, opts...)
 }
 
 // SetupWithManager registers r, its watches and the field indexes they use.
-//
-// Watches: the LoginSet; the Deployment, Service and ConfigMap it owns;
-// its Controller (the pods reach its slurmctld and carry its key's hash);
-// Secrets, as metadata only (the data is read on demand): its sssd.conf,
-// its host keys, and the Controller's keys.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts ...Options) error {
-	var o Options
-	if len(opts) > 0 {
-		o = opts[0]
-	}
-	r.Images = o.Images.Or(r.Images)
-	ctx := context.Background()
-	if err := common.RegisterIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+	if err := registerIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	if err := registerIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
-	cache := mgr.GetClient()
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(Name).
-		For(&slinkyv1beta1.LoginSet{}).
-		Owns(&appsv1.Deployment{}).
-		Owns(&corev1.Service{}).
-		Owns(&corev1.ConfigMap{}).
-		Watches(&slinkyv1beta1.Controller{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
-			return loginSetsOf(ctx, cache, obj.GetNamespace(), obj.GetName())
-		})).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretToLoginSets(cache)), builder.OnlyMetadata).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(o.MaxConcurrentReconciles, 1)}).
-		Complete(r)
+	return core.Setup(mgr, Name, &slinkyv1beta1.LoginSet{}, r, core.Apply(opts, &r.Images), watches)
 }
 
 // secretNames are the Secrets l reads itself.
@@ -130,4 +98,19 @@ func secretToLoginSets(reader client.Reader) handler.MapFunc {
 		slices.SortFunc(reqs, func(a, b reconcile.Request) int { return strings.Compare(a.String(), b.String()) })
 		return slices.Compact(reqs)
 	}
+}
+
+// watches are what SetupWithManager watches: the LoginSet; the Deployment,
+// Service and ConfigMap it owns; its Controller (the pods reach its
+// slurmctld and carry its key's hash); Secrets, as metadata only (the data
+// is read on demand): its sssd.conf, its host keys, and the Controller's
+// keys.
+func watches(b *builder.Builder, cache client.Reader) *builder.Builder {
+	return b.Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ConfigMap{}).
+		Watches(&slinkyv1beta1.Controller{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+			return loginSetsOf(ctx, cache, obj.GetNamespace(), obj.GetName())
+		})).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretToLoginSets(cache)), builder.OnlyMetadata)
 }

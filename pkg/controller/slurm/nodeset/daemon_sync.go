@@ -19,7 +19,7 @@ func (r *Reconciler) loadDaemonPlan(ctx context.Context, n *slinkyv1beta1.NodeSe
 		return nil, nil
 	}
 	nodes := &corev1.NodeList{}
-	if err := r.client.List(ctx, nodes); err != nil {
+	if err := r.Client.List(ctx, nodes); err != nil {
 		return nil, err
 	}
 	plan := planDaemonPods(n, pods, nodes.Items)
@@ -31,26 +31,26 @@ func (r *Reconciler) loadDaemonPlan(ctx context.Context, n *slinkyv1beta1.NodeSe
 // longer matches are drained and then deleted, kept pods Gantry had
 // cordoned are returned to service, and every node that should run a pod
 // and has none gets one.
-func (r *Reconciler) syncDaemonPods(ctx context.Context, n *slinkyv1beta1.NodeSet, run *syncRun) error {
-	plan := run.daemon
+func (r *Reconciler) syncDaemonPods(ctx context.Context, n *slinkyv1beta1.NodeSet, s *scope) error {
+	plan := s.daemon
 	var errs []error
 	errs = append(errs, forEachPod(plan.finished, func(pod *corev1.Pod) error {
 		if pod.Status.Phase == corev1.PodFailed {
 			r.backoff.failed(daemonBackoffKey(n, plan.nodeOf[pod.Name]), r.Now())
 		}
-		return r.deletePod(ctx, n, run, pod, "")
+		return r.deletePod(ctx, n, s, pod, "")
 	}))
-	errs = append(errs, r.condemnAll(ctx, n, run, capPods(plan.mismatched), cordonedForNodeMismatch))
-	errs = append(errs, r.condemnAll(ctx, n, run, capPods(plan.renamed), cordonedForUpdate))
+	errs = append(errs, r.condemnAll(ctx, n, s, capPods(plan.mismatched), cordonedForNodeMismatch))
+	errs = append(errs, r.condemnAll(ctx, n, s, capPods(plan.renamed), cordonedForUpdate))
 
 	var victims []*corev1.Pod
 	if isRollingUpdate(n) {
-		victims = rollingUpdateVictimsOf(n, plan.kept, run.revisions.hash(), plan.rolloutTotal(), r.Now())
+		victims = rollingUpdateVictimsOf(n, plan.kept, s.revisions.hash(), plan.rolloutTotal(), r.Now())
 	}
 	keep := slices.DeleteFunc(slices.Clone(plan.kept), func(p *corev1.Pod) bool { return slices.Contains(victims, p) })
 	errs = append(errs, forEachPod(keep, func(pod *corev1.Pod) error {
 		if isCondemned(pod) {
-			if err := r.uncordon(ctx, run, pod); err != nil {
+			if err := r.uncordon(ctx, s, pod); err != nil {
 				return err
 			}
 		}
@@ -59,7 +59,7 @@ func (r *Reconciler) syncDaemonPods(ctx context.Context, n *slinkyv1beta1.NodeSe
 		}
 		return r.patchPod(ctx, pod, func(p *corev1.Pod) { setIdentity(n, p) })
 	}))
-	errs = append(errs, r.createDaemonPods(ctx, n, run, plan.create))
+	errs = append(errs, r.createDaemonPods(ctx, n, s, plan.create))
 	return errors.Join(errs...)
 }
 
@@ -76,43 +76,43 @@ func daemonBackoffKey(n *slinkyv1beta1.NodeSet, node string) string {
 
 // createDaemonPods creates one pod on each node, in slow-start batches with
 // expectations, except on nodes whose last pod failed too recently.
-func (r *Reconciler) createDaemonPods(ctx context.Context, n *slinkyv1beta1.NodeSet, run *syncRun, nodes []*corev1.Node) error {
+func (r *Reconciler) createDaemonPods(ctx context.Context, n *slinkyv1beta1.NodeSet, s *scope, nodes []*corev1.Node) error {
 	if len(nodes) == 0 {
 		return nil
 	}
-	controller, err := r.getController(ctx, n, run)
+	controller, err := r.getController(ctx, s)
 	if err != nil {
 		return err
 	}
-	in := PodInputs{Controller: controller, RevisionHash: run.revisions.hash(), Images: r.Images, Ssh: run.ssh.hashes}
+	in := PodInputs{Controller: controller, RevisionHash: s.revisions.hash(), Images: r.Images, Ssh: s.ssh.hashes}
 	var toCreate []*corev1.Pod
 	var waiting []string
 	for _, node := range nodes[:min(len(nodes), burstReplicas)] {
 		if wait := r.backoff.wait(daemonBackoffKey(n, node.Name), r.Now()); wait > 0 {
 			waiting = append(waiting, node.Name)
-			run.requeue.After(wait)
+			s.Requeue.After(wait)
 			continue
 		}
 		toCreate = append(toCreate, BuildDaemonPod(n, node, in))
 	}
 	if len(waiting) > 0 {
-		r.recordf(n, corev1.EventTypeNormal, ReasonBackOff, "Waiting to recreate failed Pods on Kubernetes nodes %s (back-off)",
+		s.Events.Add(ReasonBackOff, "Waiting to recreate failed Pods on Kubernetes nodes %s (back-off)",
 			strings.Join(waiting, ", "))
 	}
-	r.expectations.ExpectCreations(run.key, expectationGroup, len(toCreate))
+	r.expectations.ExpectCreations(s.key, expectationGroup, len(toCreate))
 	created, err := slowstart.SlowStartBatch(len(toCreate), 1, func(i int) error {
 		if _, err := r.createPod(ctx, n, toCreate[i]); err != nil {
 			return err
 		}
-		run.tally.addNode(toCreate[i])
+		s.tally.addNode(toCreate[i])
 		return nil
 	})
 	if skipped := len(toCreate) - created; skipped > 0 {
-		r.expectations.CancelCreations(run.key, expectationGroup, skipped)
+		r.expectations.CancelCreations(s.key, expectationGroup, skipped)
 	}
-	run.tally.created += created
+	s.tally.created += created
 	if err != nil {
-		r.recordf(n, corev1.EventTypeWarning, "FailedCreate", "Created %d of %d Pods: %v", created, len(toCreate), err)
+		r.Recorder.Warning(n, "FailedCreate", "Created %d of %d Pods: %v", created, len(toCreate), err)
 	}
 	return err
 }
@@ -122,13 +122,13 @@ func (r *Reconciler) createDaemonPods(ctx context.Context, n *slinkyv1beta1.Node
 // a pod (a node still waiting for its pod counts as unavailable), each
 // drained before it is deleted; the next reconcile creates the new pod on
 // the node that was freed.
-func (r *Reconciler) syncDaemonRollout(ctx context.Context, n *slinkyv1beta1.NodeSet, run *syncRun) error {
-	plan := run.daemon
+func (r *Reconciler) syncDaemonRollout(ctx context.Context, n *slinkyv1beta1.NodeSet, s *scope) error {
+	plan := s.daemon
 	if plan == nil || !isRollingUpdate(n) || n.DeletionTimestamp != nil {
 		return nil
 	}
-	_, old := splitByRevision(plan.kept, run.revisions.hash())
+	_, old := splitByRevision(plan.kept, s.revisions.hash())
 	unhealthy, _ := splitUnhealthy(old)
-	victims := rollingUpdateVictimsOf(n, plan.kept, run.revisions.hash(), plan.rolloutTotal(), r.Now())
-	return r.condemnAll(ctx, n, run, append(unhealthy, victims...), cordonedForUpdate)
+	victims := rollingUpdateVictimsOf(n, plan.kept, s.revisions.hash(), plan.rolloutTotal(), r.Now())
+	return r.condemnAll(ctx, n, s, append(unhealthy, victims...), cordonedForUpdate)
 }

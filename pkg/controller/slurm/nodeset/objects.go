@@ -14,7 +14,6 @@ import (
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
 	"github.com/gantry-dev/gantry/pkg/framework/builder"
-	"github.com/gantry-dev/gantry/pkg/framework/syncobject"
 )
 
 // workerLabels label the objects shared by all NodeSets of a Controller.
@@ -63,7 +62,7 @@ func BuildWorkerPDB(n *slinkyv1beta1.NodeSet, owners []metav1.OwnerReference) *p
 // owner of the shared objects, so they go with the last NodeSet.
 func (r *Reconciler) sharedOwners(ctx context.Context, n *slinkyv1beta1.NodeSet) ([]metav1.OwnerReference, error) {
 	list := &slinkyv1beta1.NodeSetList{}
-	if err := r.client.List(ctx, list, client.InNamespace(n.Namespace),
+	if err := r.Client.List(ctx, list, client.InNamespace(n.Namespace),
 		client.MatchingFields{common.IndexNodeSetController: common.NodeSetControllerIndexValue(n)}); err != nil {
 		return nil, err
 	}
@@ -85,27 +84,20 @@ func (r *Reconciler) sharedOwners(ctx context.Context, n *slinkyv1beta1.NodeSet)
 	return owners, nil
 }
 
-func (r *Reconciler) syncWorkerService(ctx context.Context, n *slinkyv1beta1.NodeSet, run *syncRun) error {
+func (r *Reconciler) syncWorkerService(ctx context.Context, s *scope) error {
+	n := s.Object
 	owners, err := r.sharedOwners(ctx, n)
 	if err != nil {
 		return err
 	}
-	return r.syncShared(ctx, BuildWorkerService(n, owners), run)
+	return r.Sync(ctx, &s.Events, BuildWorkerService(n, owners))
 }
 
-func (r *Reconciler) syncWorkerPDB(ctx context.Context, n *slinkyv1beta1.NodeSet, run *syncRun) error {
+func (r *Reconciler) syncWorkerPDB(ctx context.Context, s *scope) error {
+	n := s.Object
 	owners, err := r.sharedOwners(ctx, n)
 	if err != nil {
 		return err
 	}
-	return r.syncShared(ctx, BuildWorkerPDB(n, owners), run)
-}
-
-func (r *Reconciler) syncShared(ctx context.Context, obj client.Object, run *syncRun) error {
-	res, err := syncobject.SyncObject(ctx, r.client, obj, syncobject.AdoptFrom(r.apiReader))
-	if err != nil {
-		return err
-	}
-	run.changes.Add(res, obj)
-	return nil
+	return r.Sync(ctx, &s.Events, BuildWorkerPDB(n, owners))
 }

@@ -44,7 +44,7 @@ func (r *Reconciler) patchPod(ctx context.Context, pod *corev1.Pod, mutate func(
 	if maps.Equal(next.Labels, pod.Labels) && maps.Equal(next.Annotations, pod.Annotations) {
 		return nil
 	}
-	if err := r.client.Patch(ctx, next, client.MergeFrom(pod)); err != nil {
+	if err := r.Client.Patch(ctx, next, client.MergeFrom(pod)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
@@ -83,13 +83,13 @@ func forEachPod(pods []*corev1.Pod, fn func(*corev1.Pod) error) error {
 
 // syncDeadlines sets each pod's pod-deadline annotation to the latest end
 // of the jobs running on its Slurm node, and removes it when none runs.
-func (r *Reconciler) syncDeadlines(ctx context.Context, run *syncRun, pods []*corev1.Pod) error {
-	if !run.slurm.reachable() {
+func (r *Reconciler) syncDeadlines(ctx context.Context, s *scope) error {
+	if !s.slurm.reachable() {
 		return nil
 	}
-	return forEachPod(livePods(pods), func(pod *corev1.Pod) error {
+	return forEachPod(livePods(s.pods), func(pod *corev1.Pod) error {
 		want := ""
-		if d := run.slurm.deadline(SlurmNodeName(pod)); !d.IsZero() {
+		if d := s.slurm.deadline(SlurmNodeName(pod)); !d.IsZero() {
 			want = d.UTC().Format(time.RFC3339)
 		}
 		return r.patchPod(ctx, pod, func(p *corev1.Pod) { setAnnotation(p, slinkyv1beta1.AnnotationPodDeadline, want) })
@@ -100,13 +100,14 @@ func (r *Reconciler) syncDeadlines(ctx context.Context, run *syncRun, pods []*co
 // under the worker PodDisruptionBudget. With Slurm unreachable the labels
 // stay as they are: dropping protection because nothing is known would
 // expose running jobs to evictions.
-func (r *Reconciler) syncProtection(ctx context.Context, n *slinkyv1beta1.NodeSet, run *syncRun, pods []*corev1.Pod) error {
-	if run.slurm.configured() && !run.slurm.reachable() {
+func (r *Reconciler) syncProtection(ctx context.Context, s *scope) error {
+	n, pods := s.Object, s.pods
+	if s.slurm.configured() && !s.slurm.reachable() {
 		return nil
 	}
 	enabled := n.Spec.WorkloadDisruptionProtectionEnabled()
 	return forEachPod(livePods(pods), func(pod *corev1.Pod) error {
-		node, ok := run.slurm.node(SlurmNodeName(pod))
+		node, ok := s.slurm.node(SlurmNodeName(pod))
 		protect := enabled && ok && node.IsBusy()
 		return r.patchPod(ctx, pod, func(p *corev1.Pod) {
 			if protect {
@@ -122,13 +123,13 @@ func (r *Reconciler) syncProtection(ctx context.Context, n *slinkyv1beta1.NodeSe
 // the pods on it, a cordoned pod drains its Slurm node, an uncordoned pod
 // is undrained. Nodes an administrator drained or that slurmctld marked as
 // not responding keep their state.
-func (r *Reconciler) syncCordon(ctx context.Context, run *syncRun, pods []*corev1.Pod) error {
-	return forEachPod(livePods(pods), func(pod *corev1.Pod) error {
+func (r *Reconciler) syncCordon(ctx context.Context, s *scope) error {
+	return forEachPod(livePods(s.pods), func(pod *corev1.Pod) error {
 		kubeNode, err := r.kubeNode(ctx, pod)
 		if err != nil {
 			return err
 		}
-		if n, ok := run.slurm.node(SlurmNodeName(pod)); ok && (!isReasonOurs(n) || isUnresponsive(n)) {
+		if n, ok := s.slurm.node(SlurmNodeName(pod)); ok && (!isReasonOurs(n) || isUnresponsive(n)) {
 			return nil
 		}
 		podRef := pod.Namespace + "/" + pod.Name
@@ -139,19 +140,19 @@ func (r *Reconciler) syncCordon(ctx context.Context, run *syncRun, pods []*corev
 				reason = sanitizeReason(v)
 			}
 			if !isPodCordoned(pod) {
-				run.tally.add(&run.tally.cordonedForNode, pod)
+				s.tally.add(&s.tally.cordonedForNode, pod)
 			}
 			if err := r.cordonPod(ctx, pod, cordonedForNode); err != nil {
 				return err
 			}
-			return run.slurm.drain(ctx, pod, reason)
+			return s.slurm.drain(ctx, pod, reason)
 		case isPodCordoned(pod) && pod.Annotations[AnnotationCordonedBy] == cordonedForNode:
 			// The Node was uncordoned: lift the cordon it caused.
-			return r.uncordon(ctx, run, pod)
+			return r.uncordon(ctx, s, pod)
 		case isPodCordoned(pod):
-			return run.slurm.drain(ctx, pod, fmt.Sprintf("Pod (%s) was cordoned", podRef))
+			return s.slurm.drain(ctx, pod, fmt.Sprintf("Pod (%s) was cordoned", podRef))
 		default:
-			return run.slurm.undrain(ctx, pod)
+			return s.slurm.undrain(ctx, pod)
 		}
 	})
 }
@@ -162,7 +163,7 @@ func (r *Reconciler) kubeNode(ctx context.Context, pod *corev1.Pod) (*corev1.Nod
 		return nil, nil
 	}
 	node := &corev1.Node{}
-	if err := r.client.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, node); err != nil {
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, node); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
@@ -185,7 +186,7 @@ func (r *Reconciler) cordonPod(ctx context.Context, pod *corev1.Pod, why string)
 
 // uncordon lifts a cordon Gantry set and returns the Slurm node to service,
 // unless the pod's Kubernetes Node is cordoned.
-func (r *Reconciler) uncordon(ctx context.Context, run *syncRun, pod *corev1.Pod) error {
+func (r *Reconciler) uncordon(ctx context.Context, s *scope, pod *corev1.Pod) error {
 	if !isPodCordoned(pod) || pod.Annotations[AnnotationCordonedBy] == "" {
 		return nil
 	}
@@ -194,7 +195,7 @@ func (r *Reconciler) uncordon(ctx context.Context, run *syncRun, pod *corev1.Pod
 	} else if kubeNode != nil && kubeNode.Spec.Unschedulable {
 		return nil
 	}
-	if n, ok := run.slurm.node(SlurmNodeName(pod)); ok && !isReasonOurs(n) {
+	if n, ok := s.slurm.node(SlurmNodeName(pod)); ok && !isReasonOurs(n) {
 		return nil
 	}
 	if err := r.patchPod(ctx, pod, func(p *corev1.Pod) {
@@ -203,5 +204,5 @@ func (r *Reconciler) uncordon(ctx context.Context, run *syncRun, pod *corev1.Pod
 	}); err != nil {
 		return err
 	}
-	return run.slurm.undrain(ctx, pod)
+	return s.slurm.undrain(ctx, pod)
 }

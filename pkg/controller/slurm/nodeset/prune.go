@@ -63,14 +63,15 @@ func defunctCandidates(n *slinkyv1beta1.NodeSet, view *slurmView) []defunctNode 
 // another hostname: slurmd will never come back under that name. With
 // Slurm unreadable nothing is pruned. Pods and Nodes are read from the
 // API server: a cache that has not seen them yet must not cost a record.
-func (r *Reconciler) syncSlurmNodeRecords(ctx context.Context, n *slinkyv1beta1.NodeSet, run *syncRun) error {
+func (r *Reconciler) syncSlurmNodeRecords(ctx context.Context, s *scope) error {
+	n := s.Object
 	if n.Spec.PruneSlurmNodeRecords != slinkyv1beta1.NodeSetPruneNodeRecordTypeNodeNotFound ||
-		!isDaemonSetMode(n) || !run.slurm.reachable() {
+		!isDaemonSetMode(n) || !s.slurm.reachable() {
 		return nil
 	}
 	var pruned []string
 	var errs []error
-	for _, d := range defunctCandidates(n, run.slurm) {
+	for _, d := range defunctCandidates(n, s.slurm) {
 		prune, err := r.isDefunct(ctx, n, d)
 		if err != nil {
 			errs = append(errs, err)
@@ -79,16 +80,15 @@ func (r *Reconciler) syncSlurmNodeRecords(ctx context.Context, n *slinkyv1beta1.
 		if !prune {
 			continue
 		}
-		if err := run.slurm.client.DeleteNode(ctx, d.name); err != nil && !slurm.IsNotFound(err) {
+		if err := s.slurm.client.DeleteNode(ctx, d.name); err != nil && !slurm.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("deleting defunct Slurm node %s (pod %s, Kubernetes node %s): %w", d.name, d.pod.PodName, d.pod.Node, err))
 			continue
 		}
-		run.slurm.forget(d.name)
+		s.slurm.forget(d.name)
 		pruned = append(pruned, fmt.Sprintf("%s (pod %s, Kubernetes node %s)", d.name, d.pod.PodName, d.pod.Node))
 	}
 	if len(pruned) > 0 {
-		r.recordf(n, corev1.EventTypeNormal, ReasonDefunctSlurmNodePruned,
-			"Deleted defunct Slurm node(s) %s: the pod is gone and the Kubernetes node is gone or no longer maps to the Slurm node",
+		s.Events.Add(ReasonDefunctSlurmNodePruned, "Deleted defunct Slurm node(s) %s: the pod is gone and the Kubernetes node is gone or no longer maps to the Slurm node",
 			joinCapped(pruned, 10))
 	}
 	if len(errs) > 0 {
@@ -101,7 +101,7 @@ func (r *Reconciler) syncSlurmNodeRecords(ctx context.Context, n *slinkyv1beta1.
 // or gives a new pod another Slurm node name. A record whose comment names
 // no Kubernetes node is kept, as Slinky keeps it.
 func (r *Reconciler) isDefunct(ctx context.Context, n *slinkyv1beta1.NodeSet, d defunctNode) (bool, error) {
-	err := r.apiReader.Get(ctx, client.ObjectKey{Namespace: d.pod.Namespace, Name: d.pod.PodName}, &corev1.Pod{})
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: d.pod.Namespace, Name: d.pod.PodName}, &corev1.Pod{})
 	switch {
 	case err == nil:
 		return false, nil
@@ -112,7 +112,7 @@ func (r *Reconciler) isDefunct(ctx context.Context, n *slinkyv1beta1.NodeSet, d 
 		return false, nil
 	}
 	node := &corev1.Node{}
-	err = r.apiReader.Get(ctx, client.ObjectKey{Name: d.pod.Node}, node)
+	err = r.APIReader.Get(ctx, client.ObjectKey{Name: d.pod.Node}, node)
 	switch {
 	case apierrors.IsNotFound(err):
 		return true, nil

@@ -18,6 +18,7 @@ import (
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
+	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
 	"github.com/gantry-dev/gantry/pkg/slurm"
 	"github.com/gantry-dev/gantry/pkg/slurm/fake"
 )
@@ -96,8 +97,8 @@ func TestSyncSlurmNodeRecords(t *testing.T) {
 			slurmd := fake.New(tt.node)
 			slurmd.SetJobs(tt.jobs...)
 			slurmd.SetError(fake.OpListNodes, tt.listErr)
-			run := &syncRun{slurm: loadSlurmView(context.Background(), slurmd, time.Now())}
-			if err := r.syncSlurmNodeRecords(context.Background(), n, run); err != nil {
+			s := &scope{Base: syncsteps.Base[*slinkyv1beta1.NodeSet]{Object: n}, slurm: loadSlurmView(context.Background(), slurmd, time.Now())}
+			if err := r.syncSlurmNodeRecords(context.Background(), s); err != nil {
 				t.Fatal(err)
 			}
 			_, listed := slurmd.Node(tt.node.Name)
@@ -125,8 +126,8 @@ func TestSyncSlurmNodeRecordsFailsClosed(t *testing.T) {
 	base := ctrlfake.NewClientBuilder().WithScheme(scheme).Build()
 	broken := failingGets{Client: base}
 	r := NewReconciler(base, broken, nil, nil)
-	run := &syncRun{slurm: loadSlurmView(context.Background(), slurmd, time.Now())}
-	if err := r.syncSlurmNodeRecords(context.Background(), ds, run); err == nil {
+	s := &scope{Base: syncsteps.Base[*slinkyv1beta1.NodeSet]{Object: ds}, slurm: loadSlurmView(context.Background(), slurmd, time.Now())}
+	if err := r.syncSlurmNodeRecords(context.Background(), s); err == nil {
 		t.Error("no error although the pod could not be read")
 	}
 	if slurmd.Calls(fake.OpDeleteNode) != 0 {

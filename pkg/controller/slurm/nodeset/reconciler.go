@@ -17,23 +17,20 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
+	k8sevents "k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
 	"github.com/gantry-dev/gantry/pkg/framework/expectations"
-	"github.com/gantry-dev/gantry/pkg/framework/requeue"
 	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
 )
 
 // Name is the reconciler's name in the manager, its events and logs.
 const Name = "slurm-nodeset"
-
-// FieldOwner owns the fields Gantry writes on Slurm objects.
-const FieldOwner = "gantry-slurm"
 
 const (
 	// expectationGroup: a NodeSet has a single group of pods.
@@ -65,13 +62,11 @@ const (
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconciler reconciles one NodeSet per call.
+// Reconciler reconciles one NodeSet per call. Its APIReader bypasses the
+// cache for the few reads that must be fresh (the NodeSet before adopting
+// pods, a colliding revision).
 type Reconciler struct {
-	client client.Client
-	// apiReader bypasses the cache for the few reads that must be fresh
-	// (the NodeSet before adopting pods, a colliding revision).
-	apiReader    client.Reader
-	recorder     events.EventRecorder
+	core.Reconciler
 	clients      ClientSource
 	expectations *expectations.Expectations
 	// backoff delays the replacement of failed pods.
@@ -86,11 +81,9 @@ type Reconciler struct {
 // objects through apiReader, taking Slurm clients from clients (nil: no
 // Controller has a RestApi) and recording events with recorder (nil
 // records none).
-func NewReconciler(c client.Client, apiReader client.Reader, clients ClientSource, recorder events.EventRecorder) *Reconciler {
+func NewReconciler(c client.Client, apiReader client.Reader, clients ClientSource, recorder k8sevents.EventRecorder) *Reconciler {
 	return &Reconciler{
-		client:       client.WithFieldOwner(c, FieldOwner),
-		apiReader:    apiReader,
-		recorder:     recorder,
+		Reconciler:   core.New(c, apiReader, recorder),
 		clients:      clients,
 		expectations: expectations.New(),
 		backoff:      newFailedPodBackoff(FailedPodBackoffInitial, FailedPodBackoffMax),
@@ -99,15 +92,16 @@ func NewReconciler(c client.Client, apiReader client.Reader, clients ClientSourc
 	}
 }
 
-// syncRun is what the steps of one reconcile share.
-type syncRun struct {
+// scope is what the steps of one reconcile share.
+type scope struct {
+	syncsteps.Base[*slinkyv1beta1.NodeSet]
 	key        string
 	controller *slinkyv1beta1.Controller
 	slurm      *slurmView
 	revisions  revisionState
-	changes    common.ChangeLog
-	requeue    requeue.Requeue
-	tally      tally
+	// pods are the pods the NodeSet controls, as claimed at the start.
+	pods  []*corev1.Pod
+	tally tally
 	// daemon is the DaemonSet-mode plan; nil in StatefulSet mode.
 	daemon *daemonPlan
 	ssh    sshState
@@ -117,7 +111,7 @@ type syncRun struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	key := req.String()
 	live := &slinkyv1beta1.NodeSet{}
-	if err := r.client.Get(ctx, req.NamespacedName, live); err != nil {
+	if err := r.Client.Get(ctx, req.NamespacedName, live); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.expectations.Delete(key)
 		}
@@ -128,9 +122,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 
-	run := &syncRun{key: key, slurm: r.loadSlurm(ctx, n)}
+	s := &scope{Base: syncsteps.Base[*slinkyv1beta1.NodeSet]{Object: n}, key: key, slurm: r.loadSlurm(ctx, n)}
 	var err error
-	if run.ssh, err = r.loadSsh(ctx, n); err != nil {
+	if s.ssh, err = r.loadSsh(ctx, n); err != nil {
 		return reconcile.Result{}, err
 	}
 	revs, err := r.listRevisions(ctx, n)
@@ -140,32 +134,35 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.adoptOrphanRevisions(ctx, n, revs); err != nil {
 		return reconcile.Result{}, err
 	}
-	if run.revisions, err = r.syncRevisions(ctx, n, revs, run.ssh.hashes); err != nil {
+	if s.revisions, err = r.syncRevisions(ctx, n, revs, s.ssh.hashes); err != nil {
 		return reconcile.Result{}, err
 	}
-	pods, err := r.claimPods(ctx, n)
-	if err != nil {
+	if s.pods, err = r.claimPods(ctx, s); err != nil {
 		return reconcile.Result{}, err
 	}
-	if run.daemon, err = r.loadDaemonPlan(ctx, n, pods); err != nil {
+	if s.daemon, err = r.loadDaemonPlan(ctx, n, s.pods); err != nil {
+		// Pods adopted above are news even so.
+		s.Events.Flush(r.Recorder, n)
 		return reconcile.Result{}, err
 	}
 
 	var syncErr error
 	if r.expectations.Satisfied(key, expectationGroup) && n.DeletionTimestamp == nil {
-		syncErr = syncsteps.Run(ctx, r.recorder, n, r.steps(run, pods))
+		syncErr = syncsteps.Run(ctx, r.Recorder, s, r.steps())
 		// A rollout decides from the pods as they are after scaling; with
 		// creates or deletes in flight it waits for the informer to catch up.
 		if syncErr == nil && r.expectations.Satisfied(key, expectationGroup) {
-			syncErr = errors.Join(r.syncRollout(ctx, n, run, pods), r.truncateHistory(ctx, n, revs, run.revisions, pods))
+			syncErr = errors.Join(r.syncRollout(ctx, s), r.truncateHistory(ctx, n, revs, s.revisions, s.pods))
 		}
 	}
-	run.changes.Record(r.recorder, n)
-	run.tally.record(r.recorder, n)
+	s.tally.note(&s.Events)
 
-	statusErr := r.updateStatus(ctx, n, run, pods)
-	if run.slurm.configured() {
-		run.requeue.After(slurmPollInterval)
+	statusErr := r.updateStatus(ctx, s)
+	// Events after the status write, so that none claims what the status
+	// does not show.
+	s.Events.Flush(r.Recorder, n)
+	if s.slurm.configured() {
+		s.Requeue.After(slurmPollInterval)
 	}
 	if isUserError(syncErr) {
 		// Reported by the step's event; the Controller watch (or an edit
@@ -173,7 +170,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		log.FromContext(ctx).V(1).Info("not retrying a user error", "reason", syncErr.Error())
 		syncErr = nil
 	}
-	return run.requeue.Result(), errors.Join(syncErr, statusErr)
+	return s.Result(), errors.Join(syncErr, statusErr)
 }
 
 func (r *Reconciler) loadSlurm(ctx context.Context, n *slinkyv1beta1.NodeSet) *slurmView {
@@ -198,41 +195,19 @@ func (r *Reconciler) loadSlurm(ctx context.Context, n *slinkyv1beta1.NodeSet) *s
 
 // steps are the NodeSet's sync steps in upstream's order: shared objects,
 // then Slurm-derived pod state, then the replica count.
-func (r *Reconciler) steps(run *syncRun, pods []*corev1.Pod) []syncsteps.Step[*slinkyv1beta1.NodeSet] {
-	return []syncsteps.Step[*slinkyv1beta1.NodeSet]{
-		{Name: "WorkerService", Sync: func(ctx context.Context, n *slinkyv1beta1.NodeSet) error {
-			return r.syncWorkerService(ctx, n, run)
-		}},
-		{Name: "WorkerPodDisruptionBudget", Sync: func(ctx context.Context, n *slinkyv1beta1.NodeSet) error {
-			return r.syncWorkerPDB(ctx, n, run)
-		}},
-		{Name: "SshConfig", Sync: func(ctx context.Context, n *slinkyv1beta1.NodeSet) error {
-			return r.syncSshConfig(ctx, n, run)
-		}},
-		{Name: "SlurmDeadline", Sync: func(ctx context.Context, n *slinkyv1beta1.NodeSet) error {
-			return r.syncDeadlines(ctx, run, pods)
-		}},
-		{Name: "PodProtection", Sync: func(ctx context.Context, n *slinkyv1beta1.NodeSet) error {
-			return r.syncProtection(ctx, n, run, pods)
-		}},
-		{Name: "Cordon", Sync: func(ctx context.Context, n *slinkyv1beta1.NodeSet) error {
-			return r.syncCordon(ctx, run, pods)
-		}},
-		{Name: "SlurmTopology", Sync: func(ctx context.Context, n *slinkyv1beta1.NodeSet) error {
-			return r.syncTopology(ctx, run, pods)
-		}},
-		{Name: "SlurmPodState", Sync: func(ctx context.Context, n *slinkyv1beta1.NodeSet) error {
-			return r.syncSlurmPodState(ctx, n, run, pods)
-		}},
-		{Name: "SlurmNodes", Sync: func(ctx context.Context, n *slinkyv1beta1.NodeSet) error {
-			return r.syncUnregistered(ctx, n, run, pods)
-		}},
-		{Name: "Replicas", Sync: func(ctx context.Context, n *slinkyv1beta1.NodeSet) error {
-			return r.syncReplicas(ctx, n, run, pods)
-		}},
-		{Name: "SlurmNodeRecords", Sync: func(ctx context.Context, n *slinkyv1beta1.NodeSet) error {
-			return r.syncSlurmNodeRecords(ctx, n, run)
-		}},
+func (r *Reconciler) steps() []syncsteps.Step[*scope] {
+	return []syncsteps.Step[*scope]{
+		{Name: "WorkerService", Sync: r.syncWorkerService},
+		{Name: "WorkerPodDisruptionBudget", Sync: r.syncWorkerPDB},
+		{Name: "SshConfig", Sync: r.syncSshConfig},
+		{Name: "SlurmDeadline", Sync: r.syncDeadlines},
+		{Name: "PodProtection", Sync: r.syncProtection},
+		{Name: "Cordon", Sync: r.syncCordon},
+		{Name: "SlurmTopology", Sync: r.syncTopology},
+		{Name: "SlurmPodState", Sync: r.syncSlurmPodState},
+		{Name: "SlurmNodes", Sync: r.syncUnregistered},
+		{Name: "Replicas", Sync: r.syncReplicas},
+		{Name: "SlurmNodeRecords", Sync: r.syncSlurmNodeRecords},
 	}
 }
 
@@ -247,20 +222,21 @@ func (r *Reconciler) syncFinalizers(ctx context.Context, n *slinkyv1beta1.NodeSe
 	n.Finalizers = slices.DeleteFunc(slices.Clone(n.Finalizers), func(f string) bool {
 		return f == slinkyv1beta1.FinalizerNodeSetReservation
 	})
-	return client.IgnoreNotFound(r.client.Patch(ctx, n, patch))
+	return client.IgnoreNotFound(r.Client.Patch(ctx, n, patch))
 }
 
 // claimPods returns the pods the NodeSet controls after adopting orphans
 // that match its selector and name scheme and releasing pods it controls
 // that no longer match.
-func (r *Reconciler) claimPods(ctx context.Context, n *slinkyv1beta1.NodeSet) ([]*corev1.Pod, error) {
+func (r *Reconciler) claimPods(ctx context.Context, s *scope) ([]*corev1.Pod, error) {
+	n := s.Object
 	owned := &corev1.PodList{}
-	if err := r.client.List(ctx, owned, client.InNamespace(n.Namespace), client.MatchingFields{IndexPodOwner: string(n.UID)}); err != nil {
+	if err := r.Client.List(ctx, owned, client.InNamespace(n.Namespace), client.MatchingFields{IndexPodOwner: string(n.UID)}); err != nil {
 		return nil, err
 	}
 	candidates := &corev1.PodList{}
 	selector := common.NodeSetSelectorLabels(n)
-	if err := r.client.List(ctx, candidates, client.InNamespace(n.Namespace), client.MatchingLabels(selector)); err != nil {
+	if err := r.Client.List(ctx, candidates, client.InNamespace(n.Namespace), client.MatchingLabels(selector)); err != nil {
 		return nil, err
 	}
 	var pods, orphans []*corev1.Pod
@@ -286,7 +262,7 @@ func (r *Reconciler) claimPods(ctx context.Context, n *slinkyv1beta1.NodeSet) ([
 	// Adopting on a stale view of a NodeSet that is being deleted would
 	// hand pods to an owner about to vanish.
 	fresh := &slinkyv1beta1.NodeSet{}
-	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(n), fresh); err != nil {
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(n), fresh); err != nil {
 		return nil, err
 	}
 	if fresh.UID != n.UID || fresh.DeletionTimestamp != nil {
@@ -295,7 +271,7 @@ func (r *Reconciler) claimPods(ctx context.Context, n *slinkyv1beta1.NodeSet) ([
 	for _, p := range orphans {
 		patch := client.MergeFromWithOptions(p.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		p.OwnerReferences = append(p.OwnerReferences, *metav1.NewControllerRef(n, slinkyv1beta1.NodeSetGVK))
-		if err := r.client.Patch(ctx, p, patch); err != nil {
+		if err := r.Client.Patch(ctx, p, patch); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
@@ -303,7 +279,7 @@ func (r *Reconciler) claimPods(ctx context.Context, n *slinkyv1beta1.NodeSet) ([
 		}
 		pods = append(pods, p)
 	}
-	r.recordf(n, corev1.EventTypeNormal, "Adopted", "Adopted %d orphan Pod(s): %s", len(orphans), podNames(orphans))
+	s.Events.Add(ReasonAdopted, "Adopted %d orphan Pod(s): %s", len(orphans), podNames(orphans))
 	return pods, nil
 }
 
@@ -323,7 +299,7 @@ func (r *Reconciler) releasePod(ctx context.Context, n *slinkyv1beta1.NodeSet, p
 	p.OwnerReferences = slices.DeleteFunc(slices.Clone(p.OwnerReferences), func(ref metav1.OwnerReference) bool {
 		return ref.UID == n.UID
 	})
-	if err := r.client.Patch(ctx, p, patch); client.IgnoreNotFound(err) != nil {
+	if err := r.Client.Patch(ctx, p, patch); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("releasing Pod %s: %w", p.Name, err)
 	}
 	return nil
@@ -350,23 +326,18 @@ func isUserError(err error) bool {
 }
 
 // getController reads the NodeSet's Controller once per reconcile.
-func (r *Reconciler) getController(ctx context.Context, n *slinkyv1beta1.NodeSet, run *syncRun) (*slinkyv1beta1.Controller, error) {
-	if run.controller != nil {
-		return run.controller, nil
+func (r *Reconciler) getController(ctx context.Context, s *scope) (*slinkyv1beta1.Controller, error) {
+	n := s.Object
+	if s.controller != nil {
+		return s.controller, nil
 	}
 	c := &slinkyv1beta1.Controller{}
-	if err := r.client.Get(ctx, n.ControllerKey(), c); err != nil {
+	if err := r.Client.Get(ctx, n.ControllerKey(), c); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("%w: Controller %s", errControllerMissing, n.ControllerKey())
 		}
 		return nil, err
 	}
-	run.controller = c
+	s.controller = c
 	return c, nil
-}
-
-func (r *Reconciler) recordf(n *slinkyv1beta1.NodeSet, eventType, reason, format string, args ...any) {
-	if r.recorder != nil {
-		r.recorder.Eventf(n, nil, eventType, reason, common.ActionSync, format, args...)
-	}
 }

@@ -122,7 +122,7 @@ func revisionLabels(n *slinkyv1beta1.NodeSet, hash string) map[string]string {
 // that it controls or that nobody controls (candidates for adoption).
 func (r *Reconciler) listRevisions(ctx context.Context, n *slinkyv1beta1.NodeSet) (revisions, error) {
 	list := &appsv1.ControllerRevisionList{}
-	if err := r.client.List(ctx, list, client.InNamespace(n.Namespace), client.MatchingLabels(common.NodeSetSelectorLabels(n))); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(n.Namespace), client.MatchingLabels(common.NodeSetSelectorLabels(n))); err != nil {
 		return nil, err
 	}
 	out := make(revisions, 0, len(list.Items))
@@ -169,7 +169,7 @@ func (r *Reconciler) adoptOrphanRevisions(ctx context.Context, n *slinkyv1beta1.
 			// unique, which is all the label needs to be.
 			rev.Labels[slinkyv1beta1.LabelNodeSetRevisionHash] = rev.Name
 		}
-		if err := r.client.Patch(ctx, rev, patch); err != nil {
+		if err := r.Client.Patch(ctx, rev, patch); err != nil {
 			return fmt.Errorf("adopting ControllerRevision %s: %w", rev.Name, err)
 		}
 	}
@@ -215,7 +215,7 @@ func (r *Reconciler) syncRevisions(ctx context.Context, n *slinkyv1beta1.NodeSet
 	case equal != nil:
 		patch := client.MergeFrom(equal.DeepCopy())
 		equal.Revision = next
-		if err := r.client.Patch(ctx, equal, patch); err != nil {
+		if err := r.Client.Patch(ctx, equal, patch); err != nil {
 			return st, fmt.Errorf("renumbering ControllerRevision %s: %w", equal.Name, err)
 		}
 		st.update = equal
@@ -251,7 +251,7 @@ func (r *Reconciler) createRevision(ctx context.Context, n *slinkyv1beta1.NodeSe
 			Data:     runtime.RawExtension{Raw: data},
 			Revision: number,
 		}
-		err := r.client.Create(ctx, rev)
+		err := r.Client.Create(ctx, rev)
 		if err == nil {
 			return rev, nil
 		}
@@ -259,7 +259,7 @@ func (r *Reconciler) createRevision(ctx context.Context, n *slinkyv1beta1.NodeSe
 			return nil, fmt.Errorf("creating ControllerRevision %s: %w", rev.Name, err)
 		}
 		existing := &appsv1.ControllerRevision{}
-		if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(rev), existing); err != nil {
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(rev), existing); err != nil {
 			return nil, err
 		}
 		if bytes.Equal(existing.Data.Raw, data) && metav1.IsControlledBy(existing, n) {
@@ -286,7 +286,7 @@ func (r *Reconciler) truncateHistory(ctx context.Context, n *slinkyv1beta1.NodeS
 	}
 	excess := len(history) - int(n.Spec.RevisionHistoryLimit)
 	for i := 0; i < excess; i++ {
-		if err := r.client.Delete(ctx, history[i]); client.IgnoreNotFound(err) != nil {
+		if err := r.Client.Delete(ctx, history[i]); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting ControllerRevision %s: %w", history[i].Name, err)
 		}
 	}

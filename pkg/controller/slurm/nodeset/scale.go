@@ -21,34 +21,35 @@ import (
 // syncReplicas brings the number of pods to spec.replicas: scale out at
 // the lowest free ordinals, scale in by draining then deleting the pods
 // whose loss costs least, or, at the right count, repair the pods.
-func (r *Reconciler) syncReplicas(ctx context.Context, n *slinkyv1beta1.NodeSet, run *syncRun, pods []*corev1.Pod) error {
+func (r *Reconciler) syncReplicas(ctx context.Context, s *scope) error {
+	n, pods := s.Object, s.pods
 	if isDaemonSetMode(n) {
-		return r.syncDaemonPods(ctx, n, run)
+		return r.syncDaemonPods(ctx, n, s)
 	}
 	pods, daemonPods := splitDaemonPods(pods)
 	if len(daemonPods) > 0 {
 		// Left from DaemonSet mode: drained, then deleted, as Slinky does
 		// when the scaling mode changes.
-		if err := r.condemnAll(ctx, n, run, capPods(daemonPods), cordonedForScaleIn); err != nil {
+		if err := r.condemnAll(ctx, n, s, capPods(daemonPods), cordonedForScaleIn); err != nil {
 			return err
 		}
 	}
 	want := int(desiredReplicas(n))
 	switch diff := len(pods) - want; {
 	case diff < 0:
-		return r.scaleOut(ctx, n, run, pods, -diff)
+		return r.scaleOut(ctx, n, s, pods, -diff)
 	case diff > 0:
 		victims, _ := chooseVictims(pods, diff)
-		return r.condemnAll(ctx, n, run, victims[:min(len(victims), burstReplicas)], cordonedForScaleIn)
+		return r.condemnAll(ctx, n, s, victims[:min(len(victims), burstReplicas)], cordonedForScaleIn)
 	default:
-		return r.steadyState(ctx, n, run, pods)
+		return r.steadyState(ctx, n, s, pods)
 	}
 }
 
 // scaleOut creates count pods at the lowest ordinals no pod (not even a
 // terminating one) holds, since names must be free to be reused.
-func (r *Reconciler) scaleOut(ctx context.Context, n *slinkyv1beta1.NodeSet, run *syncRun, pods []*corev1.Pod, count int) error {
-	controller, err := r.getController(ctx, n, run)
+func (r *Reconciler) scaleOut(ctx context.Context, n *slinkyv1beta1.NodeSet, s *scope, pods []*corev1.Pod, count int) error {
+	controller, err := r.getController(ctx, s)
 	if err != nil {
 		return err
 	}
@@ -57,7 +58,7 @@ func (r *Reconciler) scaleOut(ctx context.Context, n *slinkyv1beta1.NodeSet, run
 	for _, p := range pods {
 		used[ordinalOf(p)] = true
 	}
-	in := PodInputs{Controller: controller, RevisionHash: run.revisions.hash(), Images: r.Images, Ssh: run.ssh.hashes}
+	in := PodInputs{Controller: controller, RevisionHash: s.revisions.hash(), Images: r.Images, Ssh: s.ssh.hashes}
 	toCreate := make([]*corev1.Pod, 0, count)
 	var waiting []string
 	for ordinal := 0; len(toCreate)+len(waiting) < count; ordinal++ {
@@ -67,31 +68,31 @@ func (r *Reconciler) scaleOut(ctx context.Context, n *slinkyv1beta1.NodeSet, run
 		pod := BuildPod(n, ordinal, in)
 		if wait := r.backoff.wait(client.ObjectKeyFromObject(pod).String(), r.Now()); wait > 0 {
 			waiting = append(waiting, pod.Name)
-			run.requeue.After(wait)
+			s.Requeue.After(wait)
 			continue
 		}
 		toCreate = append(toCreate, pod)
 	}
 	if len(waiting) > 0 {
-		r.recordf(n, corev1.EventTypeNormal, ReasonBackOff, "Waiting to recreate failed Pods %s (back-off)", strings.Join(waiting, ", "))
+		s.Events.Add(ReasonBackOff, "Waiting to recreate failed Pods %s (back-off)", strings.Join(waiting, ", "))
 	}
 
-	r.expectations.ExpectCreations(run.key, expectationGroup, len(toCreate))
+	r.expectations.ExpectCreations(s.key, expectationGroup, len(toCreate))
 	created, err := slowstart.SlowStartBatch(len(toCreate), 1, func(i int) error {
 		adopted, err := r.createPod(ctx, n, toCreate[i])
 		if adopted {
-			run.tally.add(&run.tally.adopted, toCreate[i])
+			s.tally.add(&s.tally.adopted, toCreate[i])
 		}
 		return err
 	})
 	// Creates that failed or never ran will not be seen by the informer.
 	if skipped := len(toCreate) - created; skipped > 0 {
-		r.expectations.CancelCreations(run.key, expectationGroup, skipped)
+		r.expectations.CancelCreations(s.key, expectationGroup, skipped)
 	}
 	// An adopted pod was taken over, not created.
-	run.tally.created += created - len(run.tally.adopted)
+	s.tally.created += created - len(s.tally.adopted)
 	if err != nil {
-		r.recordf(n, corev1.EventTypeWarning, "FailedCreate", "Created %d of %d Pods: %v", created, len(toCreate), err)
+		r.Recorder.Warning(n, "FailedCreate", "Created %d of %d Pods: %v", created, len(toCreate), err)
 	}
 	return err
 }
@@ -104,11 +105,11 @@ func (r *Reconciler) createPod(ctx context.Context, n *slinkyv1beta1.NodeSet, po
 		if n.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted == slinkyv1beta1.DeletePersistentVolumeClaimRetentionPolicyType {
 			claim.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(n, slinkyv1beta1.NodeSetGVK)}
 		}
-		if err := r.client.Create(ctx, claim); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := r.Client.Create(ctx, claim); err != nil && !apierrors.IsAlreadyExists(err) {
 			return false, fmt.Errorf("creating PersistentVolumeClaim %s: %w", claim.Name, err)
 		}
 	}
-	err = r.client.Create(ctx, pod)
+	err = r.Client.Create(ctx, pod)
 	switch {
 	case err == nil:
 		return false, nil
@@ -132,7 +133,7 @@ func (r *Reconciler) createPod(ctx context.Context, n *slinkyv1beta1.NodeSet, po
 // change of the NodeSet. A pod controlled by anything else is not touched.
 func (r *Reconciler) adoptPod(ctx context.Context, n *slinkyv1beta1.NodeSet, desired *corev1.Pod) (bool, error) {
 	live := &corev1.Pod{}
-	if err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
 	if ref := metav1.GetControllerOfNoCopy(live); ref == nil || ref.UID != n.UID || isTerminating(live) {
@@ -144,83 +145,83 @@ func (r *Reconciler) adoptPod(ctx context.Context, n *slinkyv1beta1.NodeSet, des
 	}
 	patch := client.MergeFrom(live.DeepCopy())
 	live.Labels = builder.MergeLabels(live.Labels, desired.Labels)
-	if err := r.client.Patch(ctx, live, patch); err != nil {
+	if err := r.Client.Patch(ctx, live, patch); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
 	return true, nil
 }
 
 // condemnAll drains and deletes pods, each once its Slurm node has no work.
-func (r *Reconciler) condemnAll(ctx context.Context, n *slinkyv1beta1.NodeSet, run *syncRun, pods []*corev1.Pod, why string) error {
-	return forEachPod(pods, func(pod *corev1.Pod) error { return r.condemn(ctx, n, run, pod, why) })
+func (r *Reconciler) condemnAll(ctx context.Context, n *slinkyv1beta1.NodeSet, s *scope, pods []*corev1.Pod, why string) error {
+	return forEachPod(pods, func(pod *corev1.Pod) error { return r.condemn(ctx, n, s, pod, why) })
 }
 
 // condemn deletes the pod if its Slurm node runs nothing; otherwise it
 // drains the node and, if work remains, cordons the pod (so no later step
 // undrains it) and comes back later. The node is read again after the
 // drain: the list predates it, and a job may have started in between.
-func (r *Reconciler) condemn(ctx context.Context, n *slinkyv1beta1.NodeSet, run *syncRun, pod *corev1.Pod, why string) error {
+func (r *Reconciler) condemn(ctx context.Context, n *slinkyv1beta1.NodeSet, s *scope, pod *corev1.Pod, why string) error {
 	if isTerminating(pod) {
 		return nil
 	}
-	if !run.slurm.mayRunJobs(pod) {
-		return r.deletePod(ctx, n, run, pod, why)
+	if !s.slurm.mayRunJobs(pod) {
+		return r.deletePod(ctx, n, s, pod, why)
 	}
 	reason := fmt.Sprintf("Pod (%s/%s) is pending termination for %s", pod.Namespace, pod.Name, why)
 	if why == cordonedForNodeMismatch {
 		reason = fmt.Sprintf("Pod (%s/%s) is pending termination: its Kubernetes node %s is gone or no longer matches the NodeSet",
 			pod.Namespace, pod.Name, targetNode(pod))
 	}
-	if node, ok := run.slurm.node(SlurmNodeName(pod)); ok && !node.IsDrain() {
-		if err := run.slurm.drain(ctx, pod, reason); err != nil {
+	if node, ok := s.slurm.node(SlurmNodeName(pod)); ok && !node.IsDrain() {
+		if err := s.slurm.drain(ctx, pod, reason); err != nil {
 			return err
 		}
-		if err := run.slurm.refresh(ctx, pod); err != nil {
+		if err := s.slurm.refresh(ctx, pod); err != nil {
 			return err
 		}
-		if !run.slurm.mayRunJobs(pod) {
-			return r.deletePod(ctx, n, run, pod, why)
+		if !s.slurm.mayRunJobs(pod) {
+			return r.deletePod(ctx, n, s, pod, why)
 		}
 	}
 	if !isPodCordoned(pod) {
-		run.tally.add(&run.tally.draining, pod)
+		s.tally.add(&s.tally.draining, pod)
 	}
 	if err := r.cordonPod(ctx, pod, why); err != nil {
 		return err
 	}
-	run.requeue.After(drainPollInterval)
+	s.Requeue.After(drainPollInterval)
 	return nil
 }
 
 // deletePod deletes one pod, expecting its deletion before it is sent.
-func (r *Reconciler) deletePod(ctx context.Context, n *slinkyv1beta1.NodeSet, run *syncRun, pod *corev1.Pod, why string) error {
+func (r *Reconciler) deletePod(ctx context.Context, n *slinkyv1beta1.NodeSet, s *scope, pod *corev1.Pod, why string) error {
 	if why == cordonedForScaleIn || why == cordonedForNodeMismatch {
 		if err := r.releaseClaimsOnScaleIn(ctx, n, pod); err != nil {
 			return err
 		}
 	}
-	r.expectations.ExpectDeletions(run.key, expectationGroup, pod.UID)
-	err := r.client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
+	r.expectations.ExpectDeletions(s.key, expectationGroup, pod.UID)
+	err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
 	switch {
 	case err == nil:
 	case apierrors.IsNotFound(err):
-		r.expectations.DeletionObserved(run.key, expectationGroup, pod.UID)
+		r.expectations.DeletionObserved(s.key, expectationGroup, pod.UID)
 		return nil
 	default:
-		r.expectations.CancelDeletions(run.key, expectationGroup, pod.UID)
+		r.expectations.CancelDeletions(s.key, expectationGroup, pod.UID)
 		return fmt.Errorf("deleting Pod %s: %w", pod.Name, err)
 	}
 	switch why {
 	case cordonedForScaleIn:
-		run.tally.add(&run.tally.deletedScaleIn, pod)
+		s.tally.add(&s.tally.deletedScaleIn, pod)
 	case cordonedForUpdate:
-		run.tally.add(&run.tally.deletedUpdate, pod)
+		s.tally.add(&s.tally.deletedUpdate, pod)
 	case cordonedForNodeMismatch:
-		run.tally.add(&run.tally.deletedNodeMismatch, pod)
+		s.tally.add(&s.tally.deletedNodeMismatch, pod)
 	case whyUnregistered:
-		run.tally.add(&run.tally.deletedUnregistered, pod)
+		s.tally.add(&s.tally.deletedUnregistered, pod)
 	default:
-		run.tally.add(&run.tally.deletedFinished, pod)
+		s.tally.add(&s.tally.deletedFinished, pod)
 	}
 	return nil
 }
@@ -234,7 +235,7 @@ func (r *Reconciler) releaseClaimsOnScaleIn(ctx context.Context, n *slinkyv1beta
 	for _, t := range n.Spec.VolumeClaimTemplates {
 		claim := &corev1.PersistentVolumeClaim{}
 		key := types.NamespacedName{Namespace: n.Namespace, Name: claimName(n, t.Name, claimSuffix(n, pod))}
-		if err := r.client.Get(ctx, key, claim); err != nil {
+		if err := r.Client.Get(ctx, key, claim); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
@@ -246,7 +247,7 @@ func (r *Reconciler) releaseClaimsOnScaleIn(ctx context.Context, n *slinkyv1beta
 		patch := client.MergeFrom(claim.DeepCopy())
 		// The pod becomes the only controller: a claim may have one.
 		claim.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(pod, corev1.SchemeGroupVersion.WithKind("Pod"))}
-		if err := r.client.Patch(ctx, claim, patch); err != nil {
+		if err := r.Client.Patch(ctx, claim, patch); err != nil {
 			return fmt.Errorf("handing PersistentVolumeClaim %s to Pod %s: %w", claim.Name, pod.Name, err)
 		}
 	}
@@ -256,10 +257,10 @@ func (r *Reconciler) releaseClaimsOnScaleIn(ctx context.Context, n *slinkyv1beta
 // steadyState runs at the desired count: pods Gantry cordoned that are no
 // longer to be deleted are returned to service, pods that finished (Failed
 // or Succeeded) are deleted so they are recreated, others are repaired.
-func (r *Reconciler) steadyState(ctx context.Context, n *slinkyv1beta1.NodeSet, run *syncRun, pods []*corev1.Pod) error {
+func (r *Reconciler) steadyState(ctx context.Context, n *slinkyv1beta1.NodeSet, s *scope, pods []*corev1.Pod) error {
 	var victims []*corev1.Pod
 	if isRollingUpdate(n) {
-		victims = rollingUpdateVictims(n, pods, run.revisions.hash(), r.Now())
+		victims = rollingUpdateVictims(n, pods, s.revisions.hash(), r.Now())
 	}
 	var errs []error
 	keep := slices.DeleteFunc(livePods(pods), func(p *corev1.Pod) bool { return slices.Contains(victims, p) })
@@ -267,7 +268,7 @@ func (r *Reconciler) steadyState(ctx context.Context, n *slinkyv1beta1.NodeSet, 
 		if !isCondemned(pod) {
 			return nil
 		}
-		return r.uncordon(ctx, run, pod)
+		return r.uncordon(ctx, s, pod)
 	}))
 	errs = append(errs, forEachPod(livePods(pods), func(pod *corev1.Pod) error {
 		if isTerminal(pod) {
@@ -276,7 +277,7 @@ func (r *Reconciler) steadyState(ctx context.Context, n *slinkyv1beta1.NodeSet, 
 			if pod.Status.Phase == corev1.PodFailed {
 				r.backoff.failed(client.ObjectKeyFromObject(pod).String(), r.Now())
 			}
-			return r.deletePod(ctx, n, run, pod, "")
+			return r.deletePod(ctx, n, s, pod, "")
 		}
 		if identityMatches(n, pod) {
 			return nil
@@ -294,18 +295,19 @@ func isRollingUpdate(n *slinkyv1beta1.NodeSet) bool {
 // (they serve nothing), healthy ones at most maxUnavailable at a time, each
 // drained before it is deleted. With OnDelete, pods are replaced only when
 // someone deletes them.
-func (r *Reconciler) syncRollout(ctx context.Context, n *slinkyv1beta1.NodeSet, run *syncRun, pods []*corev1.Pod) error {
+func (r *Reconciler) syncRollout(ctx context.Context, s *scope) error {
+	n, pods := s.Object, s.pods
 	if isDaemonSetMode(n) {
-		return r.syncDaemonRollout(ctx, n, run)
+		return r.syncDaemonRollout(ctx, n, s)
 	}
 	pods, _ = splitDaemonPods(pods)
 	if !isRollingUpdate(n) || n.DeletionTimestamp != nil || len(pods) != int(desiredReplicas(n)) {
 		return nil
 	}
-	_, old := splitByRevision(pods, run.revisions.hash())
+	_, old := splitByRevision(pods, s.revisions.hash())
 	unhealthy, _ := splitUnhealthy(old)
-	victims := rollingUpdateVictims(n, pods, run.revisions.hash(), r.Now())
-	return r.condemnAll(ctx, n, run, append(unhealthy, victims...), cordonedForUpdate)
+	victims := rollingUpdateVictims(n, pods, s.revisions.hash(), r.Now())
+	return r.condemnAll(ctx, n, s, append(unhealthy, victims...), cordonedForUpdate)
 }
 
 // splitDaemonPods separates the pods made in DaemonSet mode.

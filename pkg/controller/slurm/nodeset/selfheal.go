@@ -29,8 +29,9 @@ const whyUnregistered = "unregistered"
 // after the pod with a domain ("<name>.example.org"), or a node with the
 // NodeSet's feature that no pod of the NodeSet accounts for. Jobs can only
 // run on nodes Slurm lists, so a pod none of them can be runs none.
-func (r *Reconciler) syncUnregistered(ctx context.Context, n *slinkyv1beta1.NodeSet, run *syncRun, pods []*corev1.Pod) error {
-	if !run.slurm.configured() || !run.slurm.reachable() {
+func (r *Reconciler) syncUnregistered(ctx context.Context, s *scope) error {
+	n, pods := s.Object, s.pods
+	if !s.slurm.configured() || !s.slurm.reachable() {
 		return nil
 	}
 	grace := max(unregisteredGrace, time.Duration(n.Spec.MinReadySeconds)*time.Second)
@@ -41,20 +42,20 @@ func (r *Reconciler) syncUnregistered(ctx context.Context, n *slinkyv1beta1.Node
 			continue
 		}
 		name := SlurmNodeName(pod)
-		if _, ok := run.slurm.node(name); ok {
+		if _, ok := s.slurm.node(name); ok {
 			continue
 		}
 		if wait := grace - now.Sub(podReadyCondition(pod).LastTransitionTime.Time); wait > 0 {
-			run.requeue.After(wait)
+			s.Requeue.After(wait)
 			continue
 		}
-		if run.slurm.couldBeElsewhere(n, pods, name) {
-			run.slurm.markUnknown(pod, name)
+		if s.slurm.couldBeElsewhere(n, pods, name) {
+			s.slurm.markUnknown(pod, name)
 			continue
 		}
 		gone = append(gone, pod)
 	}
-	return forEachPod(gone, func(pod *corev1.Pod) error { return r.deletePod(ctx, n, run, pod, whyUnregistered) })
+	return forEachPod(gone, func(pod *corev1.Pod) error { return r.deletePod(ctx, n, s, pod, whyUnregistered) })
 }
 
 // couldBeElsewhere reports whether a node Slurm lists might be the one the

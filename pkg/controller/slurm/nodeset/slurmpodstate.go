@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/slurm"
 )
 
@@ -112,13 +111,14 @@ type podInfo struct {
 // conditions, as Slinky sets them, readable in `kubectl describe pod`) and
 // the pod into its Slurm node (the comment names the pod, its Kubernetes
 // node and NodeSet). Nothing is written for what is already so.
-func (r *Reconciler) syncSlurmPodState(ctx context.Context, n *slinkyv1beta1.NodeSet, run *syncRun, pods []*corev1.Pod) error {
-	if !run.slurm.reachable() {
+func (r *Reconciler) syncSlurmPodState(ctx context.Context, s *scope) error {
+	n, pods := s.Object, s.pods
+	if !s.slurm.reachable() {
 		return nil
 	}
 	now := metav1.NewTime(r.Now())
 	return forEachPod(livePods(pods), func(pod *corev1.Pod) error {
-		node, ok := run.slurm.node(SlurmNodeName(pod))
+		node, ok := s.slurm.node(SlurmNodeName(pod))
 		var want []corev1.PodCondition
 		if ok {
 			want = slurmPodConditions(node)
@@ -129,7 +129,7 @@ func (r *Reconciler) syncSlurmPodState(ctx context.Context, n *slinkyv1beta1.Nod
 			// A strategic merge patch touches the conditions by type, so the
 			// kubelet's own (Ready, ...) are never overwritten from a stale
 			// cached copy, as a JSON merge patch of the whole list would.
-			if err := r.client.Status().Patch(ctx, next, client.StrategicMergeFrom(pod)); err != nil && !apierrors.IsNotFound(err) {
+			if err := r.Client.Status().Patch(ctx, next, client.StrategicMergeFrom(pod)); err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("setting the Slurm conditions of Pod %s: %w", pod.Name, err)
 			}
 		}
@@ -141,7 +141,7 @@ func (r *Reconciler) syncSlurmPodState(ctx context.Context, n *slinkyv1beta1.Nod
 		if err != nil {
 			return err
 		}
-		return run.slurm.setComment(ctx, pod, string(info))
+		return s.slurm.setComment(ctx, pod, string(info))
 	})
 }
 

@@ -13,7 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
+	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
 	"github.com/gantry-dev/gantry/pkg/slurm"
 	"github.com/gantry-dev/gantry/pkg/slurm/fake"
 )
@@ -93,8 +95,9 @@ func TestSlurmPodStateKeepsKubeletConditions(t *testing.T) {
 	r := NewReconciler(c, c, nil, nil)
 	r.Now = func() time.Time { return t0 }
 	n := testutil.MakeNodeSet("ns", "ns", "slurm").Obj()
-	run := &syncRun{slurm: loadSlurmView(context.Background(), fake.New(slurmNode("ns-0", "", slurm.NodeStateIdle)), t0)}
-	if err := r.syncSlurmPodState(context.Background(), n, run, []*corev1.Pod{stale}); err != nil {
+	s := &scope{Base: syncsteps.Base[*slinkyv1beta1.NodeSet]{Object: n}, pods: []*corev1.Pod{stale},
+		slurm: loadSlurmView(context.Background(), fake.New(slurmNode("ns-0", "", slurm.NodeStateIdle)), t0)}
+	if err := r.syncSlurmPodState(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}
 	got := &corev1.Pod{}

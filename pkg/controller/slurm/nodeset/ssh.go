@@ -98,7 +98,7 @@ func (r *Reconciler) loadSsh(ctx context.Context, n *slinkyv1beta1.NodeSet) (ssh
 		return st, nil
 	}
 	st.hashes.SshdConf = common.HashBytes([]byte(BuildSshdConfig(n)))
-	sssd, err := refresolver.New(r.apiReader).GetSecretKey(ctx, n.Namespace, n.Spec.Ssh.SssdConfRef)
+	sssd, err := refresolver.New(r.APIReader).GetSecretKey(ctx, n.Namespace, n.Spec.Ssh.SssdConfRef)
 	switch {
 	case refresolver.IsNotFound(err):
 		st.sssdMissing = fmt.Errorf("%w: %v; the pods cannot start until it exists", errSssdConfMissing, err)
@@ -112,14 +112,15 @@ func (r *Reconciler) loadSsh(ctx context.Context, n *slinkyv1beta1.NodeSet) (ssh
 // syncSshConfig keeps the ssh-config ConfigMap of an ssh-enabled NodeSet.
 // Disabling ssh leaves it: pods of the older revision still mount it until
 // they are replaced, and it goes with the NodeSet.
-func (r *Reconciler) syncSshConfig(ctx context.Context, n *slinkyv1beta1.NodeSet, run *syncRun) error {
+func (r *Reconciler) syncSshConfig(ctx context.Context, s *scope) error {
+	n := s.Object
 	if !n.Spec.Ssh.Enabled {
 		return nil
 	}
-	if err := r.syncShared(ctx, BuildSshConfigMap(n), run); err != nil {
+	if err := r.Sync(ctx, &s.Events, BuildSshConfigMap(n)); err != nil {
 		return err
 	}
-	return run.ssh.sssdMissing
+	return s.ssh.sssdMissing
 }
 
 // sshRevisionEntry is spec.ssh's part of the revision data. Disabled, it

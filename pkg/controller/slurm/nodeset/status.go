@@ -125,23 +125,24 @@ func joinCapped(items []string, limit int) string {
 // updateStatus writes the status when it changed, reports a new loss of
 // contact with Slurm as an event, and asks to come back when a ready pod
 // becomes available (minReadySeconds has no event of its own).
-func (r *Reconciler) updateStatus(ctx context.Context, n *slinkyv1beta1.NodeSet, run *syncRun, pods []*corev1.Pod) error {
+func (r *Reconciler) updateStatus(ctx context.Context, s *scope) error {
+	n, pods := s.Object, s.pods
 	now := r.Now()
 	wasReachable := !meta.IsStatusConditionFalse(n.Status.Conditions, ConditionSlurmReachable)
 	wasNodeNotFound := meta.IsStatusConditionFalse(n.Status.Conditions, ConditionSlurmNodesFound)
-	_, err := status.Update(ctx, r.client, n, func(obj *slinkyv1beta1.NodeSet) error {
-		obj.Status = computeStatus(obj, pods, run.slurm, run.revisions, run.daemon, now)
+	_, err := status.Update(ctx, r.Client, n, func(obj *slinkyv1beta1.NodeSet) error {
+		obj.Status = computeStatus(obj, pods, s.slurm, s.revisions, s.daemon, now)
 		return nil
 	})
-	if wasReachable && run.slurm.configured() && !run.slurm.reachable() {
-		r.recordf(n, corev1.EventTypeWarning, ReasonSlurmUnreachable, "Slurm is unreachable: %v", run.slurm.err)
+	if wasReachable && s.slurm.configured() && !s.slurm.reachable() {
+		r.Recorder.Warning(n, ReasonSlurmUnreachable, "Slurm is unreachable: %v", s.slurm.err)
 	}
-	if unknown := run.slurm.unknownNodes(); len(unknown) > 0 && !wasNodeNotFound {
-		r.recordf(n, corev1.EventTypeWarning, ReasonSlurmNodeNotFound,
+	if unknown := s.slurm.unknownNodes(); len(unknown) > 0 && !wasNodeNotFound {
+		r.Recorder.Warning(n, ReasonSlurmNodeNotFound,
 			"Not deleting %s: Slurm does not list the node, so jobs may run there", joinCapped(unknown, 10))
 	}
 	if n.Spec.MinReadySeconds > 0 && n.Status.ReadyReplicas != n.Status.AvailableReplicas {
-		run.requeue.After(time.Duration(n.Spec.MinReadySeconds)*time.Second + time.Second)
+		s.Requeue.After(time.Duration(n.Spec.MinReadySeconds)*time.Second + time.Second)
 	}
 	return err
 }

@@ -1,16 +1,11 @@
 package nodeset
 
 import (
-	"fmt"
-	"slices"
-	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/events"
 
-	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+	"github.com/gantry-dev/gantry/pkg/framework/events"
 )
 
 // Event reasons. The pod ones are the ones Kubernetes' workload
@@ -27,11 +22,8 @@ const (
 	ReasonBackOff = "BackOff"
 )
 
-// maxNamesInEvent keeps an event about a thousand pods readable.
-const maxNamesInEvent = 10
-
 // tally collects what one reconcile did to pods so it is reported as one
-// event per kind of change ("Created 5 Pods"), not one per pod: every
+// message per kind of change ("Created 5 Pods"), not one per pod: every
 // event is an API write.
 type tally struct {
 	mu      sync.Mutex
@@ -64,25 +56,20 @@ func (t *tally) addNode(pod *corev1.Pod) {
 	t.createdOn = append(t.createdOn, targetNode(pod))
 }
 
-func (t *tally) record(recorder events.EventRecorder, n *slinkyv1beta1.NodeSet) {
-	if recorder == nil {
-		return
-	}
+// note writes what the reconcile did to pods into its event log.
+func (t *tally) note(log *events.Log) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	emit := func(eventType, reason, format string, args ...any) {
-		recorder.Eventf(n, nil, eventType, reason, common.ActionSync, format, args...)
-	}
 	switch {
 	case len(t.createdOn) > 0:
-		emit(corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created %s for the Kubernetes nodes %s",
-			plural(t.created, "Pod"), nameList(t.createdOn))
+		log.Add(ReasonSuccessfulCreate, "Created %s for the Kubernetes nodes %s",
+			events.Count(t.created, "Pod"), events.Names(t.createdOn))
 	case t.created > 0:
-		emit(corev1.EventTypeNormal, ReasonSuccessfulCreate, "Created %s", plural(t.created, "Pod"))
+		log.Add(ReasonSuccessfulCreate, "Created %s", events.Count(t.created, "Pod"))
 	}
 	if len(t.adopted) > 0 {
-		emit(corev1.EventTypeNormal, ReasonAdopted, "Adopted %s made by another operator, without restarting them: %s",
-			plural(len(t.adopted), "Pod"), nameList(t.adopted))
+		log.Add(ReasonAdopted, "Adopted %s made by another operator, without restarting them: %s",
+			events.Count(len(t.adopted), "Pod"), events.Names(t.adopted))
 	}
 	for _, d := range []struct {
 		names []string
@@ -95,38 +82,24 @@ func (t *tally) record(recorder events.EventRecorder, n *slinkyv1beta1.NodeSet) 
 		{t.deletedNodeMismatch, "whose Kubernetes node is gone or no longer matches the NodeSet"},
 	} {
 		if len(d.names) > 0 {
-			emit(corev1.EventTypeNormal, ReasonSuccessfulDelete, "Deleted %s %s: %s", plural(len(d.names), "Pod"), d.why, nameList(d.names))
+			log.Add(ReasonSuccessfulDelete, "Deleted %s %s: %s", events.Count(len(d.names), "Pod"), d.why, events.Names(d.names))
 		}
 	}
 	if len(t.draining) > 0 {
-		emit(corev1.EventTypeNormal, ReasonDraining, "Draining the Slurm nodes of %s before deleting them: %s",
-			plural(len(t.draining), "Pod"), nameList(t.draining))
+		log.Add(ReasonDraining, "Draining the Slurm nodes of %s before deleting them: %s",
+			events.Count(len(t.draining), "Pod"), events.Names(t.draining))
 	}
 	if len(t.cordonedForNode) > 0 {
-		emit(corev1.EventTypeNormal, ReasonCordon, "Cordoned %s because their Kubernetes Node was cordoned: %s",
-			plural(len(t.cordonedForNode), "Pod"), nameList(t.cordonedForNode))
+		log.Add(ReasonCordon, "Cordoned %s because their Kubernetes Node was cordoned: %s",
+			events.Count(len(t.cordonedForNode), "Pod"), events.Names(t.cordonedForNode))
 	}
 }
 
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-func nameList(names []string) string {
-	sorted := slices.Sorted(slices.Values(names))
-	if len(sorted) <= maxNamesInEvent {
-		return strings.Join(sorted, ", ")
-	}
-	return fmt.Sprintf("%s and %d more", strings.Join(sorted[:maxNamesInEvent], ", "), len(sorted)-maxNamesInEvent)
-}
-
+// podNames lists pods by name for a message, as events.Names does.
 func podNames(pods []*corev1.Pod) string {
 	names := make([]string, 0, len(pods))
 	for _, p := range pods {
 		names = append(names, p.Name)
 	}
-	return nameList(names)
+	return events.Names(names)
 }

@@ -19,8 +19,8 @@ import (
 // Unlike Slinky, a Node without the annotation leaves the Slurm node's
 // topology alone rather than clearing it: it may come from the slurmd's
 // own --conf or an administrator.
-func (r *Reconciler) syncTopology(ctx context.Context, run *syncRun, pods []*corev1.Pod) error {
-	return forEachPod(livePods(pods), func(pod *corev1.Pod) error {
+func (r *Reconciler) syncTopology(ctx context.Context, s *scope) error {
+	return forEachPod(livePods(s.pods), func(pod *corev1.Pod) error {
 		kubeNode, err := r.kubeNode(ctx, pod)
 		if err != nil || kubeNode == nil {
 			return err
@@ -34,7 +34,7 @@ func (r *Reconciler) syncTopology(ctx context.Context, run *syncRun, pods []*cor
 		if spec == "" {
 			return nil
 		}
-		return run.slurm.setTopology(ctx, pod, spec)
+		return s.slurm.setTopology(ctx, pod, spec)
 	})
 }
 

@@ -8,57 +8,28 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
 	"github.com/gantry-dev/gantry/pkg/framework/mapping"
 )
 
 // Options tune SetupWithManager.
-type Options struct {
-	// MaxConcurrentReconciles is the number of workers; 0 means one.
-	MaxConcurrentReconciles int
-	// Images override the default images field by field.
-	Images common.Images
-}
+type Options = core.Options[common.Images]
 
 // SetupWithManager registers a RestApi reconciler built from the manager's
 // client, API reader and event recorder.
 func SetupWithManager(mgr ctrl.Manager, opts ...Options) error {
-	r := NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(Name))
-	return r.SetupWithManager(mgr, opts...)
+	return NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(Name)).SetupWithManager(mgr, opts...)
 }
 
 // SetupWithManager registers r, its watches and the field indexes they use.
-//
-// Watches: the RestApi; the Service and Deployment it owns; its Controller
-// (the pod mounts the Controller's ConfigMap and key); Secrets holding a
-// Controller's slurm key, as metadata only.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts ...Options) error {
-	var o Options
-	if len(opts) > 0 {
-		o = opts[0]
-	}
-	r.Images = o.Images.Or(r.Images)
-	if err := common.RegisterIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
-	cache := mgr.GetClient()
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(Name).
-		For(&slinkyv1beta1.RestApi{}).
-		Owns(&corev1.Service{}).
-		Owns(&appsv1.Deployment{}).
-		Watches(&slinkyv1beta1.Controller{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
-			return restApisOf(ctx, cache, obj.GetNamespace(), obj.GetName())
-		})).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretToRestApis(cache)), builder.OnlyMetadata).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(o.MaxConcurrentReconciles, 1)}).
-		Complete(r)
+	return core.Setup(mgr, Name, &slinkyv1beta1.RestApi{}, r, core.Apply(opts, &r.Images), watches)
 }
 
 func restApisOf(ctx context.Context, reader client.Reader, namespace, controller string) []reconcile.Request {
@@ -82,4 +53,17 @@ func secretToRestApis(reader client.Reader) handler.MapFunc {
 		}
 		return reqs
 	}
+}
+
+// watches are what SetupWithManager watches: the RestApi; the Service and
+// Deployment it owns; its Controller (the pod mounts the Controller's
+// ConfigMap and key); Secrets holding a Controller's slurm key, as metadata
+// only.
+func watches(b *builder.Builder, cache client.Reader) *builder.Builder {
+	return b.Owns(&corev1.Service{}).
+		Owns(&appsv1.Deployment{}).
+		Watches(&slinkyv1beta1.Controller{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+			return restApisOf(ctx, cache, obj.GetNamespace(), obj.GetName())
+		})).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretToRestApis(cache)), builder.OnlyMetadata)
 }

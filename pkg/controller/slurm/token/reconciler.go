@@ -14,27 +14,25 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/events"
+	k8sevents "k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
 	"github.com/gantry-dev/gantry/pkg/framework/builder"
 	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
-	"github.com/gantry-dev/gantry/pkg/framework/status"
+	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
 	"github.com/gantry-dev/gantry/pkg/slurm"
 )
 
 // Name is the reconciler's name in the manager, its events and logs.
 const Name = "slurm-token"
 
-// FieldOwner owns the fields Gantry writes on Slurm objects.
-const FieldOwner = "gantry-slurm"
-
 // Condition and reasons a person reads in `kubectl describe token`.
 const (
-	ConditionReady = "Ready"
+	ConditionReady = core.ConditionReady
 	// ReasonIssued: the Secret holds a valid token.
 	ReasonIssued = "Issued"
 	// ReasonSigningKeyNotFound: the jwtKeyRef Secret or key is missing.
@@ -60,104 +58,126 @@ const retryMissingKey = 30 * time.Second
 
 // Reconciler reconciles one Token per call.
 type Reconciler struct {
-	client client.Client
-	// apiReader reads Secrets past the cache, which holds only their metadata.
-	apiReader client.Reader
-	secrets   *refresolver.Resolver
-	recorder  events.EventRecorder
+	core.Reconciler
 	// Now is the clock; tests replace it.
 	Now func() time.Time
-	// reported keeps a reconcile that read a stale status from recording a
-	// warning twice.
-	reported status.Reported
 }
 
 // NewReconciler returns a reconciler writing through c, reading Secrets
 // through apiReader and recording events with recorder (nil records none).
-func NewReconciler(c client.Client, apiReader client.Reader, recorder events.EventRecorder) *Reconciler {
-	return &Reconciler{
-		client:    client.WithFieldOwner(c, FieldOwner),
-		apiReader: apiReader,
-		secrets:   refresolver.New(apiReader),
-		recorder:  recorder,
-		Now:       time.Now,
-	}
+func NewReconciler(c client.Client, apiReader client.Reader, recorder k8sevents.EventRecorder) *Reconciler {
+	return &Reconciler{Reconciler: core.New(c, apiReader, recorder), Now: time.Now}
 }
+
+// scope is what one reconcile knows.
+type scope struct {
+	core.Scope[*slinkyv1beta1.Token]
+	// key signs and verifies the token.
+	key []byte
+	// claims are those of the token in the Secret, once it holds a valid one.
+	claims *slurm.TokenClaims
+}
+
+// notReadyError is a state the user must fix (a missing key, someone
+// else's Secret): it becomes the Ready condition and is not retried with
+// back-off.
+type notReadyError struct{ reason, message string }
+
+func (e *notReadyError) Error() string { return e.message }
+
+func isNotReady(err error) bool { return errors.As(err, new(*notReadyError)) }
 
 // Reconcile makes the Token's Secret hold a valid token for its user and
 // comes back when that token is due for renewal.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	t := &slinkyv1beta1.Token{}
-	if err := r.client.Get(ctx, req.NamespacedName, t); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if t.DeletionTimestamp != nil {
-		r.reported.Forget(t.UID)
-		return ctrl.Result{}, nil
-	}
-	claims, requeue, cond, err := r.sync(ctx, t)
-	if err != nil {
-		cond = metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: "SyncFailed", Message: err.Error()}
-	}
-	r.warnOnTransition(t, cond)
-	statusErr := r.updateStatus(ctx, t, claims, cond)
-	return ctrl.Result{RequeueAfter: requeue}, errors.Join(err, statusErr)
+	return core.Reconcile(ctx, &r.Reconciler, req, &slinkyv1beta1.Token{}, core.Kind[*slinkyv1beta1.Token, *scope]{
+		Steps: r.steps(), Status: r.updateStatus, UserError: isNotReady,
+	})
 }
 
-// sync issues a token when the Secret has none, one that does not verify
-// with the current key or names another user, or (with refresh) one due
-// for renewal. It returns the claims of the token in the Secret.
-func (r *Reconciler) sync(ctx context.Context, t *slinkyv1beta1.Token) (*slurm.TokenClaims, time.Duration, metav1.Condition, error) {
-	notReady := func(reason, msg string) metav1.Condition {
-		return metav1.Condition{Type: ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: msg}
+// steps report their own failures: each is the Ready condition, with the
+// cause's own message.
+func (r *Reconciler) steps() []syncsteps.Step[*scope] {
+	return []syncsteps.Step[*scope]{
+		{Name: "SigningKey", StopOnError: true, ReportsOwnFailure: true, Sync: r.readSigningKey},
+		{Name: "Token", ReportsOwnFailure: true, Sync: r.syncToken},
 	}
+}
+
+// readyCondition is Ready after the steps: the token issued, or why not.
+func readyCondition(s *scope, err error) metav1.Condition {
+	var notReady *notReadyError
+	switch {
+	case errors.As(err, &notReady):
+		return core.NotReady(s.Object, notReady.reason, notReady.message)
+	case err != nil:
+		return core.NotReady(s.Object, core.ReasonSyncFailed, err.Error())
+	}
+	return metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonIssued,
+		Message: fmt.Sprintf("a token for %s valid until %s", s.Object.UsernameOrDefault(), time.Unix(s.claims.ExpiresAt, 0).UTC().Format(time.RFC3339))}
+}
+
+// readSigningKey reads the key the token is signed with. A missing one is
+// looked for again soon: its Secret is not watched (the manager caches no
+// Secret data).
+func (r *Reconciler) readSigningKey(ctx context.Context, s *scope) error {
+	t := s.Object
 	keyRef := t.SigningKeyRef()
 	if keyRef == nil {
-		return nil, 0, notReady(ReasonSigningKeyNotFound, "neither jwtKeyRef nor jwtHs256KeyRef is set"), nil
+		return &notReadyError{ReasonSigningKeyNotFound, "neither jwtKeyRef nor jwtHs256KeyRef is set"}
 	}
-	key, err := r.secrets.GetSecretKey(ctx, t.Namespace, *keyRef)
+	key, err := r.Secrets.GetSecretKey(ctx, t.Namespace, *keyRef)
 	if refresolver.IsNotFound(err) {
-		return nil, retryMissingKey, notReady(ReasonSigningKeyNotFound, err.Error()), nil
+		s.Requeue.After(retryMissingKey)
+		return &notReadyError{ReasonSigningKeyNotFound, err.Error()}
 	}
-	if err != nil {
-		return nil, 0, metav1.Condition{}, err
-	}
+	s.key = key
+	return err
+}
 
+// syncToken issues a token when the Secret has none, one that does not
+// verify with the current key or names another user, or (with refresh) one
+// due for renewal, and comes back when the token in the Secret is due.
+func (r *Reconciler) syncToken(ctx context.Context, s *scope) error {
+	t := s.Object
 	ref := t.TokenSecretRef()
 	user, lifetime, refresh := t.UsernameOrDefault(), t.LifetimeOrDefault(), ptr.Deref(t.Spec.Refresh, true)
 	now := r.Now()
 	existing := &corev1.Secret{}
-	err = r.apiReader.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: ref.Name}, existing)
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: ref.Name}, existing)
 	found := err == nil
 	if err != nil && !apierrors.IsNotFound(err) {
-		return nil, 0, metav1.Condition{}, fmt.Errorf("reading Secret %s: %w", ref.Name, err)
+		return fmt.Errorf("reading Secret %s: %w", ref.Name, err)
 	}
 	if found && !metav1.IsControlledBy(existing, t) {
-		msg := fmt.Sprintf("Secret %s exists and is not this Token's; name another in spec.secretRef", ref.Name)
-		return nil, 0, notReady(ReasonSecretNotOwned, msg), nil
+		return &notReadyError{ReasonSecretNotOwned, fmt.Sprintf("Secret %s exists and is not this Token's; name another in spec.secretRef", ref.Name)}
 	}
 
 	var current *slurm.TokenClaims
 	if found {
-		if c, err := slurm.VerifyToken(key, string(existing.Data[ref.Key])); err == nil && c.UserName == user {
+		if c, err := slurm.VerifyToken(s.key, string(existing.Data[ref.Key])); err == nil && c.UserName == user {
 			current = &c
 		}
 	}
 	if current != nil && (!refresh || now.Before(renewAt(*current, lifetime))) {
-		return current, requeueFor(*current, lifetime, refresh, now), ready(user, *current), nil
+		s.claims = current
+		s.Requeue.After(requeueFor(*current, lifetime, refresh, now))
+		return nil
 	}
 
 	claims := slurm.TokenClaims{UserName: user, IssuedAt: now.Unix(), ExpiresAt: now.Add(lifetime).Unix()}
-	jwt, err := slurm.SignToken(key, claims)
+	jwt, err := slurm.SignToken(s.key, claims)
 	if err != nil {
-		return nil, 0, metav1.Condition{}, err
+		return err
 	}
 	if err := r.writeSecret(ctx, t, ref, existing, found, refresh, jwt); err != nil {
-		return nil, 0, metav1.Condition{}, err
+		return err
 	}
-	r.event(t, corev1.EventTypeNormal, ReasonTokenIssued, "Issued a token for %s into Secret %s, valid until %s",
+	s.Events.Add(ReasonTokenIssued, "Issued a token for %s into Secret %s, valid until %s",
 		user, ref.Name, time.Unix(claims.ExpiresAt, 0).UTC().Format(time.RFC3339))
-	return &claims, requeueFor(claims, lifetime, refresh, now), ready(user, claims), nil
+	s.claims = &claims
+	s.Requeue.After(requeueFor(claims, lifetime, refresh, now))
+	return nil
 }
 
 // writeSecret stores jwt under ref.Key, creating the Secret (immutable
@@ -170,13 +190,13 @@ func (r *Reconciler) writeSecret(ctx context.Context, t *slinkyv1beta1.Token, re
 			existing.Data = map[string][]byte{}
 		}
 		existing.Data[ref.Key] = []byte(jwt)
-		if err := r.client.Patch(ctx, existing, patch); err != nil {
+		if err := r.Client.Patch(ctx, existing, patch); err != nil {
 			return fmt.Errorf("renewing the token in Secret %s: %w", ref.Name, err)
 		}
 		return nil
 	}
 	if found {
-		if err := r.client.Delete(ctx, existing, client.Preconditions{UID: &existing.UID}); client.IgnoreNotFound(err) != nil {
+		if err := r.Client.Delete(ctx, existing, client.Preconditions{UID: &existing.UID}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("replacing immutable Secret %s: %w", ref.Name, err)
 		}
 	}
@@ -190,7 +210,7 @@ func (r *Reconciler) writeSecret(ctx context.Context, t *slinkyv1beta1.Token, re
 		Immutable: ptr.To(!refresh),
 		Data:      map[string][]byte{ref.Key: []byte(jwt)},
 	}
-	if err := r.client.Create(ctx, secret); err != nil {
+	if err := r.Client.Create(ctx, secret); err != nil {
 		return fmt.Errorf("creating Secret %s: %w", ref.Name, err)
 	}
 	return nil
@@ -208,25 +228,33 @@ func requeueFor(c slurm.TokenClaims, lifetime time.Duration, refresh bool, now t
 	return max(renewAt(c, lifetime).Sub(now), time.Second)
 }
 
-func ready(user string, c slurm.TokenClaims) metav1.Condition {
-	return metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonIssued,
-		Message: fmt.Sprintf("a token for %s valid until %s", user, time.Unix(c.ExpiresAt, 0).UTC().Format(time.RFC3339))}
+// transitions: a Warning when the Token becomes not Ready for a reason the
+// user must act on (a missing key, someone else's Secret), once per change
+// of reason or message: the retries that follow are in the condition, not
+// in a new event each time.
+var transitions = core.Transitions{
+	Warn: func(cond metav1.Condition) bool {
+		return cond.Reason == ReasonSigningKeyNotFound || cond.Reason == ReasonSecretNotOwned
+	},
 }
 
 // updateStatus writes issuedAt and the Ready condition when they change.
-func (r *Reconciler) updateStatus(ctx context.Context, t *slinkyv1beta1.Token, claims *slurm.TokenClaims, cond metav1.Condition) error {
+func (r *Reconciler) updateStatus(ctx context.Context, s *scope, syncErr error) error {
+	t, cond := s.Object, readyCondition(s, syncErr)
+	previous := meta.FindStatusCondition(t.Status.Conditions, ConditionReady)
 	next := t.DeepCopy()
-	if claims != nil {
-		next.Status.IssuedAt = ptr.To(metav1.NewTime(time.Unix(claims.IssuedAt, 0)))
+	if s.claims != nil {
+		next.Status.IssuedAt = ptr.To(metav1.NewTime(time.Unix(s.claims.IssuedAt, 0)))
 	}
 	cond.ObservedGeneration = t.Generation
 	meta.SetStatusCondition(&next.Status.Conditions, cond)
 	if equalStatus(t.Status, next.Status) {
 		return nil
 	}
-	if err := r.client.Status().Patch(ctx, next, client.MergeFrom(t)); err != nil {
+	if err := r.Client.Status().Patch(ctx, next, client.MergeFrom(t)); err != nil {
 		return client.IgnoreNotFound(err)
 	}
+	r.RecordTransition(t, previous, cond, transitions)
 	return nil
 }
 
@@ -244,28 +272,4 @@ func equalStatus(a, b slinkyv1beta1.TokenStatus) bool {
 		}
 	}
 	return true
-}
-
-// warnOnTransition records a Warning when the Token becomes not Ready for
-// a reason the user must act on (a missing key, someone else's Secret), once
-// per change of reason or message: the retries that follow are in the
-// condition, not in a new event each time.
-func (r *Reconciler) warnOnTransition(t *slinkyv1beta1.Token, cond metav1.Condition) {
-	if cond.Status != metav1.ConditionFalse || (cond.Reason != ReasonSigningKeyNotFound && cond.Reason != ReasonSecretNotOwned) {
-		return
-	}
-	if prev := meta.FindStatusCondition(t.Status.Conditions, ConditionReady); prev != nil &&
-		prev.Status == cond.Status && prev.Reason == cond.Reason && prev.Message == cond.Message {
-		return
-	}
-	if !r.reported.Changed(t.UID, cond) {
-		return
-	}
-	r.event(t, corev1.EventTypeWarning, cond.Reason, "%s", cond.Message)
-}
-
-func (r *Reconciler) event(t *slinkyv1beta1.Token, eventType, reason, format string, args ...any) {
-	if r.recorder != nil {
-		r.recorder.Eventf(t, nil, eventType, reason, "Sync", format, args...)
-	}
 }

@@ -18,7 +18,7 @@ import (
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 	"github.com/gantry-dev/gantry/pkg/runtime/plugin"
-	rttesting "github.com/gantry-dev/gantry/pkg/runtime/testing"
+	trainertesting "github.com/gantry-dev/gantry/test/wrappers/trainer"
 )
 
 func mapperWithPodGroup() meta.RESTMapper {
@@ -36,11 +36,11 @@ func (failingMapper) RESTMapping(schema.GroupKind, ...string) (*meta.RESTMapping
 
 func newInfo(t *testing.T, job *trainer.TrainJob) *plugin.Info {
 	t.Helper()
-	node := rttesting.MakeContainer("node", "t").Resources(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("1Gi")}, nil).Obj()
-	init := rttesting.MakeContainer("dataset-initializer", "d").Resources(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}, nil).Obj()
-	spec := rttesting.MakeRuntimeSpec().NumNodes(3).Coscheduling(nil).
-		ReplicatedJob(rttesting.ReplicatedJob("dataset-initializer", "dataset-initializer", init)).
-		ReplicatedJob(rttesting.ReplicatedJob("node", "trainer", node)).Obj()
+	node := trainertesting.MakeContainer("node", "t").Resources(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("1Gi")}, nil).Obj()
+	init := trainertesting.MakeContainer("dataset-initializer", "d").Resources(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}, nil).Obj()
+	spec := trainertesting.MakeRuntimeSpec().NumNodes(3).Coscheduling(nil).
+		ReplicatedJob(trainertesting.ReplicatedJob("dataset-initializer", "dataset-initializer", init)).
+		ReplicatedJob(trainertesting.ReplicatedJob("node", "trainer", node)).Obj()
 	info, err := plugin.NewInfo(job, spec)
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +53,7 @@ func newReader(t *testing.T, objs ...client.Object) client.Reader {
 }
 
 func TestPodGroup(t *testing.T) {
-	job := rttesting.MakeTrainJob("gang").Obj()
+	job := trainertesting.MakeTrainJob("gang", "default").Obj()
 	info := newInfo(t, job)
 	p := New(mapperWithPodGroup())
 	if err := p.EnforcePodGroupPolicy(info, job); err != nil {
@@ -86,7 +86,7 @@ func TestPodGroup(t *testing.T) {
 func TestCRDMissingIsAWarningNotAFailure(t *testing.T) {
 	for name, mapper := range map[string]meta.RESTMapper{"no mapper": nil, "kind not served": meta.NewDefaultRESTMapper(nil)} {
 		t.Run(name, func(t *testing.T) {
-			job := rttesting.MakeTrainJob("gang").Obj()
+			job := trainertesting.MakeTrainJob("gang", "default").Obj()
 			info := newInfo(t, job)
 			p := New(mapper)
 			if err := p.EnforcePodGroupPolicy(info, job); err != nil {
@@ -104,7 +104,7 @@ func TestCRDMissingIsAWarningNotAFailure(t *testing.T) {
 }
 
 func TestDiscoveryErrorIsReturned(t *testing.T) {
-	job := rttesting.MakeTrainJob("gang").Obj()
+	job := trainertesting.MakeTrainJob("gang", "default").Obj()
 	if err := New(failingMapper{}).EnforcePodGroupPolicy(newInfo(t, job), job); err == nil {
 		t.Fatal("a failed lookup must be retried, not read as a missing CRD")
 	}
@@ -116,7 +116,7 @@ func TestExistingPodGroupOnlyRewrittenWhileSuspended(t *testing.T) {
 	existing.SetName("gang")
 	existing.SetNamespace("default")
 	for _, suspend := range []bool{false, true} {
-		job := rttesting.MakeTrainJob("gang").Suspend(suspend).Obj()
+		job := trainertesting.MakeTrainJob("gang", "default").Suspend(suspend).Obj()
 		info := newInfo(t, job)
 		p := New(mapperWithPodGroup())
 		if err := p.EnforcePodGroupPolicy(info, job); err != nil {
@@ -133,8 +133,8 @@ func TestExistingPodGroupOnlyRewrittenWhileSuspended(t *testing.T) {
 }
 
 func TestInactiveWithoutPolicy(t *testing.T) {
-	job := rttesting.MakeTrainJob("a").Obj()
-	info, err := plugin.NewInfo(job, rttesting.MakeRuntimeSpec().ReplicatedJob(rttesting.TrainerJob("t")).Obj())
+	job := trainertesting.MakeTrainJob("a", "default").Obj()
+	info, err := plugin.NewInfo(job, trainertesting.MakeRuntimeSpec().ReplicatedJob(trainertesting.TrainerJob("t")).Obj())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 	"github.com/gantry-dev/gantry/pkg/runtime/plugin"
-	rttesting "github.com/gantry-dev/gantry/pkg/runtime/testing"
+	trainertesting "github.com/gantry-dev/gantry/test/wrappers/trainer"
 )
 
 func TestEnforceMLPolicy(t *testing.T) {
@@ -19,19 +19,19 @@ func TestEnforceMLPolicy(t *testing.T) {
 		wantErr bool
 	}{
 		"user env first, then JAX variables": {
-			spec: rttesting.MakeRuntimeSpec().JAX().ReplicatedJob(rttesting.TrainerJob("j")).Obj(),
-			job:  rttesting.MakeTrainJob("job").NumNodes(4).Env("DATA", "/d").Obj(),
+			spec: trainertesting.MakeRuntimeSpec().JAX().ReplicatedJob(trainertesting.TrainerJob("j")).Obj(),
+			job:  trainertesting.MakeTrainJob("job", "default").NumNodes(4).Env("DATA", "/d").Obj(),
 			wantEnv: []corev1.EnvVar{{Name: "DATA", Value: "/d"}, {Name: EnvNumProcesses, Value: "4"},
 				plugin.CompletionIndexEnv(EnvProcessID), {Name: EnvCoordinatorAddress, Value: "job-node-0-0.job:29500"}},
 		},
 		"runtime numNodes": {
-			spec:    rttesting.MakeRuntimeSpec().NumNodes(2).JAX().ReplicatedJob(rttesting.TrainerJob("j")).Obj(),
-			job:     rttesting.MakeTrainJob("job").Obj(),
+			spec:    trainertesting.MakeRuntimeSpec().NumNodes(2).JAX().ReplicatedJob(trainertesting.TrainerJob("j")).Obj(),
+			job:     trainertesting.MakeTrainJob("job", "default").Obj(),
 			wantEnv: []corev1.EnvVar{{Name: EnvNumProcesses, Value: "2"}, plugin.CompletionIndexEnv(EnvProcessID), {Name: EnvCoordinatorAddress, Value: "job-node-0-0.job:29500"}},
 		},
 		"no trainer step": {
-			spec: rttesting.MakeRuntimeSpec().JAX().ReplicatedJob(rttesting.ReplicatedJob("node", "", rttesting.MakeContainer("node", "j").Obj())).Obj(),
-			job:  rttesting.MakeTrainJob("job").Obj(), wantErr: true,
+			spec: trainertesting.MakeRuntimeSpec().JAX().ReplicatedJob(trainertesting.ReplicatedJob("node", "", trainertesting.MakeContainer("node", "j").Obj())).Obj(),
+			job:  trainertesting.MakeTrainJob("job", "default").Obj(), wantErr: true,
 		},
 	}
 	for name, tc := range cases {
@@ -62,8 +62,8 @@ func TestEnforceMLPolicy(t *testing.T) {
 }
 
 func TestValidateReservedEnv(t *testing.T) {
-	spec := rttesting.MakeRuntimeSpec().JAX().ReplicatedJob(rttesting.TrainerJob("j")).Obj()
-	job := rttesting.MakeTrainJob("job").Env("OK", "1").Env(EnvProcessID, "0").Obj()
+	spec := trainertesting.MakeRuntimeSpec().JAX().ReplicatedJob(trainertesting.TrainerJob("j")).Obj()
+	job := trainertesting.MakeTrainJob("job", "default").Env("OK", "1").Env(EnvProcessID, "0").Obj()
 	info, err := plugin.NewInfo(job, spec)
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 	"github.com/gantry-dev/gantry/pkg/runtime/plugin"
-	rttesting "github.com/gantry-dev/gantry/pkg/runtime/testing"
+	trainertesting "github.com/gantry-dev/gantry/test/wrappers/trainer"
 )
 
 func mustInfo(t *testing.T, job *trainer.TrainJob, spec *trainer.TrainingRuntimeSpec) *plugin.Info {
@@ -38,10 +38,10 @@ func podSpecOf(js *jobsetv1alpha2.JobSet, job string) *corev1.PodTemplateSpec {
 }
 
 func TestRenderRuntimePatches(t *testing.T) {
-	spec := rttesting.MakeRuntimeSpec().
+	spec := trainertesting.MakeRuntimeSpec().
 		Labels(map[string]string{"team": "ml"}).
-		ReplicatedJob(rttesting.ReplicatedJob("sidecar-job", "", rttesting.MakeContainer("helper", "h:1").Env("A", "runtime").Obj())).
-		ReplicatedJob(rttesting.TrainerJob("t:1")).Obj()
+		ReplicatedJob(trainertesting.ReplicatedJob("sidecar-job", "", trainertesting.MakeContainer("helper", "h:1").Env("A", "runtime").Obj())).
+		ReplicatedJob(trainertesting.TrainerJob("t:1")).Obj()
 	patch := func(nodeSelector map[string]string, env ...corev1.EnvVar) *trainer.TrainingRuntimeSpecPatch {
 		return &trainer.TrainingRuntimeSpecPatch{Template: &trainer.JobSetTemplatePatch{
 			Metadata: &metav1.ObjectMeta{Labels: map[string]string{"kueue.x-k8s.io/queue-name": "q"}},
@@ -53,7 +53,7 @@ func TestRenderRuntimePatches(t *testing.T) {
 			}}},
 		}}
 	}
-	job := rttesting.MakeTrainJob("tj").
+	job := trainertesting.MakeTrainJob("tj", "default").
 		RuntimePatch("user", patch(map[string]string{"zone": "a"}, corev1.EnvVar{Name: "A", Value: "user"})).
 		RuntimePatch("kueue", patch(map[string]string{"zone": "b", "pool": "gpu"})).Obj()
 
@@ -78,7 +78,7 @@ func TestRenderRuntimePatches(t *testing.T) {
 }
 
 func TestRuntimePatchValidation(t *testing.T) {
-	spec := rttesting.MakeRuntimeSpec().ReplicatedJob(rttesting.TrainerJob("t:1")).Obj()
+	spec := trainertesting.MakeRuntimeSpec().ReplicatedJob(trainertesting.TrainerJob("t:1")).Obj()
 	patch := func(job, container string, env ...corev1.EnvVar) *trainer.TrainingRuntimeSpecPatch {
 		return &trainer.TrainingRuntimeSpecPatch{Template: &trainer.JobSetTemplatePatch{Spec: &trainer.JobSetSpecPatch{
 			ReplicatedJobs: []trainer.ReplicatedJobPatch{{Name: job, Template: &trainer.JobTemplatePatch{Spec: &trainer.JobSpecPatch{
@@ -98,7 +98,7 @@ func TestRuntimePatchValidation(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			job := rttesting.MakeTrainJob("tj").RuntimePatch("m", tc.patch).Obj()
+			job := trainertesting.MakeTrainJob("tj", "default").RuntimePatch("m", tc.patch).Obj()
 			errs := plugin.ValidateRuntimePatches(job, &spec.Template.Spec)
 			var got string
 			if len(errs) > 0 {
@@ -112,10 +112,10 @@ func TestRuntimePatchValidation(t *testing.T) {
 }
 
 func TestRenderTrainerAndInitializers(t *testing.T) {
-	spec := rttesting.MakeRuntimeSpec().MPI(1, false).ReplicatedJob(rttesting.InitializerJobs()...).ReplicatedJob(rttesting.MPIJobs("mpi:1")...).Obj()
+	spec := trainertesting.MakeRuntimeSpec().MPI(1, false).ReplicatedJob(trainertesting.InitializerJobs()...).ReplicatedJob(trainertesting.MPIJobs("mpi:1")...).Obj()
 	spec.Template.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{
 		{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}}}}
-	job := rttesting.MakeTrainJob("tj").Image("mpi:2").Command("mpirun", "-n", "4", "train").Args("--fast").
+	job := trainertesting.MakeTrainJob("tj", "default").Image("mpi:2").Command("mpirun", "-n", "4", "train").Args("--fast").
 		DatasetInitializer("s3://bucket", "creds").Obj()
 	info := mustInfo(t, job, spec)
 	info.Scheduler.PodLabels["gang"] = "tj"
@@ -147,10 +147,10 @@ func TestRenderTrainerAndInitializers(t *testing.T) {
 }
 
 func TestIdentifyPodNetwork(t *testing.T) {
-	spec := rttesting.MakeRuntimeSpec().Subdomain("custom").ReplicatedJob(rttesting.TrainerJob("t:1")).
-		ReplicatedJob(rttesting.ReplicatedJob("ps", "", rttesting.MakeContainer("ps", "p:1").Obj())).Obj()
+	spec := trainertesting.MakeRuntimeSpec().Subdomain("custom").ReplicatedJob(trainertesting.TrainerJob("t:1")).
+		ReplicatedJob(trainertesting.ReplicatedJob("ps", "", trainertesting.MakeContainer("ps", "p:1").Obj())).Obj()
 	spec.Template.Spec.ReplicatedJobs[1].Replicas = 2
-	job := rttesting.MakeTrainJob("tj").Obj()
+	job := trainertesting.MakeTrainJob("tj", "default").Obj()
 	info := mustInfo(t, job, spec)
 	info.PodSets[0].Count = 2
 	if err := (JobSet{}).IdentifyPodNetwork(info, job); err != nil {
@@ -172,24 +172,24 @@ func TestValidateSteps(t *testing.T) {
 		wantErr bool
 	}{
 		"dataset without initializer job": {
-			spec: rttesting.MakeRuntimeSpec().ReplicatedJob(rttesting.TrainerJob("t")).Obj(),
-			job:  rttesting.MakeTrainJob("a").DatasetInitializer("s3://x", "").Obj(), wantErr: true,
+			spec: trainertesting.MakeRuntimeSpec().ReplicatedJob(trainertesting.TrainerJob("t")).Obj(),
+			job:  trainertesting.MakeTrainJob("a", "default").DatasetInitializer("s3://x", "").Obj(), wantErr: true,
 		},
 		"model initializer present": {
-			spec: rttesting.MakeRuntimeSpec().ReplicatedJob(rttesting.InitializerJobs()...).Obj(),
-			job:  rttesting.MakeTrainJob("a").ModelInitializer("hf://m", "").Obj(),
+			spec: trainertesting.MakeRuntimeSpec().ReplicatedJob(trainertesting.InitializerJobs()...).Obj(),
+			job:  trainertesting.MakeTrainJob("a", "default").ModelInitializer("hf://m", "").Obj(),
 		},
 		"trainer override without trainer step": {
-			spec: rttesting.MakeRuntimeSpec().ReplicatedJob(rttesting.InitializerJobs()...).Obj(),
-			job:  rttesting.MakeTrainJob("a").Image("x").Obj(), wantErr: true,
+			spec: trainertesting.MakeRuntimeSpec().ReplicatedJob(trainertesting.InitializerJobs()...).Obj(),
+			job:  trainertesting.MakeTrainJob("a", "default").Image("x").Obj(), wantErr: true,
 		},
 		"trainer step without node container": {
-			spec: rttesting.MakeRuntimeSpec().ReplicatedJob(rttesting.ReplicatedJob("node", "trainer", rttesting.MakeContainer("main", "x").Obj())).Obj(),
-			job:  rttesting.MakeTrainJob("a").Image("x").Obj(), wantErr: true,
+			spec: trainertesting.MakeRuntimeSpec().ReplicatedJob(trainertesting.ReplicatedJob("node", "trainer", trainertesting.MakeContainer("main", "x").Obj())).Obj(),
+			job:  trainertesting.MakeTrainJob("a", "default").Image("x").Obj(), wantErr: true,
 		},
 		"launcher container when the launcher runs as a node": {
-			spec: rttesting.MakeRuntimeSpec().MPI(1, true).ReplicatedJob(rttesting.ReplicatedJob("launcher", "trainer", rttesting.MakeContainer("launcher", "x").Obj())).Obj(),
-			job:  rttesting.MakeTrainJob("a").Image("x").Obj(),
+			spec: trainertesting.MakeRuntimeSpec().MPI(1, true).ReplicatedJob(trainertesting.ReplicatedJob("launcher", "trainer", trainertesting.MakeContainer("launcher", "x").Obj())).Obj(),
+			job:  trainertesting.MakeTrainJob("a", "default").Image("x").Obj(),
 		},
 	}
 	for name, tc := range cases {
@@ -211,8 +211,8 @@ func TestBuildReadErrorIsReturned(t *testing.T) {
 			return boom
 		},
 	}).Build()
-	job := rttesting.MakeTrainJob("tj").Obj()
-	info := mustInfo(t, job, rttesting.MakeRuntimeSpec().ReplicatedJob(rttesting.TrainerJob("t")).Obj())
+	job := trainertesting.MakeTrainJob("tj", "default").Obj()
+	info := mustInfo(t, job, trainertesting.MakeRuntimeSpec().ReplicatedJob(trainertesting.TrainerJob("t")).Obj())
 	if _, err := (JobSet{}).Build(context.Background(), c, info, job); !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want the read error", err)
 	}

@@ -11,7 +11,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
-	rttesting "github.com/gantry-dev/gantry/pkg/runtime/testing"
+	trainertesting "github.com/gantry-dev/gantry/test/wrappers/trainer"
 )
 
 var (
@@ -56,49 +56,49 @@ func TestTrainJobStatusWithProgressConditions(t *testing.T) {
 		wantConds []metav1.Condition
 		wantJobs  []string
 	}{
-		"no JobSet yet": {job: rttesting.MakeTrainJob("a").Obj()},
+		"no JobSet yet": {job: trainertesting.MakeTrainJob("a", "default").Obj()},
 		"no JobSet yet, suspended": {
-			job:       rttesting.MakeTrainJob("a").Suspend(true).Obj(),
+			job:       trainertesting.MakeTrainJob("a", "default").Suspend(true).Obj(),
 			wantConds: []metav1.Condition{cond(trainer.TrainJobSuspended, metav1.ConditionTrue, "Suspended", "TrainJob is suspended", now)},
 		},
 		"JobSet deleted by TTL after completion keeps status": {
-			job:       rttesting.MakeTrainJob("a").Condition(cond(trainer.TrainJobComplete, metav1.ConditionTrue, "AllJobsCompleted", "done", earlier)).Obj(),
+			job:       trainertesting.MakeTrainJob("a", "default").Condition(cond(trainer.TrainJobComplete, metav1.ConditionTrue, "AllJobsCompleted", "done", earlier)).Obj(),
 			wantConds: []metav1.Condition{cond(trainer.TrainJobComplete, metav1.ConditionTrue, "AllJobsCompleted", "done", earlier)},
 		},
 		"created, pods pending": {
-			job: rttesting.MakeTrainJob("a").Obj(), jobSet: jobSet(nil, 0),
+			job: trainertesting.MakeTrainJob("a", "default").Obj(), jobSet: jobSet(nil, 0),
 			wantConds: []metav1.Condition{created()}, wantJobs: []string{"node"},
 		},
 		"running": {
-			job: rttesting.MakeTrainJob("a").Obj(), jobSet: jobSet(nil, 2, 0),
+			job: trainertesting.MakeTrainJob("a", "default").Obj(), jobSet: jobSet(nil, 2, 0),
 			wantConds: []metav1.Condition{created(), wasRunning}, wantJobs: []string{"dataset-initializer", "node"},
 		},
 		"suspended while running": {
-			job: rttesting.MakeTrainJob("a").Condition(created()).Condition(wasRunning).Obj(), jobSet: jobSet([]metav1.Condition{jsSuspended}, 0),
+			job: trainertesting.MakeTrainJob("a", "default").Condition(created()).Condition(wasRunning).Obj(), jobSet: jobSet([]metav1.Condition{jsSuspended}, 0),
 			wantConds: []metav1.Condition{created(), running(metav1.ConditionFalse, RunningFalseReasonSuspended, trainer.TrainJobSuspendedMessage),
 				cond(trainer.TrainJobSuspended, metav1.ConditionTrue, "Suspended", "TrainJob is suspended", earlier)},
 			wantJobs: []string{"node"},
 		},
 		"resumed": {
-			job:    rttesting.MakeTrainJob("a").Condition(created()).Condition(cond(trainer.TrainJobSuspended, metav1.ConditionTrue, "Suspended", "TrainJob is suspended", earlier)).Obj(),
+			job:    trainertesting.MakeTrainJob("a", "default").Condition(created()).Condition(cond(trainer.TrainJobSuspended, metav1.ConditionTrue, "Suspended", "TrainJob is suspended", earlier)).Obj(),
 			jobSet: jobSet([]metav1.Condition{jsResumed}, 1),
 			wantConds: []metav1.Condition{created(), cond(trainer.TrainJobSuspended, metav1.ConditionFalse, "Resumed", "TrainJob is resumed", earlier),
 				wasRunning},
 			wantJobs: []string{"node"},
 		},
 		"completed: reason and message copied, Running turned off": {
-			job: rttesting.MakeTrainJob("a").Condition(created()).Condition(wasRunning).Obj(), jobSet: jobSet([]metav1.Condition{jsCompleted}, 0),
+			job: trainertesting.MakeTrainJob("a", "default").Condition(created()).Condition(wasRunning).Obj(), jobSet: jobSet([]metav1.Condition{jsCompleted}, 0),
 			wantConds: []metav1.Condition{created(), running(metav1.ConditionFalse, RunningFalseReasonFinished, "The TrainJob has finished"),
 				cond(trainer.TrainJobComplete, metav1.ConditionTrue, "AllJobsCompleted", "jobset completed successfully", earlier)},
 			wantJobs: []string{"node"},
 		},
 		"failed with active pods still terminating is not running": {
-			job: rttesting.MakeTrainJob("a").Obj(), jobSet: jobSet([]metav1.Condition{jsFailed}, 1),
+			job: trainertesting.MakeTrainJob("a", "default").Obj(), jobSet: jobSet([]metav1.Condition{jsFailed}, 1),
 			wantConds: []metav1.Condition{created(), cond(trainer.TrainJobFailed, metav1.ConditionTrue, "FailedJobs", "jobset failed due to one or more job failures", earlier)},
 			wantJobs:  []string{"node"},
 		},
 		"jobs stopped without finishing": {
-			job: rttesting.MakeTrainJob("a").Condition(created()).Condition(wasRunning).Obj(), jobSet: jobSet(nil, 0),
+			job: trainertesting.MakeTrainJob("a", "default").Condition(created()).Condition(wasRunning).Obj(), jobSet: jobSet(nil, 0),
 			wantConds: []metav1.Condition{created(), running(metav1.ConditionFalse, RunningFalseReasonNoActive, "The TrainJob has no active jobs")},
 			wantJobs:  []string{"node"},
 		},
@@ -128,7 +128,7 @@ func TestJobsStatusCopiesCounts(t *testing.T) {
 	js := &jobsetv1alpha2.JobSet{Status: jobsetv1alpha2.JobSetStatus{ReplicatedJobsStatus: []jobsetv1alpha2.ReplicatedJobStatus{
 		{Name: "node", Ready: 1, Succeeded: 2, Failed: 3, Active: 4, Suspended: 5},
 	}}}
-	got := TrainJobStatus(rttesting.MakeTrainJob("a").Obj(), js, now, false).JobsStatus
+	got := TrainJobStatus(trainertesting.MakeTrainJob("a", "default").Obj(), js, now, false).JobsStatus
 	want := []trainer.JobStatus{{Name: "node", Ready: ptr.To[int32](1), Succeeded: ptr.To[int32](2), Failed: ptr.To[int32](3),
 		Active: ptr.To[int32](4), Suspended: ptr.To[int32](5)}}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -174,19 +174,19 @@ func TestTrainJobStatus(t *testing.T) {
 		wantSDK   string
 	}{
 		"created, pods pending": {
-			job: rttesting.MakeTrainJob("a").Obj(), jobSet: jobSet(nil, 0), wantSDK: "Created",
+			job: trainertesting.MakeTrainJob("a", "default").Obj(), jobSet: jobSet(nil, 0), wantSDK: "Created",
 		},
 		"running": {
-			job: rttesting.MakeTrainJob("a").Obj(), jobSet: jobSet(nil, 2), wantSDK: "Running",
+			job: trainertesting.MakeTrainJob("a", "default").Obj(), jobSet: jobSet(nil, 2), wantSDK: "Running",
 		},
 		"running after a failed first attempt": {
-			job: rttesting.MakeTrainJob("a").Condition(createFailed).Obj(), jobSet: jobSet(nil, 2), wantSDK: "Running",
+			job: trainertesting.MakeTrainJob("a", "default").Condition(createFailed).Obj(), jobSet: jobSet(nil, 2), wantSDK: "Running",
 		},
 		"running, conditions of a manager with the gate on": {
-			job: rttesting.MakeTrainJob("a").Condition(created()).Condition(wasRunning).Obj(), jobSet: jobSet(nil, 2), wantSDK: "Running",
+			job: trainertesting.MakeTrainJob("a", "default").Condition(created()).Condition(wasRunning).Obj(), jobSet: jobSet(nil, 2), wantSDK: "Running",
 		},
 		"completed": {
-			job: rttesting.MakeTrainJob("a").Obj(), jobSet: jobSet([]metav1.Condition{jsCompleted}, 0),
+			job: trainertesting.MakeTrainJob("a", "default").Obj(), jobSet: jobSet([]metav1.Condition{jsCompleted}, 0),
 			wantConds: []metav1.Condition{cond(trainer.TrainJobComplete, metav1.ConditionTrue, "AllJobsCompleted", "jobset completed successfully", earlier)},
 			wantSDK:   "Complete",
 		},

@@ -22,7 +22,7 @@ import (
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 	"github.com/gantry-dev/gantry/pkg/runtime/plugin"
 	"github.com/gantry-dev/gantry/pkg/runtime/plugins/jobset"
-	rttesting "github.com/gantry-dev/gantry/pkg/runtime/testing"
+	trainertesting "github.com/gantry-dev/gantry/test/wrappers/trainer"
 )
 
 func enforce(t *testing.T, job *trainer.TrainJob, spec *trainer.TrainingRuntimeSpec) *plugin.Info {
@@ -53,33 +53,33 @@ func TestCountsAndSlots(t *testing.T) {
 		wantHosts         []string
 	}{
 		"launcher separate": {
-			runtimeSlots: 1, job: rttesting.MakeTrainJob("j").NumNodes(2).Obj(), wantNode: 2, wantSlots: "1",
+			runtimeSlots: 1, job: trainertesting.MakeTrainJob("j", "default").NumNodes(2).Obj(), wantNode: 2, wantSlots: "1",
 			wantHosts: []string{"j-node-0-0.j slots=1", "j-node-0-1.j slots=1"},
 		},
 		"launcher runs as a node": {
-			runtimeSlots: 1, runLauncherAsNode: true, job: rttesting.MakeTrainJob("j").NumNodes(3).Obj(), wantNode: 2, wantSlots: "1",
+			runtimeSlots: 1, runLauncherAsNode: true, job: trainertesting.MakeTrainJob("j", "default").NumNodes(3).Obj(), wantNode: 2, wantSlots: "1",
 			wantHosts: []string{"j-node-0-0.j slots=1", "j-node-0-1.j slots=1", "j-launcher-0-0.j slots=1"},
 		},
 		"launcher as node with one node still keeps a worker": {
-			runtimeSlots: 1, runLauncherAsNode: true, job: rttesting.MakeTrainJob("j").Obj(), wantNode: 1, wantSlots: "1",
+			runtimeSlots: 1, runLauncherAsNode: true, job: trainertesting.MakeTrainJob("j", "default").Obj(), wantNode: 1, wantSlots: "1",
 			wantHosts: []string{"j-node-0-0.j slots=1", "j-launcher-0-0.j slots=1"},
 		},
 		"one slot per GPU when the runtime says 1": {
-			runtimeSlots: 1, job: rttesting.MakeTrainJob("j").ResourcesPerNode(nil, gpus("4")).Obj(), wantNode: 1, wantSlots: "4",
+			runtimeSlots: 1, job: trainertesting.MakeTrainJob("j", "default").ResourcesPerNode(nil, gpus("4")).Obj(), wantNode: 1, wantSlots: "4",
 			wantHosts: []string{"j-node-0-0.j slots=4"},
 		},
 		"runtime slots other than 1 are kept": {
-			runtimeSlots: 2, job: rttesting.MakeTrainJob("j").ResourcesPerNode(nil, gpus("4")).Obj(), wantNode: 1, wantSlots: "2",
+			runtimeSlots: 2, job: trainertesting.MakeTrainJob("j", "default").ResourcesPerNode(nil, gpus("4")).Obj(), wantNode: 1, wantSlots: "2",
 			wantHosts: []string{"j-node-0-0.j slots=2"},
 		},
 		"TrainJob numProcPerNode wins": {
-			runtimeSlots: 2, job: rttesting.MakeTrainJob("j").NumProcPerNode(8).Obj(), wantNode: 1, wantSlots: "8",
+			runtimeSlots: 2, job: trainertesting.MakeTrainJob("j", "default").NumProcPerNode(8).Obj(), wantNode: 1, wantSlots: "8",
 			wantHosts: []string{"j-node-0-0.j slots=8"},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			spec := rttesting.MakeRuntimeSpec().NumNodes(1).MPI(tc.runtimeSlots, tc.runLauncherAsNode).ReplicatedJob(rttesting.MPIJobs("m:1")...).Obj()
+			spec := trainertesting.MakeRuntimeSpec().NumNodes(1).MPI(tc.runtimeSlots, tc.runLauncherAsNode).ReplicatedJob(trainertesting.MPIJobs("m:1")...).Obj()
 			info := enforce(t, tc.job, spec)
 			if got := info.FindPodSetByName("node").Count; got != tc.wantNode {
 				t.Errorf("node count = %d, want %d", got, tc.wantNode)
@@ -113,8 +113,8 @@ func envValue(c *plugin.Container, name string) string {
 }
 
 func TestMountsFollowSSHAuthMountPath(t *testing.T) {
-	spec := rttesting.MakeRuntimeSpec().MPI(1, true).SSHAuthMountPath("/home/mpiuser/.ssh").ReplicatedJob(rttesting.MPIJobs("m")...).Obj()
-	info := enforce(t, rttesting.MakeTrainJob("j").Obj(), spec)
+	spec := trainertesting.MakeRuntimeSpec().MPI(1, true).SSHAuthMountPath("/home/mpiuser/.ssh").ReplicatedJob(trainertesting.MPIJobs("m")...).Obj()
+	info := enforce(t, trainertesting.MakeTrainJob("j", "default").Obj(), spec)
 	for _, ps := range []string{"node", "launcher"} {
 		c := info.FindPodSetByName(ps).FindContainer("node")
 		if c.VolumeMounts[0].MountPath != "/home/mpiuser/.ssh" {
@@ -135,8 +135,8 @@ func newClient(t *testing.T, objs ...client.Object) client.Client {
 }
 
 func TestBuildGeneratesTheKeyOnlyOnce(t *testing.T) {
-	job := rttesting.MakeTrainJob("j").Obj()
-	info := enforce(t, job, rttesting.MakeRuntimeSpec().MPI(1, false).ReplicatedJob(rttesting.MPIJobs("m")...).Obj())
+	job := trainertesting.MakeTrainJob("j", "default").Obj()
+	info := enforce(t, job, trainertesting.MakeRuntimeSpec().MPI(1, false).ReplicatedJob(trainertesting.MPIJobs("m")...).Obj())
 
 	comps, err := (MPI{}).Build(context.Background(), newClient(t), info, job)
 	if err != nil {
@@ -203,17 +203,17 @@ func TestValidate(t *testing.T) {
 		job     *trainer.TrainJob
 		wantErr bool
 	}{
-		"complete runtime": {spec: rttesting.MakeRuntimeSpec().MPI(1, true).ReplicatedJob(rttesting.MPIJobs("m")...).Obj(),
-			job: rttesting.MakeTrainJob("j").NumNodes(4).Obj()},
+		"complete runtime": {spec: trainertesting.MakeRuntimeSpec().MPI(1, true).ReplicatedJob(trainertesting.MPIJobs("m")...).Obj(),
+			job: trainertesting.MakeTrainJob("j", "default").NumNodes(4).Obj()},
 		"launcher as node without workers, several nodes": {wantErr: true,
-			spec: rttesting.MakeRuntimeSpec().MPI(1, true).ReplicatedJob(rttesting.MPIJobs("m")[1]).Obj(),
-			job:  rttesting.MakeTrainJob("j").NumNodes(2).Obj()},
+			spec: trainertesting.MakeRuntimeSpec().MPI(1, true).ReplicatedJob(trainertesting.MPIJobs("m")[1]).Obj(),
+			job:  trainertesting.MakeTrainJob("j", "default").NumNodes(2).Obj()},
 		"launcher as node without workers, one node": {
-			spec: rttesting.MakeRuntimeSpec().MPI(1, true).ReplicatedJob(rttesting.MPIJobs("m")[1]).Obj(),
-			job:  rttesting.MakeTrainJob("j").NumNodes(1).Obj()},
+			spec: trainertesting.MakeRuntimeSpec().MPI(1, true).ReplicatedJob(trainertesting.MPIJobs("m")[1]).Obj(),
+			job:  trainertesting.MakeTrainJob("j", "default").NumNodes(1).Obj()},
 		"neither launcher nor node": {wantErr: true,
-			spec: rttesting.MakeRuntimeSpec().MPI(1, false).ReplicatedJob(rttesting.ReplicatedJob("x", "trainer", rttesting.MakeContainer("node", "m").Obj())).Obj(),
-			job:  rttesting.MakeTrainJob("j").Obj()},
+			spec: trainertesting.MakeRuntimeSpec().MPI(1, false).ReplicatedJob(trainertesting.ReplicatedJob("x", "trainer", trainertesting.MakeContainer("node", "m").Obj())).Obj(),
+			job:  trainertesting.MakeTrainJob("j", "default").Obj()},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -9,11 +9,11 @@ import (
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 	"github.com/gantry-dev/gantry/pkg/runtime/plugin"
-	rttesting "github.com/gantry-dev/gantry/pkg/runtime/testing"
+	trainertesting "github.com/gantry-dev/gantry/test/wrappers/trainer"
 )
 
 func TestEnforceMLPolicy(t *testing.T) {
-	parallel := rttesting.TrainerJob("t")
+	parallel := trainertesting.TrainerJob("t")
 	parallel.Template.Spec.Parallelism = ptr.To[int32](5)
 	cases := map[string]struct {
 		spec      *trainer.TrainingRuntimeSpec
@@ -22,17 +22,17 @@ func TestEnforceMLPolicy(t *testing.T) {
 		wantEnv   []corev1.EnvVar
 	}{
 		"no policy: parallelism from the template": {
-			spec: rttesting.MakeRuntimeSpec().ReplicatedJob(parallel).Obj(), job: rttesting.MakeTrainJob("a").Obj(), wantCount: 5,
+			spec: trainertesting.MakeRuntimeSpec().ReplicatedJob(parallel).Obj(), job: trainertesting.MakeTrainJob("a", "default").Obj(), wantCount: 5,
 		},
 		"no policy: TrainJob numNodes and env": {
-			spec: rttesting.MakeRuntimeSpec().ReplicatedJob(parallel).Obj(), job: rttesting.MakeTrainJob("a").NumNodes(2).Env("A", "1").Obj(),
+			spec: trainertesting.MakeRuntimeSpec().ReplicatedJob(parallel).Obj(), job: trainertesting.MakeTrainJob("a", "default").NumNodes(2).Env("A", "1").Obj(),
 			wantCount: 2, wantEnv: []corev1.EnvVar{{Name: "A", Value: "1"}},
 		},
 		"numNodes only policy": {
-			spec: rttesting.MakeRuntimeSpec().NumNodes(3).ReplicatedJob(rttesting.TrainerJob("t")).Obj(), job: rttesting.MakeTrainJob("a").Obj(), wantCount: 3,
+			spec: trainertesting.MakeRuntimeSpec().NumNodes(3).ReplicatedJob(trainertesting.TrainerJob("t")).Obj(), job: trainertesting.MakeTrainJob("a", "default").Obj(), wantCount: 3,
 		},
 		"torch runtime is left to the torch plugin": {
-			spec: rttesting.MakeRuntimeSpec().Torch(nil).ReplicatedJob(rttesting.TrainerJob("t")).Obj(), job: rttesting.MakeTrainJob("a").NumNodes(4).Env("A", "1").Obj(),
+			spec: trainertesting.MakeRuntimeSpec().Torch(nil).ReplicatedJob(trainertesting.TrainerJob("t")).Obj(), job: trainertesting.MakeTrainJob("a", "default").NumNodes(4).Env("A", "1").Obj(),
 			wantCount: 1,
 		},
 	}

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
-	rttesting "github.com/gantry-dev/gantry/pkg/runtime/testing"
+	trainertesting "github.com/gantry-dev/gantry/test/wrappers/trainer"
 )
 
 // TestNumProcPerNodeTrainerV23 pins PET_NPROC_PER_NODE to what Trainer
@@ -79,13 +79,13 @@ func TestNumProcPerNodeTrainerV23(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			node := rttesting.MakeContainer("node", "t:1")
+			node := trainertesting.MakeContainer("node", "t:1")
 			if tc.runtimeNode != nil {
 				node.Resources(tc.runtimeNode.requests, tc.runtimeNode.limits)
 			}
-			spec := rttesting.MakeRuntimeSpec().Torch(nil).
-				ReplicatedJob(rttesting.ReplicatedJob("node", trainer.AncestorTrainer, node.Obj())).Obj()
-			job := rttesting.MakeTrainJob("test-job")
+			spec := trainertesting.MakeRuntimeSpec().Torch(nil).
+				ReplicatedJob(trainertesting.ReplicatedJob("node", trainer.AncestorTrainer, node.Obj())).Obj()
+			job := trainertesting.MakeTrainJob("test-job", "default")
 			if tc.jobRes != nil {
 				job.ResourcesPerNode(tc.jobRes.requests, tc.jobRes.limits)
 			}

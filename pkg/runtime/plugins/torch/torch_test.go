@@ -12,7 +12,7 @@ import (
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 	"github.com/gantry-dev/gantry/pkg/runtime/plugin"
-	rttesting "github.com/gantry-dev/gantry/pkg/runtime/testing"
+	trainertesting "github.com/gantry-dev/gantry/test/wrappers/trainer"
 )
 
 func enforce(t *testing.T, job *trainer.TrainJob, spec *trainer.TrainingRuntimeSpec) *plugin.Info {
@@ -44,27 +44,27 @@ func TestNumProcPerNode(t *testing.T) {
 	cases := map[string]struct {
 		runtime       *intstr.IntOrString
 		runtimeLimits corev1.ResourceList
-		job           *rttesting.TrainJobWrapper
+		job           *trainertesting.TrainJobWrapper
 		want          string
 	}{
-		"default auto without resources is 1":        {job: rttesting.MakeTrainJob("j"), want: "1"},
-		"auto counts the CPU request, not the limit": {job: rttesting.MakeTrainJob("j").ResourcesPerNode(cpu("2"), cpu("4")), want: "2"},
-		"auto with only CPU requests":                {job: rttesting.MakeTrainJob("j").ResourcesPerNode(cpu("3"), nil), want: "3"},
-		"auto rounds fractional CPUs up":             {job: rttesting.MakeTrainJob("j").ResourcesPerNode(cpu("500m"), nil), want: "1"},
-		"auto with GPUs stays auto":                  {job: rttesting.MakeTrainJob("j").ResourcesPerNode(nil, gpu), want: "auto"},
-		"auto sizes by the runtime's resources":      {runtimeLimits: cpu("6"), job: rttesting.MakeTrainJob("j"), want: "6"},
-		"job resources replace the runtime's":        {runtimeLimits: gpu, job: rttesting.MakeTrainJob("j").ResourcesPerNode(nil, cpu("2")), want: "2"},
-		"cpu without resources is 1":                 {runtime: ptr.To(intstr.FromString("cpu")), job: rttesting.MakeTrainJob("j"), want: "1"},
-		"cpu counts CPUs even next to GPUs":          {runtime: ptr.To(intstr.FromString("cpu")), job: rttesting.MakeTrainJob("j").ResourcesPerNode(nil, gpu), want: "8"},
-		"gpu is passed through":                      {runtime: ptr.To(intstr.FromString("gpu")), job: rttesting.MakeTrainJob("j"), want: "gpu"},
-		"runtime integer":                            {runtime: ptr.To(intstr.FromInt32(3)), job: rttesting.MakeTrainJob("j"), want: "3"},
-		"TrainJob value wins":                        {runtime: ptr.To(intstr.FromInt32(3)), job: rttesting.MakeTrainJob("j").NumProcPerNode(5).ResourcesPerNode(nil, cpu("8")), want: "5"},
+		"default auto without resources is 1":        {job: trainertesting.MakeTrainJob("j", "default"), want: "1"},
+		"auto counts the CPU request, not the limit": {job: trainertesting.MakeTrainJob("j", "default").ResourcesPerNode(cpu("2"), cpu("4")), want: "2"},
+		"auto with only CPU requests":                {job: trainertesting.MakeTrainJob("j", "default").ResourcesPerNode(cpu("3"), nil), want: "3"},
+		"auto rounds fractional CPUs up":             {job: trainertesting.MakeTrainJob("j", "default").ResourcesPerNode(cpu("500m"), nil), want: "1"},
+		"auto with GPUs stays auto":                  {job: trainertesting.MakeTrainJob("j", "default").ResourcesPerNode(nil, gpu), want: "auto"},
+		"auto sizes by the runtime's resources":      {runtimeLimits: cpu("6"), job: trainertesting.MakeTrainJob("j", "default"), want: "6"},
+		"job resources replace the runtime's":        {runtimeLimits: gpu, job: trainertesting.MakeTrainJob("j", "default").ResourcesPerNode(nil, cpu("2")), want: "2"},
+		"cpu without resources is 1":                 {runtime: ptr.To(intstr.FromString("cpu")), job: trainertesting.MakeTrainJob("j", "default"), want: "1"},
+		"cpu counts CPUs even next to GPUs":          {runtime: ptr.To(intstr.FromString("cpu")), job: trainertesting.MakeTrainJob("j", "default").ResourcesPerNode(nil, gpu), want: "8"},
+		"gpu is passed through":                      {runtime: ptr.To(intstr.FromString("gpu")), job: trainertesting.MakeTrainJob("j", "default"), want: "gpu"},
+		"runtime integer":                            {runtime: ptr.To(intstr.FromInt32(3)), job: trainertesting.MakeTrainJob("j", "default"), want: "3"},
+		"TrainJob value wins":                        {runtime: ptr.To(intstr.FromInt32(3)), job: trainertesting.MakeTrainJob("j", "default").NumProcPerNode(5).ResourcesPerNode(nil, cpu("8")), want: "5"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			node := rttesting.MakeContainer("node", "t:1").Resources(nil, tc.runtimeLimits).Obj()
-			spec := rttesting.MakeRuntimeSpec().Torch(tc.runtime).
-				ReplicatedJob(rttesting.ReplicatedJob("node", "trainer", node)).Obj()
+			node := trainertesting.MakeContainer("node", "t:1").Resources(nil, tc.runtimeLimits).Obj()
+			spec := trainertesting.MakeRuntimeSpec().Torch(tc.runtime).
+				ReplicatedJob(trainertesting.ReplicatedJob("node", "trainer", node)).Obj()
 			info := enforce(t, tc.job.Obj(), spec)
 			if got := envValue(info.TrainerContainer(), trainer.TorchEnvNumProcPerNode); got != tc.want {
 				t.Errorf("PET_NPROC_PER_NODE = %q, want %q", got, tc.want)
@@ -74,10 +74,10 @@ func TestNumProcPerNode(t *testing.T) {
 }
 
 func TestEnforceMLPolicyEnvAndPorts(t *testing.T) {
-	spec := rttesting.MakeRuntimeSpec().NumNodes(4).Torch(ptr.To(intstr.FromInt32(1))).Subdomain("net").
-		ReplicatedJob(rttesting.ReplicatedJob("trainer-job", "trainer",
-			rttesting.MakeContainer("node", "t:1").Env("PET_NNODES", "stale").Env("KEEP", "1").Obj(),
-			rttesting.MakeContainer("probe", "p:1").Obj())).Obj()
+	spec := trainertesting.MakeRuntimeSpec().NumNodes(4).Torch(ptr.To(intstr.FromInt32(1))).Subdomain("net").
+		ReplicatedJob(trainertesting.ReplicatedJob("trainer-job", "trainer",
+			trainertesting.MakeContainer("node", "t:1").Env("PET_NNODES", "stale").Env("KEEP", "1").Obj(),
+			trainertesting.MakeContainer("probe", "p:1").Obj())).Obj()
 	spec.Template.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "wait", Image: "w"}}
 	spec.MLPolicy.Torch.EnvInjection = &trainer.TorchEnvInjection{Targets: []trainer.TorchEnvInjectionTarget{
 		{JobName: "trainer-job", ContainerNames: []string{"probe", "wait"}}}}
@@ -86,8 +86,8 @@ func TestEnforceMLPolicyEnvAndPorts(t *testing.T) {
 		job       *trainer.TrainJob
 		wantNodes string
 	}{
-		"runtime numNodes": {rttesting.MakeTrainJob("tj").Obj(), "4"},
-		"job numNodes":     {rttesting.MakeTrainJob("tj").NumNodes(2).Env("LR", "1").Obj(), "2"},
+		"runtime numNodes": {trainertesting.MakeTrainJob("tj", "default").Obj(), "4"},
+		"job numNodes":     {trainertesting.MakeTrainJob("tj", "default").NumNodes(2).Env("LR", "1").Obj(), "2"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -134,28 +134,28 @@ func findEnv(c *plugin.Container, name string) *corev1.EnvVar {
 }
 
 func TestInactiveWithoutTorchPolicy(t *testing.T) {
-	spec := rttesting.MakeRuntimeSpec().JAX().ReplicatedJob(rttesting.TrainerJob("t")).Obj()
-	info := enforce(t, rttesting.MakeTrainJob("tj").NumNodes(3).Obj(), spec)
+	spec := trainertesting.MakeRuntimeSpec().JAX().ReplicatedJob(trainertesting.TrainerJob("t")).Obj()
+	info := enforce(t, trainertesting.MakeTrainJob("tj", "default").NumNodes(3).Obj(), spec)
 	if len(info.TrainerContainer().Env) != 0 || info.TrainerPodSet().Count != 1 {
 		t.Errorf("torch acted on a JAX runtime: %+v", info.TrainerPodSet())
 	}
 }
 
 func TestValidate(t *testing.T) {
-	spec := rttesting.MakeRuntimeSpec().Torch(nil).ReplicatedJob(rttesting.TrainerJob("t")).Obj()
+	spec := trainertesting.MakeRuntimeSpec().Torch(nil).ReplicatedJob(trainertesting.TrainerJob("t")).Obj()
 	cases := map[string]struct {
 		job        *trainer.TrainJob
 		spec       *trainer.TrainingRuntimeSpec
 		wantFields []string
 	}{
-		"ok":                   {job: rttesting.MakeTrainJob("a").Env("LR", "1").Obj(), spec: spec},
-		"reserved env":         {job: rttesting.MakeTrainJob("a").Env("PET_NODE_RANK", "0").Env("PET_NNODES", "2").Obj(), spec: spec, wantFields: []string{"spec.trainer.env"}},
-		"reserved env but MPI": {job: rttesting.MakeTrainJob("a").Env("PET_NODE_RANK", "0").Obj(), spec: rttesting.MakeRuntimeSpec().MPI(1, false).ReplicatedJob(rttesting.MPIJobs("m")...).Obj()},
-		"unknown injection target": {job: rttesting.MakeTrainJob("a").Obj(), wantFields: []string{"spec.mlPolicy.torch.envInjection.targets[ghost]", "spec.mlPolicy.torch.envInjection.targets[node].containerNames"},
-			spec: rttesting.MakeRuntimeSpec().Torch(nil).TorchEnvInjection(
+		"ok":                   {job: trainertesting.MakeTrainJob("a", "default").Env("LR", "1").Obj(), spec: spec},
+		"reserved env":         {job: trainertesting.MakeTrainJob("a", "default").Env("PET_NODE_RANK", "0").Env("PET_NNODES", "2").Obj(), spec: spec, wantFields: []string{"spec.trainer.env"}},
+		"reserved env but MPI": {job: trainertesting.MakeTrainJob("a", "default").Env("PET_NODE_RANK", "0").Obj(), spec: trainertesting.MakeRuntimeSpec().MPI(1, false).ReplicatedJob(trainertesting.MPIJobs("m")...).Obj()},
+		"unknown injection target": {job: trainertesting.MakeTrainJob("a", "default").Obj(), wantFields: []string{"spec.mlPolicy.torch.envInjection.targets[ghost]", "spec.mlPolicy.torch.envInjection.targets[node].containerNames"},
+			spec: trainertesting.MakeRuntimeSpec().Torch(nil).TorchEnvInjection(
 				trainer.TorchEnvInjectionTarget{JobName: "ghost", ContainerNames: []string{"x"}},
 				trainer.TorchEnvInjectionTarget{JobName: "node", ContainerNames: []string{"missing"}},
-			).ReplicatedJob(rttesting.TrainerJob("t")).Obj()},
+			).ReplicatedJob(trainertesting.TrainerJob("t")).Obj()},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/gantry-dev/gantry/pkg/runtime/plugin"
-	rttesting "github.com/gantry-dev/gantry/pkg/runtime/testing"
+	trainertesting "github.com/gantry-dev/gantry/test/wrappers/trainer"
 )
 
 func TestEnforceMLPolicy(t *testing.T) {
@@ -17,17 +17,17 @@ func TestEnforceMLPolicy(t *testing.T) {
 	}
 	cases := map[string]struct {
 		runtimeRequests corev1.ResourceList
-		job             *rttesting.TrainJobWrapper
+		job             *trainertesting.TrainJobWrapper
 		wantWorkers     string
 	}{
-		"CPU: one worker per node":       {job: rttesting.MakeTrainJob("x").NumNodes(3), wantWorkers: "3"},
-		"GPU requests from the TrainJob": {job: rttesting.MakeTrainJob("x").NumNodes(2).ResourcesPerNode(gpu("4"), nil), wantWorkers: "8"},
-		"GPU from the runtime":           {runtimeRequests: gpu("2"), job: rttesting.MakeTrainJob("x").NumNodes(2), wantWorkers: "4"},
+		"CPU: one worker per node":       {job: trainertesting.MakeTrainJob("x", "default").NumNodes(3), wantWorkers: "3"},
+		"GPU requests from the TrainJob": {job: trainertesting.MakeTrainJob("x", "default").NumNodes(2).ResourcesPerNode(gpu("4"), nil), wantWorkers: "8"},
+		"GPU from the runtime":           {runtimeRequests: gpu("2"), job: trainertesting.MakeTrainJob("x", "default").NumNodes(2), wantWorkers: "4"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			spec := rttesting.MakeRuntimeSpec().XGBoost().
-				ReplicatedJob(rttesting.ReplicatedJob("node", "trainer", rttesting.MakeContainer("node", "x").Resources(tc.runtimeRequests, nil).Obj())).Obj()
+			spec := trainertesting.MakeRuntimeSpec().XGBoost().
+				ReplicatedJob(trainertesting.ReplicatedJob("node", "trainer", trainertesting.MakeContainer("node", "x").Resources(tc.runtimeRequests, nil).Obj())).Obj()
 			job := tc.job.Obj()
 			info, err := plugin.NewInfo(job, spec)
 			if err != nil {
@@ -48,8 +48,8 @@ func TestEnforceMLPolicy(t *testing.T) {
 }
 
 func TestValidateReservedEnv(t *testing.T) {
-	spec := rttesting.MakeRuntimeSpec().XGBoost().ReplicatedJob(rttesting.TrainerJob("x")).Obj()
-	job := rttesting.MakeTrainJob("x").Env(EnvNumWorker, "9").Env(EnvTrackerURI, "h").Obj()
+	spec := trainertesting.MakeRuntimeSpec().XGBoost().ReplicatedJob(trainertesting.TrainerJob("x")).Obj()
+	job := trainertesting.MakeTrainJob("x", "default").Env(EnvNumWorker, "9").Env(EnvTrackerURI, "h").Obj()
 	info, err := plugin.NewInfo(job, spec)
 	if err != nil {
 		t.Fatal(err)

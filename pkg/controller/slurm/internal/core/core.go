@@ -1,0 +1,171 @@
+// Package core is the skeleton the Slurm reconcilers share: how they read
+// and write, record events, register and reconcile. Each kind (Accounting,
+// Controller, LoginSet, RestApi, Token) supplies only its steps and its
+// status; NodeSet, whose reconcile is its own, shares the reading, writing
+// and events.
+//
+// A kind's Reconcile is Reconcile over its Kind:
+//
+//	get the object → scope → syncsteps.Run(steps) → status write (and the
+//	event of a Ready transition) → Events.Flush → Result
+package core
+
+import (
+	"context"
+	"errors"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	k8sevents "k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/framework/apply"
+	"github.com/gantry-dev/gantry/pkg/framework/events"
+	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
+	"github.com/gantry-dev/gantry/pkg/framework/status"
+	"github.com/gantry-dev/gantry/pkg/framework/syncobject"
+	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
+)
+
+// Reconciler is what every Slurm reconciler holds: embed it.
+type Reconciler struct {
+	// Client reads through the manager's cache and writes as
+	// apply.FieldOwnerSlurm.
+	Client client.Client
+	// APIReader reads past the cache: Secrets (the manager caches only
+	// their metadata) and objects the upstream operator made, which carry
+	// no label the cache selects and are adopted through it.
+	APIReader client.Reader
+	// Secrets reads the keys of Secrets through APIReader: the manager
+	// watches only their metadata, so that every Secret of the cluster
+	// (Helm releases, tokens) is not held in memory for the few reads.
+	Secrets *refresolver.Resolver
+	// Recorder records the kind's events.
+	Recorder events.Recorder
+	// Reported keeps a reconcile that read a stale status from recording a
+	// transition's event twice.
+	Reported status.Reported
+}
+
+// New returns a Reconciler writing through c, reading past the cache
+// through apiReader and recording events with recorder (nil records none).
+func New(c client.Client, apiReader client.Reader, recorder k8sevents.EventRecorder) Reconciler {
+	return Reconciler{
+		Client:    client.WithFieldOwner(c, apply.FieldOwnerSlurm),
+		APIReader: apiReader,
+		Secrets:   refresolver.New(apiReader),
+		Recorder:  events.NewRecorder(recorder),
+	}
+}
+
+// Sync converges the live object named by obj towards obj, adopting it
+// from the upstream operator, and notes its creation or change in log.
+func (r *Reconciler) Sync(ctx context.Context, log *events.Log, obj client.Object) error {
+	return r.sync(ctx, r.Client, log, obj)
+}
+
+// SyncUncached is Sync for a kind the manager caches only as metadata
+// (Secrets): the live object is read through APIReader.
+func (r *Reconciler) SyncUncached(ctx context.Context, log *events.Log, obj client.Object) error {
+	return r.sync(ctx, uncachedReads{r.Client, r.APIReader}, log, obj)
+}
+
+func (r *Reconciler) sync(ctx context.Context, c client.Client, log *events.Log, obj client.Object) error {
+	res, err := syncobject.SyncObject(ctx, c, obj, syncobject.AdoptFrom(r.APIReader))
+	switch {
+	case err != nil:
+		return err
+	case res == syncobject.Created:
+		log.Created(obj)
+	case res == syncobject.Updated:
+		log.Updated(obj)
+	}
+	return nil
+}
+
+// uncachedReads reads through reader and writes through the embedded
+// client.
+type uncachedReads struct {
+	client.Client
+	reader client.Reader
+}
+
+// Get implements client.Reader.
+func (u uncachedReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	return u.reader.Get(ctx, key, obj, opts...)
+}
+
+// Controller reads the Controller name in obj's namespace, which obj's
+// controllerRef names.
+func (r *Reconciler) Controller(ctx context.Context, obj client.Object, name string) (*slinkyv1beta1.Controller, error) {
+	return refresolver.Get[*slinkyv1beta1.Controller](ctx, r.Client, refresolver.ObjectRef{Name: name}, obj.GetNamespace())
+}
+
+// Scope is the part of a reconcile's scope Reconcile uses. A kind's scope
+// is a struct that embeds it, used by pointer; its steps read s.Object,
+// s.Requeue and s.Events.
+type Scope[T client.Object] struct {
+	syncsteps.Base[T]
+}
+
+func (s *Scope[T]) base() *syncsteps.Base[T] { return &s.Base }
+
+// scope is a kind's scope type: a pointer to a struct embedding Scope.
+type scope[T client.Object, P any] interface {
+	*P
+	syncsteps.Scope
+	base() *syncsteps.Base[T]
+}
+
+// Kind is what Reconcile asks of one kind.
+type Kind[T client.Object, S syncsteps.Scope] struct {
+	// Steps converge the kind's objects.
+	Steps []syncsteps.Step[S]
+	// StepWarnings records a Warning event for each failed step. Without
+	// it a failure shows in the status only, and in the event of the
+	// Ready transition it causes.
+	StepWarnings bool
+	// Status writes the status after the steps, from what they did and the
+	// error they returned, and records the events of its transitions.
+	Status func(ctx context.Context, s S, syncErr error) error
+	// UserError, when set, reports an error the user must fix. It is
+	// reported by the status (and its event), not retried with back-off:
+	// the watches bring the object back once the user acts.
+	UserError func(error) bool
+}
+
+// Reconcile reconciles the object req names into obj as k says. An object
+// being deleted is left to the garbage collector, which takes what it
+// owns. What the steps changed is recorded after the status write, so
+// that no event claims what the status does not show.
+func Reconcile[T client.Object, P any, S scope[T, P]](ctx context.Context, r *Reconciler, req ctrl.Request, obj T, k Kind[T, S]) (ctrl.Result, error) {
+	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if obj.GetDeletionTimestamp() != nil {
+		r.Reported.Forget(obj.GetUID())
+		return ctrl.Result{}, nil
+	}
+	s := S(new(P))
+	s.base().Object = obj
+	var stepEvents events.Recorder
+	if k.StepWarnings {
+		stepEvents = r.Recorder
+	}
+	syncErr := syncsteps.Run(ctx, stepEvents, s, k.Steps)
+	if apierrors.IsConflict(syncErr) {
+		// A stale cache, not a state worth reporting: retry at once. What
+		// the steps did before is news even so.
+		s.base().Events.Flush(r.Recorder, obj)
+		return ctrl.Result{}, syncErr
+	}
+	statusErr := k.Status(ctx, s, syncErr)
+	s.base().Events.Flush(r.Recorder, obj)
+	if syncErr != nil && k.UserError != nil && k.UserError(syncErr) {
+		log.FromContext(ctx).V(1).Info("waiting for the user", "reason", syncErr.Error())
+		syncErr = nil
+	}
+	return s.base().Result(), errors.Join(syncErr, statusErr)
+}

@@ -1,0 +1,18 @@
+package trainjob
+
+import "k8s.io/component-base/featuregate"
+
+// ProgressConditions adds Gantry's Created=True and Running conditions to
+// a TrainJob's status. Off by default: Trainer v2.3 has neither, and the
+// Kubeflow SDK reports a job Running only while its status has no
+// condition at all, so with them wait_for_job_status({"Running"}) would
+// never return.
+const ProgressConditions featuregate.Feature = "TrainJobProgressConditions"
+
+// FeatureGates are the gates the TrainJob controller reads, for the
+// workload's gate registration.
+func FeatureGates() map[featuregate.Feature]featuregate.FeatureSpec {
+	return map[featuregate.Feature]featuregate.FeatureSpec{
+		ProgressConditions: {Default: false, PreRelease: featuregate.Alpha},
+	}
+}

@@ -1,0 +1,63 @@
+package testenv
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+)
+
+func TestWriteCounterClientCountsSucceededWrites(t *testing.T) {
+	ctx := context.Background()
+	refuse := errors.New("refused")
+	inner := interceptor.NewClient(fake.NewClientBuilder().Build(), interceptor.Funcs{
+		Delete: func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error { return refuse },
+	})
+	w := &WriteCounter{}
+	c := w.Client(inner)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "ns"}}
+	if err := c.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(cm), cm); err != nil {
+		t.Fatal(err)
+	}
+	// A patch that changes nothing is still a request.
+	if err := c.Patch(ctx, cm, client.MergeFrom(cm.DeepCopy())); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, cm); !errors.Is(err, refuse) {
+		t.Fatalf("delete: %v", err)
+	}
+	other := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "other"}}
+	if err := c.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.InNamespace("ns"); got != 2 {
+		t.Errorf("writes in ns = %d, want 2 (create, patch; the refused delete and the read do not count); log %q", got, w.Log())
+	}
+	if got := w.Total(); got != 3 {
+		t.Errorf("total = %d, want 3", got)
+	}
+	if got := w.ByVerb()["create *v1.ConfigMap"]; got != 2 {
+		t.Errorf("creates = %d, want 2: %v", got, w.ByVerb())
+	}
+}
+
+func TestResourceOf(t *testing.T) {
+	for path, want := range map[string][2]string{
+		"/api/v1/namespaces/x/pods/y/status":                 {"pods/status", "x"},
+		"/apis/ray.io/v1/namespaces/x/rayclusters":           {"rayclusters", "x"},
+		"/apis/coordination.k8s.io/v1/namespaces/k/leases/l": {"leases", "k"},
+		"/api/v1/nodes/n": {"nodes", ""},
+	} {
+		if r, ns := resourceOf(path); r != want[0] || ns != want[1] {
+			t.Errorf("resourceOf(%s) = %s, %s; want %v", path, r, ns, want)
+		}
+	}
+}
