@@ -76,7 +76,14 @@ type Config struct {
 	HTTPClient *http.Client
 	// Now defaults to time.Now; tests replace it.
 	Now func() time.Time
+	// Observer, when set, is told about every request: for metrics.
+	Observer Observer
 }
+
+// Observer learns how each request went: operation is the method and the
+// endpoint's first segment ("GET nodes", "POST node"), code the HTTP status
+// (0 when no answer came), err what the call returned.
+type Observer func(operation string, code int, elapsed time.Duration, err error)
 
 func (c Config) userName() string {
 	if c.UserName == "" {
@@ -95,10 +102,12 @@ func (c Config) Fingerprint() string {
 
 // httpClient is the net/http implementation of Client.
 type httpClient struct {
-	baseURL *url.URL
-	tokens  *TokenSource
-	http    *http.Client
-	timeout time.Duration
+	baseURL  *url.URL
+	tokens   *TokenSource
+	http     *http.Client
+	timeout  time.Duration
+	observer Observer
+	now      func() time.Time
 }
 
 // NewClient returns a Client for cfg. It does not contact the server.
@@ -134,7 +143,11 @@ func NewClient(cfg Config) (Client, error) {
 	if timeout <= 0 {
 		timeout = DefaultRequestTimeout
 	}
-	return &httpClient{baseURL: base, tokens: tokens, http: hc, timeout: timeout}, nil
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &httpClient{baseURL: base, tokens: tokens, http: hc, timeout: timeout, observer: cfg.Observer, now: now}, nil
 }
 
 // CloseIdleConnections lets the registry release a replaced client's
@@ -263,8 +276,23 @@ type envelope interface{ apiErrors() []ErrorEntry }
 func (r *response) apiErrors() []ErrorEntry { return r.Errors }
 
 // do sends one request and decodes the answer into out. Any non-2xx status
-// or non-empty errors[] becomes an *APIError.
+// or non-empty errors[] becomes an *APIError. The observer, if any, learns
+// how it went.
 func (c *httpClient) do(ctx context.Context, method, endpoint string, body any, out envelope) error {
+	if c.observer == nil {
+		_, err := c.send(ctx, method, endpoint, body, out)
+		return err
+	}
+	start := c.now()
+	code, err := c.send(ctx, method, endpoint, body, out)
+	op, _, _ := strings.Cut(endpoint, "/")
+	c.observer(method+" "+op, code, c.now().Sub(start), err)
+	return err
+}
+
+// send is do without the observer; it returns the HTTP status, 0 when no
+// answer came.
+func (c *httpClient) send(ctx context.Context, method, endpoint string, body any, out envelope) (int, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
@@ -272,13 +300,13 @@ func (c *httpClient) do(ctx context.Context, method, endpoint string, body any, 
 	}
 	token, err := c.tokens.Token()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	var reqBody io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return fmt.Errorf("slurm: encoding %s request: %w", endpoint, err)
+			return 0, fmt.Errorf("slurm: encoding %s request: %w", endpoint, err)
 		}
 		reqBody = bytes.NewReader(b)
 	}
@@ -287,7 +315,7 @@ func (c *httpClient) do(ctx context.Context, method, endpoint string, body any, 
 	rawURL := c.baseURL.String() + "/slurm/" + APIVersion + "/" + endpoint
 	req, err := http.NewRequestWithContext(ctx, method, rawURL, reqBody)
 	if err != nil {
-		return fmt.Errorf("slurm: %w", err)
+		return 0, fmt.Errorf("slurm: %w", err)
 	}
 	path := req.URL.EscapedPath()
 	req.Header.Set("Accept", "application/json")
@@ -300,25 +328,25 @@ func (c *httpClient) do(ctx context.Context, method, endpoint string, body any, 
 
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("slurm: %s %s: %w", method, path, err)
+		return 0, fmt.Errorf("slurm: %s %s: %w", method, path, err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
 	if err != nil {
-		return fmt.Errorf("slurm: %s %s: reading response: %w", method, path, err)
+		return resp.StatusCode, fmt.Errorf("slurm: %s %s: reading response: %w", method, path, err)
 	}
 
 	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
 	if decodeErr := json.Unmarshal(data, out); decodeErr != nil {
 		if ok {
-			return fmt.Errorf("slurm: %s %s: decoding response: %w", method, path, decodeErr)
+			return resp.StatusCode, fmt.Errorf("slurm: %s %s: decoding response: %w", method, path, decodeErr)
 		}
-		return &APIError{Method: method, Path: path, StatusCode: resp.StatusCode, Body: snippet(data)}
+		return resp.StatusCode, &APIError{Method: method, Path: path, StatusCode: resp.StatusCode, Body: snippet(data)}
 	}
 	if apiErrs := out.apiErrors(); !ok || len(apiErrs) > 0 {
-		return &APIError{Method: method, Path: path, StatusCode: resp.StatusCode, Errors: apiErrs}
+		return resp.StatusCode, &APIError{Method: method, Path: path, StatusCode: resp.StatusCode, Errors: apiErrs}
 	}
-	return nil
+	return resp.StatusCode, nil
 }
 
 // snippet is the start of a non-JSON body, on one line.

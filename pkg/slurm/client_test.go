@@ -6,10 +6,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"k8s.io/utils/ptr"
 )
 
 var testKey = []byte("0123456789abcdef0123456789abcdef")
@@ -336,5 +339,43 @@ func TestNewClientValidatesConfig(t *testing.T) {
 				t.Error("NewClient succeeded, want error")
 			}
 		})
+	}
+}
+
+func TestClientTellsTheObserver(t *testing.T) {
+	srv := newRestd(t, map[string]route{
+		"GET /slurm/v0.0.44/nodes":      {status: 200, fixture: "nodes.json"},
+		"POST /slurm/v0.0.44/node/dyn5": {status: 500, body: `{"errors":[{"error":"boom","error_number":1}]}`},
+	})
+	type call struct {
+		op   string
+		code int
+		err  bool
+	}
+	var calls []call
+	now := srv.now
+	c, err := NewClient(Config{URL: srv.server.URL, JWTKey: testKey,
+		Now: func() time.Time { now = now.Add(time.Second); return now },
+		Observer: func(op string, code int, elapsed time.Duration, err error) {
+			// Each read of the clock moves it a second; the token is
+			// signed in between, so a request takes at least one.
+			if elapsed < time.Second {
+				t.Errorf("%s took %v by the client's clock, want the time between send and answer", op, elapsed)
+			}
+			calls = append(calls, call{op, code, err != nil})
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.now = now.Add(-time.Minute) // tokens stay valid for the server
+	if _, err := c.ListNodes(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.UpdateNode(context.Background(), "dyn5", NodeUpdate{Reason: ptr.To("x")}); err == nil {
+		t.Fatal("the 500 was not an error")
+	}
+	want := []call{{"GET nodes", 200, false}, {"POST node", 500, true}}
+	if !slices.Equal(calls, want) {
+		t.Fatalf("observed %+v, want %+v", calls, want)
 	}
 }

@@ -1,0 +1,128 @@
+// Package slurmmetrics holds the Slurm workload's metrics. Slinky's
+// slurm-operator exports none of its own; these are Gantry's, served on the
+// manager's one metrics endpoint.
+package slurmmetrics
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	fwmetrics "github.com/gantry-dev/gantry/pkg/framework/metrics"
+	"github.com/gantry-dev/gantry/pkg/slurm"
+)
+
+// Metric names.
+const (
+	MetricNodeSetPods     = "gantry_slurm_nodeset_pods"
+	MetricDrainWait       = "gantry_slurm_nodeset_drain_wait_seconds"
+	MetricRestAPIRequests = "gantry_slurm_restapi_requests_total"
+	MetricRestAPILatency  = "gantry_slurm_restapi_request_duration_seconds"
+)
+
+// The states of gantry_slurm_nodeset_pods.
+const (
+	StateDesired  = "desired"
+	StateReady    = "ready"
+	StateDraining = "draining"
+	StateDrained  = "drained"
+	StateBusy     = "busy"
+)
+
+// Metrics are the Slurm workload's metrics. Series of a NodeSet or a
+// Controller are dropped when it is deleted.
+type Metrics struct {
+	nodeSetPods *fwmetrics.ObjectGaugeVec
+	drainWait   *prometheus.HistogramVec
+	requests    *prometheus.CounterVec
+	latency     *prometheus.HistogramVec
+}
+
+// New creates the collectors and registers them on reg (nil means
+// controller-runtime's registry). Registering twice shares the collectors.
+func New(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{}
+	var err error
+	if m.nodeSetPods, err = fwmetrics.Register(reg, fwmetrics.NewObjectGaugeVec(prometheus.GaugeOpts{
+		Name: MetricNodeSetPods,
+		Help: "Pods of a NodeSet by state: desired, ready, and of those whose Slurm node is known, draining (drain asked, a job still runs), drained (drain done), busy (running a job)",
+	}, "state")); err != nil {
+		return nil, err
+	}
+	if m.drainWait, err = fwmetrics.Register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    MetricDrainWait,
+		Help:    "Seconds from Gantry draining a NodeSet pod's Slurm node until the pod was deleted",
+		Buckets: prometheus.ExponentialBuckets(1, 4, 9), // 1 s … ~18 h
+	}, []string{fwmetrics.LabelNamespace, fwmetrics.LabelName})); err != nil {
+		return nil, err
+	}
+	if m.requests, err = fwmetrics.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: MetricRestAPIRequests,
+		Help: "Requests to a Controller's slurmrestd by operation and HTTP status (0: no answer)",
+	}, []string{fwmetrics.LabelNamespace, fwmetrics.LabelName, "operation", "code"})); err != nil {
+		return nil, err
+	}
+	if m.latency, err = fwmetrics.Register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    MetricRestAPILatency,
+		Help:    "Latency of requests to a Controller's slurmrestd by operation",
+		Buckets: prometheus.DefBuckets,
+	}, []string{fwmetrics.LabelNamespace, fwmetrics.LabelName, "operation"})); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// PodCounts are a NodeSet's pods by state.
+type PodCounts struct {
+	Desired, Ready, Draining, Drained, Busy int
+}
+
+// SetNodeSetPods publishes the NodeSet's pod counts.
+func (m *Metrics) SetNodeSetPods(namespace, name string, c PodCounts) {
+	if m == nil {
+		return
+	}
+	for state, v := range map[string]int{
+		StateDesired: c.Desired, StateReady: c.Ready, StateDraining: c.Draining, StateDrained: c.Drained, StateBusy: c.Busy,
+	} {
+		m.nodeSetPods.Set(namespace, name, float64(v), state)
+	}
+}
+
+// ObserveDrainWait records how long a pod's Slurm node drained before the
+// pod was deleted.
+func (m *Metrics) ObserveDrainWait(namespace, name string, d time.Duration) {
+	if m == nil || d < 0 {
+		return
+	}
+	m.drainWait.WithLabelValues(namespace, name).Observe(d.Seconds())
+}
+
+// ForgetNodeSet drops the NodeSet's series.
+func (m *Metrics) ForgetNodeSet(namespace, name string) {
+	if m == nil {
+		return
+	}
+	fwmetrics.Forget(namespace, name, m.nodeSetPods.GaugeVec, m.drainWait)
+}
+
+// Observer is the slurm.Observer of the client of the Controller
+// namespace/name.
+func (m *Metrics) Observer(namespace, name string) slurm.Observer {
+	if m == nil {
+		return nil
+	}
+	return func(operation string, code int, elapsed time.Duration, _ error) {
+		m.requests.WithLabelValues(namespace, name, operation, strconv.Itoa(code)).Inc()
+		m.latency.WithLabelValues(namespace, name, operation).Observe(elapsed.Seconds())
+	}
+}
+
+// ForgetController drops the Controller's series.
+func (m *Metrics) ForgetController(namespace, name string) {
+	if m == nil {
+		return
+	}
+	fwmetrics.Forget(namespace, name, m.requests, m.latency)
+}
