@@ -51,6 +51,8 @@ func NewClusterMetrics(reg prometheus.Registerer) (*ClusterMetrics, error) {
 			Help: "Indicates whether the RayCluster is provisioned",
 		}, "name", "namespace", "uid", "condition"),
 	}
+	// Registering twice is an error here, unlike fwmetrics.Register: one
+	// process runs one RayCluster controller, and a second is a bug.
 	for _, c := range []prometheus.Collector{m.provisionedDuration, m.info, m.conditionProvisioned} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

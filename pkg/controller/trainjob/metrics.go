@@ -43,27 +43,20 @@ type Metrics struct {
 // NewMetrics creates the collectors and registers them on reg (nil means
 // controller-runtime's registry). Registering twice shares the collectors.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
-	m := &Metrics{}
-	var err error
-	if m.status, err = fwmetrics.Register(reg, fwmetrics.NewStateGauge(prometheus.GaugeOpts{
-		Name: MetricStatus,
-		Help: "The current state of a TrainJob: 1 for the series whose state label holds",
-	}, fwmetrics.LabelNamespace, fwmetrics.LabelName, "state")); err != nil {
-		return nil, err
+	r := fwmetrics.NewRegistrar(reg)
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return fwmetrics.Add(r, prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels))
 	}
-	counter := func(name, help string, labels ...string) (*prometheus.CounterVec, error) {
-		return fwmetrics.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels))
+	m := &Metrics{
+		status: fwmetrics.Add(r, fwmetrics.NewStateGauge(prometheus.GaugeOpts{
+			Name: MetricStatus,
+			Help: "The current state of a TrainJob: 1 for the series whose state label holds",
+		}, fwmetrics.LabelNamespace, fwmetrics.LabelName, "state")),
+		created:   counter(MetricCreated, "TrainJobs whose JobSet was created", fwmetrics.LabelNamespace),
+		completed: counter(MetricCompleted, "TrainJobs that completed", fwmetrics.LabelNamespace),
+		failed:    counter(MetricFailed, "TrainJobs that failed, by reason", fwmetrics.LabelNamespace, "reason"),
 	}
-	if m.created, err = counter(MetricCreated, "TrainJobs whose JobSet was created", fwmetrics.LabelNamespace); err != nil {
-		return nil, err
-	}
-	if m.completed, err = counter(MetricCompleted, "TrainJobs that completed", fwmetrics.LabelNamespace); err != nil {
-		return nil, err
-	}
-	if m.failed, err = counter(MetricFailed, "TrainJobs that failed, by reason", fwmetrics.LabelNamespace, "reason"); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return m, r.Err()
 }
 
 // State is the single state a TrainJob is reported in; jobSetExists is

@@ -153,3 +153,35 @@ func (g *StateGauge) Describe(ch chan<- *prometheus.Desc) { g.vec.Describe(ch) }
 
 // Collect implements prometheus.Collector.
 func (g *StateGauge) Collect(ch chan<- prometheus.Metric) { g.vec.Collect(ch) }
+
+// Registrar registers a workload's collectors one after another and keeps
+// the first error, so that a constructor reads as the list of its metrics:
+//
+//	r := metrics.NewRegistrar(reg)
+//	m.status = metrics.Add(r, metrics.NewStateGauge(...))
+//	m.created = metrics.Add(r, prometheus.NewCounterVec(...))
+//	return m, r.Err()
+type Registrar struct {
+	reg prometheus.Registerer
+	err error
+}
+
+// NewRegistrar registers on reg (nil means controller-runtime's registry).
+func NewRegistrar(reg prometheus.Registerer) *Registrar { return &Registrar{reg: reg} }
+
+// Add registers c (see Register) unless an earlier one failed, and returns
+// the collector to use.
+func Add[C prometheus.Collector](r *Registrar, c C) C {
+	if r.err != nil {
+		return c
+	}
+	registered, err := Register(r.reg, c)
+	if err != nil {
+		r.err = err
+		return c
+	}
+	return registered
+}
+
+// Err is the first registration error.
+func (r *Registrar) Err() error { return r.err }

@@ -300,3 +300,27 @@ func TestStateGaugeNeedsObjectLabels(t *testing.T) {
 	}()
 	NewStateGauge(prometheus.GaugeOpts{Name: "x", Help: "h"}, "state")
 }
+
+func TestRegistrarKeepsTheFirstError(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	first := prometheus.NewGauge(prometheus.GaugeOpts{Name: "gantry_registrar_a", Help: "a"})
+	r := NewRegistrar(reg)
+	if got := Add(r, first); got != first || r.Err() != nil {
+		t.Fatalf("first Add: %v, %v", got, r.Err())
+	}
+	// Same name, other help: a clash.
+	Add(r, prometheus.NewGauge(prometheus.GaugeOpts{Name: "gantry_registrar_a", Help: "other"}))
+	if r.Err() == nil {
+		t.Fatal("a clash was not kept")
+	}
+	later := prometheus.NewGauge(prometheus.GaugeOpts{Name: "gantry_registrar_b", Help: "b"})
+	Add(r, later)
+	if reg.Unregister(later) {
+		t.Fatal("a collector was registered after an error")
+	}
+	// An equal collector registered again comes back as the first.
+	r2 := NewRegistrar(reg)
+	if got := Add(r2, prometheus.NewGauge(prometheus.GaugeOpts{Name: "gantry_registrar_a", Help: "a"})); got != first || r2.Err() != nil {
+		t.Fatalf("re-registration: %v, %v", got, r2.Err())
+	}
+}

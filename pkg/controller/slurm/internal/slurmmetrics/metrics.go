@@ -4,6 +4,7 @@
 package slurmmetrics
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
@@ -42,35 +43,29 @@ type Metrics struct {
 // New creates the collectors and registers them on reg (nil means
 // controller-runtime's registry). Registering twice shares the collectors.
 func New(reg prometheus.Registerer) (*Metrics, error) {
-	m := &Metrics{}
-	var err error
-	if m.nodeSetPods, err = fwmetrics.Register(reg, fwmetrics.NewObjectGaugeVec(prometheus.GaugeOpts{
-		Name: MetricNodeSetPods,
-		Help: "Pods of a NodeSet by state: desired, ready, and of those whose Slurm node is known, draining (drain asked, a job still runs), drained (drain done), busy (running a job)",
-	}, "state")); err != nil {
-		return nil, err
+	r := fwmetrics.NewRegistrar(reg)
+	object := []string{fwmetrics.LabelNamespace, fwmetrics.LabelName}
+	m := &Metrics{
+		nodeSetPods: fwmetrics.Add(r, fwmetrics.NewObjectGaugeVec(prometheus.GaugeOpts{
+			Name: MetricNodeSetPods,
+			Help: "Pods of a NodeSet by state: desired, ready, and of those whose Slurm node is known, draining (drain asked, a job still runs), drained (drain done), busy (running a job)",
+		}, "state")),
+		drainWait: fwmetrics.Add(r, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    MetricDrainWait,
+			Help:    "Seconds from Gantry draining a NodeSet pod's Slurm node until the pod was deleted",
+			Buckets: prometheus.ExponentialBuckets(1, 4, 9), // 1 s … ~18 h
+		}, object)),
+		requests: fwmetrics.Add(r, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: MetricRestAPIRequests,
+			Help: "Requests to a Controller's slurmrestd by operation and HTTP status (0: no answer)",
+		}, append(slices.Clone(object), "operation", "code"))),
+		latency: fwmetrics.Add(r, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    MetricRestAPILatency,
+			Help:    "Latency of requests to a Controller's slurmrestd by operation",
+			Buckets: prometheus.DefBuckets,
+		}, append(slices.Clone(object), "operation"))),
 	}
-	if m.drainWait, err = fwmetrics.Register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    MetricDrainWait,
-		Help:    "Seconds from Gantry draining a NodeSet pod's Slurm node until the pod was deleted",
-		Buckets: prometheus.ExponentialBuckets(1, 4, 9), // 1 s … ~18 h
-	}, []string{fwmetrics.LabelNamespace, fwmetrics.LabelName})); err != nil {
-		return nil, err
-	}
-	if m.requests, err = fwmetrics.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: MetricRestAPIRequests,
-		Help: "Requests to a Controller's slurmrestd by operation and HTTP status (0: no answer)",
-	}, []string{fwmetrics.LabelNamespace, fwmetrics.LabelName, "operation", "code"})); err != nil {
-		return nil, err
-	}
-	if m.latency, err = fwmetrics.Register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    MetricRestAPILatency,
-		Help:    "Latency of requests to a Controller's slurmrestd by operation",
-		Buckets: prometheus.DefBuckets,
-	}, []string{fwmetrics.LabelNamespace, fwmetrics.LabelName, "operation"})); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return m, r.Err()
 }
 
 // PodCounts are a NodeSet's pods by state.
