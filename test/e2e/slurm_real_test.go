@@ -307,8 +307,12 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 		standIn.hold(evicted)
 		DeferCleanup(func() { standIn.release(evicted) })
 		Expect(k8s.Delete(ctx, old)).To(Succeed())
+		// Read right after the preStop ran: kwok makes the returning pod
+		// Ready at once, and from then on Gantry may resume the node even
+		// though its slurmd is held.
 		Eventually(ctx, func(g Gomega) {
-			st := slurm.node(g, ctx, evicted)
+			st, ran := standIn.afterPreStop(evicted)
+			g.Expect(ran).To(BeTrue(), "the deleted pod's preStop has not run yet")
 			g.Expect(st.State).To(ContainSubstring("DOWN"))
 			g.Expect(st.Reason).To(Equal(gantryReason + "Pod is terminating"))
 		}).Should(Succeed(), "the preStop of a pod whose node runs a job marks the node DOWN")

@@ -99,8 +99,17 @@ func (n slurmNodeState) idle() bool {
 
 // node reads one node's state and reason.
 func (s *realSlurm) node(g Gomega, ctx context.Context, name string) slurmNodeState {
-	out, err := s.run(ctx, "scontrol", "--oneliner", "show", "node", name)
+	st, err := s.nodeState(ctx, name)
 	g.Expect(err).NotTo(HaveOccurred())
+	return st
+}
+
+// nodeState is node without an assertion.
+func (s *realSlurm) nodeState(ctx context.Context, name string) (slurmNodeState, error) {
+	out, err := s.run(ctx, "scontrol", "--oneliner", "show", "node", name)
+	if err != nil {
+		return slurmNodeState{}, err
+	}
 	var st slurmNodeState
 	for _, f := range strings.Fields(out) {
 		if v, ok := strings.CutPrefix(f, "State="); ok {
@@ -114,7 +123,7 @@ func (s *realSlurm) node(g Gomega, ctx context.Context, name string) slurmNodeSt
 			st.Reason = st.Reason[:i]
 		}
 	}
-	return st
+	return st, nil
 }
 
 // fields runs a Slurm command and returns the numeric KEY=VALUE fields of
@@ -181,6 +190,10 @@ type slurmdStandIn struct {
 	// held are node names whose slurmd is not started again until
 	// released, so a spec can see what a pod's going left in Slurm.
 	held map[string]bool
+	// leftByPreStop is a held node's state in Slurm right after its pod's
+	// preStop ran: the operator may change it as soon as the returning
+	// pod is Ready, which kwok makes it at once.
+	leftByPreStop map[string]slurmNodeState
 }
 
 // hold keeps a node's slurmd from starting again until release.
@@ -188,6 +201,16 @@ func (sd *slurmdStandIn) hold(node string) {
 	sd.mu.Lock()
 	defer sd.mu.Unlock()
 	sd.held[node] = true
+	delete(sd.leftByPreStop, node)
+}
+
+// afterPreStop is the held node's state right after its pod's preStop ran;
+// false until it has.
+func (sd *slurmdStandIn) afterPreStop(node string) (slurmNodeState, bool) {
+	sd.mu.Lock()
+	defer sd.mu.Unlock()
+	st, ok := sd.leftByPreStop[node]
+	return st, ok
 }
 
 // release lets a held node's slurmd start again.
@@ -251,7 +274,7 @@ type slurmd struct {
 // container ends; DeferCleanup stops every slurmd it started.
 func startSlurmdStandIn(ctx context.Context, s *realSlurm, ns string) *slurmdStandIn {
 	GinkgoHelper()
-	sd := &slurmdStandIn{slurm: s, ns: ns, byPod: map[types.UID]slurmd{}, held: map[string]bool{}}
+	sd := &slurmdStandIn{slurm: s, ns: ns, byPod: map[types.UID]slurmd{}, held: map[string]bool{}, leftByPreStop: map[string]slurmNodeState{}}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
@@ -417,6 +440,13 @@ func (sd *slurmdStandIn) stop(ctx context.Context, d slurmd) {
 		script := fmt.Sprintf("hostname() { echo %s; }; %s", d.node, d.preStop)
 		if out, err := sd.slurm.run(ctx, "/usr/bin/sh", "-c", script); err != nil {
 			GinkgoWriter.Printf("slurmd stand-in: preStop of %s: %v %s\n", d.node, err, out)
+		}
+		if sd.held[d.node] {
+			if st, err := sd.slurm.nodeState(ctx, d.node); err == nil {
+				sd.leftByPreStop[d.node] = st
+			} else {
+				GinkgoWriter.Printf("slurmd stand-in: state of %s after its preStop: %v\n", d.node, err)
+			}
 		}
 	}
 	if d.pid > 0 {
