@@ -26,7 +26,17 @@
   verbs:
   - get
   - list
+  - patch
+  - update
   - watch
+- apiGroups:
+  - trainer.kubeflow.org
+  resources:
+  - clustertrainingruntimes/finalizers
+  verbs:
+  - get
+  - patch
+  - update
 {{- end }}
 
 {{- /* Rules for namespaced resources: in the ClusterRole, or with watchNamespaces in a Role per watched namespace. */ -}}
@@ -274,13 +284,6 @@
   - trainer.kubeflow.org
   resources:
   - trainingruntimes
-  verbs:
-  - get
-  - list
-  - watch
-- apiGroups:
-  - trainer.kubeflow.org
-  resources:
   - trainjobs
   verbs:
   - get
@@ -291,6 +294,7 @@
 - apiGroups:
   - trainer.kubeflow.org
   resources:
+  - trainingruntimes/finalizers
   - trainjobs/finalizers
   - trainjobs/status
   verbs:

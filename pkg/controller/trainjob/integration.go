@@ -31,6 +31,9 @@ func setup(_ context.Context, mgr ctrl.Manager, opts workload.Options) error {
 	if err != nil {
 		return err
 	}
+	if err := setupRuntimeFinalizerCleanup(mgr); err != nil {
+		return err
+	}
 	// Without JobSet's CRD the controller's JobSet watch could not start.
 	// Rather than failing the whole manager (and with it Ray and Slurm),
 	// the controller waits for the CRD and starts once it is served.

@@ -50,7 +50,7 @@ func TestControllerWaitsForJobSetCRD(t *testing.T) {
 	})
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
-	g.Expect(Integration().Setup(ctx, mgr, workload.Options{MaxConcurrentReconciles: 1})).To(gomega.Succeed(),
+	g.Expect(Integration().SetupWithManager(ctx, mgr, workload.Options{MaxConcurrentReconciles: 1})).To(gomega.Succeed(),
 		"a missing JobSet CRD must not fail the manager's setup")
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
