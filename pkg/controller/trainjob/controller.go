@@ -48,6 +48,10 @@ const (
 	// ReasonRuntimeWarning carries a warning the runtime build left (e.g. a
 	// coscheduling policy without the PodGroup CRD).
 	ReasonRuntimeWarning = "RuntimeWarning"
+	// ReasonResourcesCreationFailed is Trainer v2.3's Warning reason for a
+	// build or an apply that failed; the Created condition carries Gantry's
+	// finer reason.
+	ReasonResourcesCreationFailed = "TrainJobResourcesCreationFailed"
 )
 
 // +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs,verbs=get;list;watch;update;patch
@@ -312,11 +316,11 @@ func (r *Reconciler) handleBuildFailure(ctx context.Context, s *scope, buildErr 
 	}
 	changed, err := r.writeStatus(ctx, trainJob, jobSet, o)
 	if changed || jobSet != nil {
-		reason := created.Reason
 		if o.failed != nil {
-			reason = o.failed.Reason
+			r.recorder.Warning(trainJob, o.failed.Reason, "%s", created.Message)
+		} else {
+			r.recorder.Warning(trainJob, ReasonResourcesCreationFailed, "%s", resourcesFailedMessage(created.Message))
 		}
-		r.recorder.Warning(trainJob, reason, "%s", created.Message)
 	}
 	switch {
 	case err != nil:
@@ -327,6 +331,17 @@ func (r *Reconciler) handleBuildFailure(ctx context.Context, s *scope, buildErr 
 	default:
 		return buildErr
 	}
+}
+
+// resourcesFailedMessage is Trainer v2.3's event message for a failed
+// build or apply: the cause cut to 950 characters, which keeps the event
+// within the API's 1024.
+func resourcesFailedMessage(cause string) string {
+	const limit = 950
+	if len(cause) <= limit {
+		return "TrainJob resources reconciliation failed: " + cause
+	}
+	return "TrainJob resources reconciliation failed: " + cause[:limit] + " ..."
 }
 
 // terminalFailure is the Failed condition for errors no edit of this

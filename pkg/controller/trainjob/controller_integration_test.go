@@ -440,9 +440,10 @@ func TestTransientApplyErrorIsRetriedWithoutFailingTheJob(t *testing.T) {
 	tj := h.eventuallyCreated(t, ns, "flaky")
 	g.Expect(remaining.Load()).To(gomega.BeZero(), "the injected failure was never hit")
 	g.Expect(meta.FindStatusCondition(tj.Status.Conditions, trainer.TrainJobFailed)).To(gomega.BeNil())
-	// The failure was reported while it lasted.
+	// The failure was reported while it lasted, with Trainer v2.3's reason
+	// (pkg/controller/trainjob_controller.go: "TrainJobResourcesCreationFailed").
 	g.Eventually(func(g gomega.Gomega) []string { return h.eventReasons(g, ns, "flaky") }).
-		WithTimeout(10 * time.Second).Should(gomega.ContainElement(trainer.TrainJobJobsCreationFailedReason))
+		WithTimeout(10 * time.Second).Should(gomega.ContainElement(ReasonResourcesCreationFailed))
 }
 
 func TestManagedByAnotherControllerIsLeftAlone(t *testing.T) {

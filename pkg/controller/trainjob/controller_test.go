@@ -2,6 +2,7 @@ package trainjob
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
@@ -48,5 +49,16 @@ func TestResolveRuntimeLooksPastAStaleCache(t *testing.T) {
 				t.Errorf("resolveRuntime() = %v, %v; want the torch runtime's spec", spec, err)
 			}
 		})
+	}
+}
+
+func TestResourcesFailedMessageAsTrainer(t *testing.T) {
+	if got := resourcesFailedMessage("quota"); got != "TrainJob resources reconciliation failed: quota" {
+		t.Errorf("short: %q", got)
+	}
+	long := strings.Repeat("x", 1000)
+	got := resourcesFailedMessage(long)
+	if want := "TrainJob resources reconciliation failed: " + long[:950] + " ..."; got != want || len(got) > 1024 {
+		t.Errorf("long: %d characters, %q...", len(got), got[:60])
 	}
 }
