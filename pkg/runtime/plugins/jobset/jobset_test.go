@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -215,5 +216,23 @@ func TestBuildReadErrorIsReturned(t *testing.T) {
 	info := mustInfo(t, job, trainertesting.MakeRuntimeSpec().ReplicatedJob(trainertesting.TrainerJob("t")).Obj())
 	if _, err := (JobSet{}).Build(context.Background(), c, info, job); !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want the read error", err)
+	}
+}
+
+// Trainer v2.3's PodSpecPatch carries terminationGracePeriodSeconds.
+func TestRuntimePatchSetsTerminationGracePeriod(t *testing.T) {
+	spec := trainertesting.MakeRuntimeSpec().ReplicatedJob(trainertesting.TrainerJob("t:1")).Obj()
+	job := trainertesting.MakeTrainJob("tj", "default").
+		RuntimePatch("user", &trainer.TrainingRuntimeSpecPatch{Template: &trainer.JobSetTemplatePatch{
+			Spec: &trainer.JobSetSpecPatch{ReplicatedJobs: []trainer.ReplicatedJobPatch{{
+				Name: "node",
+				Template: &trainer.JobTemplatePatch{Spec: &trainer.JobSpecPatch{Template: &trainer.PodTemplatePatch{
+					Spec: &trainer.PodSpecPatch{TerminationGracePeriodSeconds: ptr.To(int64(300))},
+				}}},
+			}}},
+		}}).Obj()
+	pod := podSpecOf(Render(mustInfo(t, job, spec), job), "node")
+	if got := pod.Spec.TerminationGracePeriodSeconds; got == nil || *got != 300 {
+		t.Fatalf("terminationGracePeriodSeconds = %v, want 300", got)
 	}
 }
