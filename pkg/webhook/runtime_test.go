@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -239,5 +240,32 @@ func TestRuntimeContainerNamesInMessages(t *testing.T) {
 	errs := validateReplicatedJobs(spec)
 	if len(errs) != 1 || strings.Contains(errs[0].Error(), "xxxx") {
 		t.Fatalf("errs = %v", errs)
+	}
+}
+
+// TestShippedRuntimeImagesArePinned: every image of the shipped runtimes
+// names a tag (never latest), as Trainer v2.3's runtime overlay pins its
+// own images to the release.
+func TestShippedRuntimeImagesArePinned(t *testing.T) {
+	files, err := filepath.Glob(repoFile("config/runtimes/*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no runtimes found: %v", err)
+	}
+	for _, f := range files {
+		if filepath.Base(f) == "kustomization.yaml" {
+			continue
+		}
+		rel, _ := filepath.Rel(repoFile("."), f)
+		ctr := decodeFile[trainer.ClusterTrainingRuntime](t, rel)
+		for _, rj := range ctr.Spec.Template.Spec.ReplicatedJobs {
+			pod := rj.Template.Spec.Template.Spec
+			for _, c := range append(pod.InitContainers, pod.Containers...) {
+				// A registry port ("host:5000/x") is not a tag.
+				_, tag, ok := strings.Cut(c.Image[strings.LastIndex(c.Image, "/")+1:], ":")
+				if !ok || tag == "" || tag == "latest" {
+					t.Errorf("%s: %s container %s has image %q without a pinned tag", rel, rj.Name, c.Name, c.Image)
+				}
+			}
+		}
 	}
 }
