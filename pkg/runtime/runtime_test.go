@@ -180,8 +180,14 @@ func TestNewObjectsMPIGolden(t *testing.T) {
 	}
 
 	sshVolume := corev1.Volume{Name: "mpi-ssh-auth", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-		SecretName: "mj-mpi-ssh-auth", DefaultMode: ptr.To[int32](0o640),
-		Items: []corev1.KeyToPath{{Key: "ssh-privatekey", Path: "id_rsa"}, {Key: "ssh-publickey", Path: "id_rsa.pub"}, {Key: "ssh-publickey", Path: "authorized_keys"}},
+		// Trainer v2.3's modes (pkg/constants: MPISSHAuthDefaultMode 0o400,
+		// MPISSHPrivateKeyFileMode 0o640, MPISSHPublicKeyFileMode 0o644).
+		SecretName: "mj-mpi-ssh-auth", DefaultMode: ptr.To[int32](0o400),
+		Items: []corev1.KeyToPath{
+			{Key: "ssh-privatekey", Path: "id_rsa", Mode: ptr.To[int32](0o640)},
+			{Key: "ssh-publickey", Path: "id_rsa.pub", Mode: ptr.To[int32](0o644)},
+			{Key: "ssh-publickey", Path: "authorized_keys", Mode: ptr.To[int32](0o644)},
+		},
 	}}}
 	hostfileVolume := corev1.Volume{Name: "mpi-hostfile", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 		LocalObjectReference: corev1.LocalObjectReference{Name: "mj-mpi-hostfile"},

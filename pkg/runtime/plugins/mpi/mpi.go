@@ -29,7 +29,12 @@ const (
 	SSHPublicKeyFile    = SSHPrivateKeyFile + ".pub"
 	SSHAuthorizedKeys   = "authorized_keys"
 	DefaultSSHMountPath = "/root/.ssh"
-	sshAuthDefaultMode  = int32(0o640)
+	// The SSH Secret's modes are Trainer v2.3's: items without their own
+	// mode are owner read-only; the private key is owner rw, group r; the
+	// public key and authorized_keys are world-readable.
+	sshAuthDefaultMode  = int32(0o400)
+	sshPrivateKeyMode   = int32(0o640)
+	sshPublicKeyMode    = int32(0o644)
 	hostfileDefaultMode = int32(0o444)
 	defaultSlotsPerNode = int32(1)
 )
@@ -191,9 +196,9 @@ func sshAuthVolume(trainJobName string) corev1.Volume {
 			SecretName:  SSHAuthSecretName(trainJobName),
 			DefaultMode: ptr.To(sshAuthDefaultMode),
 			Items: []corev1.KeyToPath{
-				{Key: corev1.SSHAuthPrivateKey, Path: SSHPrivateKeyFile},
-				{Key: SSHPublicKey, Path: SSHPublicKeyFile},
-				{Key: SSHPublicKey, Path: SSHAuthorizedKeys},
+				{Key: corev1.SSHAuthPrivateKey, Path: SSHPrivateKeyFile, Mode: ptr.To(sshPrivateKeyMode)},
+				{Key: SSHPublicKey, Path: SSHPublicKeyFile, Mode: ptr.To(sshPublicKeyMode)},
+				{Key: SSHPublicKey, Path: SSHAuthorizedKeys, Mode: ptr.To(sshPublicKeyMode)},
 			},
 		}},
 	}

@@ -227,3 +227,21 @@ func TestValidate(t *testing.T) {
 		})
 	}
 }
+
+// The SSH Secret is mounted with Trainer v2.3's modes: the private key
+// 0640, the public key and authorized_keys 0644, anything else 0400.
+func TestSSHAuthVolumeModesAsTrainer(t *testing.T) {
+	v := sshAuthVolume("tj").Secret
+	if v.DefaultMode == nil || *v.DefaultMode != 0o400 {
+		t.Errorf("defaultMode = %v, want 0400", v.DefaultMode)
+	}
+	want := map[string]int32{SSHPrivateKeyFile: 0o640, SSHPublicKeyFile: 0o644, SSHAuthorizedKeys: 0o644}
+	if len(v.Items) != len(want) {
+		t.Fatalf("items %+v", v.Items)
+	}
+	for _, item := range v.Items {
+		if item.Mode == nil || *item.Mode != want[item.Path] {
+			t.Errorf("%s mode = %v, want %#o", item.Path, item.Mode, want[item.Path])
+		}
+	}
+}
