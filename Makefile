@@ -67,6 +67,10 @@ run-down: ## Stop everything `make run` started.
 test: test-assets ## Unit and integration tests (real kube-apiserver + etcd).
 	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$(BIN)}" $(GOTESTSUM) -- $(GOTEST_RACE) $(GOTEST_FLAGS) ./...
 
+.PHONY: fuzz
+fuzz: ## Run every Go fuzz target for FUZZTIME each (default 1m); make test runs only their seed corpora.
+	FUZZTIME="$(FUZZTIME)" hack/fuzz.sh
+
 .PHONY: bench
 bench: test-assets manager ## Benchmarks against a real API server (GANTRY_BENCH_N objects, default 100).
 	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$(BIN)}" $(GO) test ./test/bench/ -run '^$$' -bench '$(BENCH)' -benchtime=1x -timeout 60m -v $(GOTEST_FLAGS)
