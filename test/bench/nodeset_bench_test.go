@@ -19,12 +19,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
+	slurmworkload "github.com/gantry-dev/gantry/pkg/controller/slurm"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/nodeset"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 	"github.com/gantry-dev/gantry/pkg/slurm"
 	"github.com/gantry-dev/gantry/pkg/slurm/fake"
 	"github.com/gantry-dev/gantry/test/testenv"
+	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 )
 
 // oneFakeSlurm serves the same in-memory slurmrestd for every Controller.
@@ -58,10 +59,15 @@ func runNodeSetScale(b *testing.B, n int) {
 	slurmFake := fake.New()
 	reg := &workload.Registry{}
 	reg.MustRegister(workload.Integration{
-		Name:        "nodeset",
-		AddToScheme: []func(*runtime.Scheme) error{slinkyv1beta1.AddToScheme},
+		Name:         "nodeset",
+		AddToScheme:  []func(*runtime.Scheme) error{slinkyv1beta1.AddToScheme},
+		SetupIndexes: slurmworkload.Integration().SetupIndexes,
 		Setup: func(_ context.Context, mgr ctrl.Manager, opts workload.Options) error {
-			return nodeset.SetupWithManager(mgr, oneFakeSlurm{slurmFake}, opts.MaxConcurrentReconciles)
+			r, err := nodeset.New(mgr, nodeset.Options{Options: opts, Clients: oneFakeSlurm{slurmFake}})
+			if err != nil {
+				return err
+			}
+			return r.SetupWithManager(mgr)
 		},
 	})
 	counter := &testenv.WriteCounter{}
@@ -82,10 +88,10 @@ func runNodeSetScale(b *testing.B, n int) {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		b.Fatal(err)
 	}
-	if err := c.Create(ctx, testutil.MakeController("slurm", ns).Keys("keys").Obj()); err != nil {
+	if err := c.Create(ctx, slinkytesting.MakeController("slurm", ns).Keys("keys").Obj()); err != nil {
 		b.Fatal(err)
 	}
-	nodeSet := testutil.MakeNodeSet("cpu", ns, "slurm").Obj()
+	nodeSet := slinkytesting.MakeNodeSet("cpu", ns, "slurm").Obj()
 	nodeSet.Spec.Replicas = ptr.To[int32](0)
 	if err := c.Create(ctx, nodeSet); err != nil {
 		b.Fatal(err)

@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/nodeset"
+	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 )
 
 // A NodeSet in DaemonSet scaling mode against the real slurmctld: one
@@ -82,11 +82,11 @@ var _ = Describe("A DaemonSet-mode NodeSet against real Slurm", Label(labelSlurm
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "keys"},
 			Data:       map[string][]byte{"slurm.key": slurmKey, "jwt.key": slurm.jwtKey},
 		})).To(Succeed())
-		createStrict(ctx, testutil.MakeController("slurm", ns).Keys("keys").Obj())
-		rest := testutil.MakeRestApi("slurm", ns, "slurm").Obj()
+		createStrict(ctx, slinkytesting.MakeController("slurm", ns).Keys("keys").Obj())
+		rest := slinkytesting.MakeRestApi("slurm", ns, "slurm").Obj()
 		rest.Annotations = map[string]string{slinkyv1beta1.AnnotationSlurmrestdURL: slurm.url}
 		createStrict(ctx, rest)
-		createStrict(ctx, testutil.MakeNodeSet(setName, ns, "slurm").DaemonSet().
+		createStrict(ctx, slinkytesting.MakeNodeSet(setName, ns, "slurm").DaemonSet().
 			NodeSelector(map[string]string{label: "yes"}).
 			Tolerate(corev1.Toleration{Key: "gantry.dev/e2e-slurm", Operator: corev1.TolerationOpEqual, Value: ns}).Obj())
 		startSlurmdStandIn(ctx, slurm, ns)

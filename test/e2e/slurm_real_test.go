@@ -24,7 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
+	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 )
 
 // gantryReason is the prefix of every drain reason Gantry sets (upstream's,
@@ -106,11 +106,11 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "keys"},
 			Data:       map[string][]byte{"slurm.key": slurmKey, "jwt.key": slurm.jwtKey},
 		})).To(Succeed())
-		createStrict(ctx, testutil.MakeController("slurm", ns).Keys("keys").Obj())
-		rest := testutil.MakeRestApi("slurm", ns, "slurm").Obj()
+		createStrict(ctx, slinkytesting.MakeController("slurm", ns).Keys("keys").Obj())
+		rest := slinkytesting.MakeRestApi("slurm", ns, "slurm").Obj()
 		rest.Annotations = map[string]string{slinkyv1beta1.AnnotationSlurmrestdURL: slurm.url}
 		createStrict(ctx, rest)
-		set := testutil.MakeNodeSet(nodeSetName, ns, "slurm").Obj()
+		set := slinkytesting.MakeNodeSet(nodeSetName, ns, "slurm").Obj()
 		set.Spec.Replicas = ptr.To[int32](0)
 		set.Spec.Template.Spec.NodeSelector = map[string]string{"gantry.dev/e2e-slurm": ns}
 		set.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: "gantry.dev/e2e-slurm", Operator: corev1.TolerationOpEqual, Value: ns}}

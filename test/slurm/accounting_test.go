@@ -16,9 +16,9 @@ import (
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/accounting"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/controller"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slurmctld"
+	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 )
 
 // TestAccountingRecordsJobs is the Accounting kind's end-to-end proof on
@@ -63,7 +63,7 @@ func TestAccountingRecordsJobs(t *testing.T) {
 	password := `p#ss\w0rd` // '#' and '\' must survive slurmdbd.conf
 	a.startMariaDB(password)
 
-	acct := testutil.MakeAccounting("acct", "slurm").Keys("keys").
+	acct := slinkytesting.MakeAccounting("acct", "slurm").Keys("keys").
 		Storage("127.0.0.1", a.dbPort, "slurm", "db-pass", "password").Obj()
 	conf, err := accounting.RenderSlurmdbdConf(acct, password)
 	if err != nil {
@@ -71,7 +71,7 @@ func TestAccountingRecordsJobs(t *testing.T) {
 	}
 	a.startSlurmdbd(acct, conf)
 
-	ctl := testutil.MakeController("slurm", "slurm").Keys("keys").Accounting(acct.Name).Obj()
+	ctl := slinkytesting.MakeController("slurm", "slurm").Keys("keys").Accounting(acct.Name).Obj()
 	a.startSlurmctld(ctl, acct)
 	a.startSlurmd()
 
@@ -114,20 +114,20 @@ func newAcctRun(t *testing.T, c *cluster) *acctRun {
 		t.Fatal(err)
 	}
 	a := &acctRun{t: t, c: c, etc: filepath.Join(c.root, acctConfDir), node: uniqueName("acct"),
-		dbPort: ports[0], ctldPort: ports[1], slurmdPort: ports[2], dbdPort: common.SlurmdbdPort}
-	if !portFree(common.SlurmdbdPort) {
+		dbPort: ports[0], ctldPort: ports[1], slurmdPort: ports[2], dbdPort: slinky.SlurmdbdPort}
+	if !portFree(slinky.SlurmdbdPort) {
 		more, err := freePorts(1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		a.dbdPort = more[0]
-		t.Logf("port %d is taken on this machine: slurmdbd (DbdPort) and slurmctld (AccountingStoragePort) use %d", common.SlurmdbdPort, a.dbdPort)
+		t.Logf("port %d is taken on this machine: slurmdbd (DbdPort) and slurmctld (AccountingStoragePort) use %d", slinky.SlurmdbdPort, a.dbdPort)
 	}
 	if err := os.MkdirAll(a.etc, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(a.etc) })
-	for _, key := range []string{common.SlurmKeyFile} {
+	for _, key := range []string{slinky.SlurmKeyFile} {
 		data, err := os.ReadFile(filepath.Join(c.root, "etc", "slurm", key))
 		if err != nil {
 			t.Fatal(err)
@@ -141,7 +141,7 @@ func newAcctRun(t *testing.T, c *cluster) *acctRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	extra := fmt.Sprintf("127.0.0.1 %s %s\n", common.AccountingName("acct"), common.AccountingPodName("acct"))
+	extra := fmt.Sprintf("127.0.0.1 %s %s\n", slinky.AccountingName("acct"), slinky.AccountingPodName("acct"))
 	if err := os.WriteFile(hostsPath, append(bytes.Clone(hosts), extra...), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +165,7 @@ func (a *acctRun) writeSlurmFile(name string, data []byte) {
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		a.t.Fatal(err)
 	}
-	if _, err := execInRoot(a.c.root, "chown", common.SlurmUser+":"+common.SlurmUser, filepath.Join(acctConfDir, name)); err != nil {
+	if _, err := execInRoot(a.c.root, "chown", slinky.SlurmUser+":"+slinky.SlurmUser, filepath.Join(acctConfDir, name)); err != nil {
 		a.t.Fatal(err)
 	}
 }
@@ -274,8 +274,8 @@ func (a *acctRun) startMariaDB(password string) {
 // startSlurmdbd writes conf (Gantry's slurmdbd.conf, with DbdPort moved
 // only when 6819 is taken) and runs slurmdbd under its pod's host name.
 func (a *acctRun) startSlurmdbd(acct *slinkyv1beta1.Accounting, conf string) {
-	if a.dbdPort != common.SlurmdbdPort {
-		conf = strings.Replace(conf, fmt.Sprintf("DbdPort=%d\n", common.SlurmdbdPort), fmt.Sprintf("DbdPort=%d\n", a.dbdPort), 1)
+	if a.dbdPort != slinky.SlurmdbdPort {
+		conf = strings.Replace(conf, fmt.Sprintf("DbdPort=%d\n", slinky.SlurmdbdPort), fmt.Sprintf("DbdPort=%d\n", a.dbdPort), 1)
 	}
 	a.t.Logf("slurmdbd.conf (password elided):\n%s", elidePassword(conf))
 	a.writeSlurmFile(accounting.SlurmdbdConfFile, []byte(conf))
@@ -289,7 +289,7 @@ func (a *acctRun) startSlurmdbd(acct *slinkyv1beta1.Accounting, conf string) {
 		a.t.Fatal(err)
 	}
 	a.t.Cleanup(func() { _ = os.RemoveAll(run) })
-	host := common.AccountingPodName(acct.Name)
+	host := slinky.AccountingPodName(acct.Name)
 	a.startDaemon("slurmdbd", &a.slurmdbdLog, "unshare", "--uts", "--", "sh", "-c",
 		`hostname "$1" && exec chroot "$2" env SLURM_CONF="$3" slurmdbd -D`, "sh", host, a.c.root, acctConfDir+"/slurm.conf")
 	a.waitFor("slurmdbd listening", listening(a.dbdPort), a.slurmdbdLog.String)
@@ -311,12 +311,12 @@ func elidePassword(conf string) string {
 // ACCOUNTING lines of the slurm.conf Gantry renders for ctl — registers
 // the cluster with slurmdbd and starts slurmctld.
 func (a *acctRun) startSlurmctld(ctl *slinkyv1beta1.Controller, acct *slinkyv1beta1.Accounting) {
-	gantryConf := controller.RenderSlurmConf(ctl, controller.ConfigInputs{Accounting: acct})
+	gantryConf := slurmctld.RenderSlurmConf(ctl, slurmctld.ConfigInputs{Accounting: acct})
 	var accountingLines []string
 	for _, line := range strings.Split(gantryConf, "\n") {
 		if strings.HasPrefix(line, "AccountingStorage") {
-			if a.dbdPort != common.SlurmdbdPort {
-				line = strings.Replace(line, "AccountingStoragePort="+strconv.Itoa(common.SlurmdbdPort), "AccountingStoragePort="+strconv.Itoa(a.dbdPort), 1)
+			if a.dbdPort != slinky.SlurmdbdPort {
+				line = strings.Replace(line, "AccountingStoragePort="+strconv.Itoa(slinky.SlurmdbdPort), "AccountingStoragePort="+strconv.Itoa(a.dbdPort), 1)
 			}
 			accountingLines = append(accountingLines, line)
 		}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/controller"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slurmctld"
 )
 
 // TestReconfigureSidecarScript runs the reconfigure sidecar's own script
@@ -34,7 +34,7 @@ func TestReconfigureSidecarScript(t *testing.T) {
 	}
 
 	script := filepath.Join(c.root, "run", "gantry-reconfigure.sh")
-	if err := os.WriteFile(script, []byte(controller.ReconfigureScript), 0o755); err != nil {
+	if err := os.WriteFile(script, []byte(slurmctld.ReconfigureScript), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/controller"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slurmctld"
+	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 )
 
 // TestGeneratedConfigRunsSlurmctld starts a real slurmctld on the files a
@@ -25,10 +25,10 @@ import (
 // cgroup/v2, which the slurmd pods get on current nodes.)
 func TestGeneratedConfigRunsSlurmctld(t *testing.T) {
 	c := requireCluster(t)
-	ctl := testutil.MakeController("slurm", "ns").Keys("keys").Obj()
-	set := testutil.MakeNodeSet("cpu", "ns", "slurm").Partition("").Obj()
-	cm := controller.BuildConfigMap(ctl, controller.ConfigInputs{NodeSets: []slinkyv1beta1.NodeSet{*set}})
-	for _, name := range []string{common.SlurmConfFile, "cgroup.conf", "gres.conf"} {
+	ctl := slinkytesting.MakeController("slurm", "ns").Keys("keys").Obj()
+	set := slinkytesting.MakeNodeSet("cpu", "ns", "slurm").Partition("").Obj()
+	cm := slurmctld.BuildConfigMap(ctl, slurmctld.ConfigInputs{NodeSets: []slinkyv1beta1.NodeSet{*set}})
+	for _, name := range []string{slinky.SlurmConfFile, "cgroup.conf", "gres.conf"} {
 		if cm.Data[name] == "" {
 			t.Fatalf("the ConfigMap has no %s; it has %v", name, keysOf(cm.Data))
 		}
@@ -57,7 +57,7 @@ func TestGeneratedConfigRunsSlurmctld(t *testing.T) {
 	// (/run/slurmctld.pid) is the shared cluster's, whose slurmctld a new
 	// one would kill.
 	conf := []string{"SlurmctldPidFile=/run/slurmctld-gen.pid"}
-	for _, line := range strings.Split(cm.Data[common.SlurmConfFile], "\n") {
+	for _, line := range strings.Split(cm.Data[slinky.SlurmConfFile], "\n") {
 		key, _, _ := strings.Cut(line, "=")
 		switch v, ok := replace[key]; {
 		case key == "SlurmctldAddr":
@@ -69,7 +69,7 @@ func TestGeneratedConfigRunsSlurmctld(t *testing.T) {
 		conf = append(conf, line)
 	}
 	files := map[string]string{
-		common.SlurmConfFile: strings.Join(conf, "\n"),
+		slinky.SlurmConfFile: strings.Join(conf, "\n"),
 		"cgroup.conf":        cm.Data["cgroup.conf"],
 		"gres.conf":          cm.Data["gres.conf"],
 	}
@@ -83,7 +83,7 @@ func TestGeneratedConfigRunsSlurmctld(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, key := range []string{common.SlurmKeyFile, "jwt.key"} {
+	for _, key := range []string{slinky.SlurmKeyFile, "jwt.key"} {
 		data, err := os.ReadFile(filepath.Join(c.root, "etc", "slurm", key))
 		if err != nil {
 			t.Fatal(err)
@@ -91,15 +91,15 @@ func TestGeneratedConfigRunsSlurmctld(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(etc, key), data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		c.inRoot(t, "chown", common.SlurmUser+":"+common.SlurmUser, dir+"/"+key)
+		c.inRoot(t, "chown", slinky.SlurmUser+":"+slinky.SlurmUser, dir+"/"+key)
 	}
 	_ = os.RemoveAll(filepath.Join(c.root, state))
 	if err := os.MkdirAll(filepath.Join(c.root, state), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(filepath.Join(c.root, state)) })
-	c.inRoot(t, "chown", common.SlurmUser+":"+common.SlurmUser, state)
-	t.Logf("slurm.conf as given to slurmctld:\n%s", files[common.SlurmConfFile])
+	c.inRoot(t, "chown", slinky.SlurmUser+":"+slinky.SlurmUser, state)
+	t.Logf("slurm.conf as given to slurmctld:\n%s", files[slinky.SlurmConfFile])
 
 	// A /run/slurmctld of its own (see the accounting test), and /proc,
 	// which slurmctld reads its own path from.
@@ -108,16 +108,16 @@ func TestGeneratedConfigRunsSlurmctld(t *testing.T) {
 	a.startDaemon("slurmctld", &log, "unshare", "--mount", "--", "sh", "-c",
 		`mount -t tmpfs tmpfs "$1/run/slurmctld" && { mountpoint -q "$1/proc" || mount -t proc proc "$1/proc"; } && `+
 			`exec chroot "$1" env SLURM_CONF="$2" slurmctld -D`,
-		"sh", c.root, dir+"/"+common.SlurmConfFile)
+		"sh", c.root, dir+"/"+slinky.SlurmConfFile)
 	a.waitFor("slurmctld up", func() bool {
-		out, err := execInRoot(c.root, "env", "SLURM_CONF="+dir+"/"+common.SlurmConfFile, "scontrol", "ping")
+		out, err := execInRoot(c.root, "env", "SLURM_CONF="+dir+"/"+slinky.SlurmConfFile, "scontrol", "ping")
 		return err == nil && strings.Contains(out, "UP")
 	}, log.String)
 	if fatal := regexp.MustCompile(`(?m)^.*fatal:.*$`).FindString(log.String()); fatal != "" {
 		t.Fatalf("slurmctld: %s", fatal)
 	}
 
-	shown, err := execInRoot(c.root, "env", "SLURM_CONF="+dir+"/"+common.SlurmConfFile, "scontrol", "show", "config")
+	shown, err := execInRoot(c.root, "env", "SLURM_CONF="+dir+"/"+slinky.SlurmConfFile, "scontrol", "show", "config")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestGeneratedConfigRunsSlurmctld(t *testing.T) {
 	if !strings.Contains(log.String(), "Running as primary controller") {
 		t.Errorf("slurmctld did not say it runs as primary:\n%s", log.String())
 	}
-	if parts, err := execInRoot(c.root, "env", "SLURM_CONF="+dir+"/"+common.SlurmConfFile, "scontrol", "show", "partition", "cpu"); err != nil || !strings.Contains(parts, "PartitionName=cpu") {
+	if parts, err := execInRoot(c.root, "env", "SLURM_CONF="+dir+"/"+slinky.SlurmConfFile, "scontrol", "show", "partition", "cpu"); err != nil || !strings.Contains(parts, "PartitionName=cpu") {
 		t.Errorf("the NodeSet's partition is not there: %v %s", err, parts)
 	}
 }

@@ -20,11 +20,12 @@ import (
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/nodeset"
 	"github.com/gantry-dev/gantry/pkg/framework/builder"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 	"github.com/gantry-dev/gantry/test/testenv"
+	"github.com/gantry-dev/gantry/test/testenv/managertest"
+	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 )
 
 // slinkyOwner is the controller owner reference Slinky's operator sets.
@@ -54,14 +55,14 @@ func TestAdoptionFromSlinky(t *testing.T) {
 	c := env.Client
 	const ns = "migrated"
 	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	g.Expect(c.Create(ctx, testutil.MakeSecret("keys", ns, map[string]string{"slurm.key": "s3cret-slurm", "jwt.key": "s3cret-jwt"}))).To(Succeed())
+	g.Expect(c.Create(ctx, slinkytesting.MakeSecret("keys", ns, map[string]string{"slurm.key": "s3cret-slurm", "jwt.key": "s3cret-jwt"}).Obj())).To(Succeed())
 
 	// What Slinky left: the CRs, and the objects it made for them.
-	ctl := testutil.MakeController("slurm", ns).Keys("keys").Obj()
+	ctl := slinkytesting.MakeController("slurm", ns).Keys("keys").Obj()
 	g.Expect(c.Create(ctx, ctl)).To(Succeed())
-	rest := testutil.MakeRestApi("slurm", ns, "slurm").Obj()
+	rest := slinkytesting.MakeRestApi("slurm", ns, "slurm").Obj()
 	g.Expect(c.Create(ctx, rest)).To(Succeed())
-	set := testutil.MakeNodeSet("cpu", ns, "slurm").Obj()
+	set := slinkytesting.MakeNodeSet("cpu", ns, "slurm").Obj()
 	set.Spec.Replicas = ptr.To[int32](2)
 	g.Expect(c.Create(ctx, set)).To(Succeed())
 
@@ -127,8 +128,8 @@ func TestAdoptionFromSlinky(t *testing.T) {
 
 	// Gantry's manager (its cache options, the slurm integration)
 	// replaces Slinky's.
-	testutil.StartManager(t, env, func(mgr ctrl.Manager) error {
-		return slurm.Integration().Setup(ctx, mgr, workload.Options{})
+	managertest.Start(t, env, func(mgr ctrl.Manager) error {
+		return slurm.Integration().SetupWithManager(ctx, mgr, workload.Options{})
 	})
 
 	g.Eventually(func(g Gomega) {

@@ -20,10 +20,10 @@ import (
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/cmd/manager/app"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/nodeset"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 	"github.com/gantry-dev/gantry/test/testenv"
+	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 )
 
 // TestSlurmWorkloadWiring runs the "slurm" integration as the manager does
@@ -47,9 +47,9 @@ func TestSlurmWorkloadWiring(t *testing.T) {
 	c := env.Client
 	ns := "slurm"
 	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	g.Expect(c.Create(ctx, testutil.MakeSecret("keys", ns, map[string]string{"slurm.key": "s3cret-slurm", "jwt.key": "s3cret-jwt"}))).To(Succeed())
-	g.Expect(c.Create(ctx, testutil.MakeController("slurm", ns).Keys("keys").Obj())).To(Succeed())
-	ns1 := testutil.MakeNodeSet("cpu", ns, "slurm").Obj()
+	g.Expect(c.Create(ctx, slinkytesting.MakeSecret("keys", ns, map[string]string{"slurm.key": "s3cret-slurm", "jwt.key": "s3cret-jwt"}).Obj())).To(Succeed())
+	g.Expect(c.Create(ctx, slinkytesting.MakeController("slurm", ns).Keys("keys").Obj())).To(Succeed())
+	ns1 := slinkytesting.MakeNodeSet("cpu", ns, "slurm").Obj()
 	ns1.Spec.Replicas = ptr.To[int32](2)
 	g.Expect(c.Create(ctx, ns1)).To(Succeed())
 
@@ -72,7 +72,7 @@ func TestSlurmWorkloadWiring(t *testing.T) {
 	}, 30*time.Second).Should(Succeed())
 
 	// The RestApi publishes a client; the NodeSet now talks to slurmrestd.
-	g.Expect(c.Create(ctx, testutil.MakeRestApi("slurm", ns, "slurm").Obj())).To(Succeed())
+	g.Expect(c.Create(ctx, slinkytesting.MakeRestApi("slurm", ns, "slurm").Obj())).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "slurm-restapi"}, &appsv1.Deployment{})).To(Succeed())
 		cond := meta.FindStatusCondition(nodeSet(g).Status.Conditions, nodeset.ConditionSlurmReachable)
@@ -100,8 +100,11 @@ func TestSlurmWorkloadWiring(t *testing.T) {
 	t.Cleanup(restd.Close)
 	ra := &slinkyv1beta1.RestApi{}
 	g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "slurm"}, ra)).To(Succeed())
+	// A merge patch without a resourceVersion: the reconciler may write the
+	// RestApi's status between this test's read and write.
+	base := ra.DeepCopy()
 	ra.Annotations = map[string]string{slinkyv1beta1.AnnotationSlurmrestdURL: restd.URL}
-	g.Expect(c.Update(ctx, ra)).To(Succeed())
+	g.Expect(c.Patch(ctx, ra, client.MergeFrom(base))).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		cond := meta.FindStatusCondition(nodeSet(g).Status.Conditions, nodeset.ConditionSlurmReachable)
 		g.Expect(cond).NotTo(BeNil())

@@ -17,11 +17,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/accounting"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/controller"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slurmctld"
 	"github.com/gantry-dev/gantry/test/testenv"
+	"github.com/gantry-dev/gantry/test/testenv/managertest"
+	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 )
 
 // TestAccounting runs the Accounting and Controller reconcilers against a
@@ -33,18 +35,29 @@ import (
 func TestAccounting(t *testing.T) {
 	g := newG(t)
 	env := testenv.Start(t, testenv.Options{AddToScheme: []func(*runtime.Scheme) error{slinkyv1beta1.AddToScheme}})
-	testutil.StartManager(t, env, func(mgr ctrl.Manager) error {
-		if err := accounting.SetupWithManager(mgr); err != nil {
+	managertest.Start(t, env, func(mgr ctrl.Manager) error {
+		if err := slurm.Integration().SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 			return err
 		}
-		return controller.SetupWithManager(mgr)
+		acct, err := accounting.New(mgr, accounting.Options{})
+		if err != nil {
+			return err
+		}
+		if err := acct.SetupWithManager(mgr); err != nil {
+			return err
+		}
+		ctld, err := slurmctld.New(mgr, slurmctld.Options{})
+		if err != nil {
+			return err
+		}
+		return ctld.SetupWithManager(mgr)
 	})
 	ctx := context.Background()
 	c := env.Client
 	const ns = "accounting"
 	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	g.Expect(c.Create(ctx, testutil.MakeSecret("keys", ns, map[string]string{"slurm.key": "sk", "jwt.key": "jk"}))).To(Succeed())
-	g.Expect(c.Create(ctx, testutil.MakeSecret("db-pass", ns, map[string]string{"password": "first#pw"}))).To(Succeed())
+	g.Expect(c.Create(ctx, slinkytesting.MakeSecret("keys", ns, map[string]string{"slurm.key": "sk", "jwt.key": "jk"}).Obj())).To(Succeed())
+	g.Expect(c.Create(ctx, slinkytesting.MakeSecret("db-pass", ns, map[string]string{"password": "first#pw"}).Obj())).To(Succeed())
 
 	ready := func(g Gomega, name string) *metav1.Condition {
 		a := &slinkyv1beta1.Accounting{}
@@ -53,7 +66,7 @@ func TestAccounting(t *testing.T) {
 	}
 	conf := func(g Gomega, name string) string {
 		s := &corev1.Secret{}
-		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: common.AccountingName(name)}, s)).To(Succeed())
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: slinky.AccountingName(name)}, s)).To(Succeed())
 		return string(s.Data[accounting.SlurmdbdConfFile])
 	}
 	events := func(g Gomega, name, reason string) []eventsv1.Event {
@@ -70,7 +83,7 @@ func TestAccounting(t *testing.T) {
 
 	t.Run("slurmdbd's Service, config and StatefulSet, then Ready", func(t *testing.T) {
 		g := newG(t)
-		a := testutil.MakeAccounting("db", ns).Keys("keys").Storage("mariadb", 0, "slurm", "db-pass", "password").Obj()
+		a := slinkytesting.MakeAccounting("db", ns).Keys("keys").Storage("mariadb", 0, "slurm", "db-pass", "password").Obj()
 		g.Expect(c.Create(ctx, a)).To(Succeed())
 
 		g.Eventually(func(g Gomega) {
@@ -89,7 +102,7 @@ func TestAccounting(t *testing.T) {
 		g.Expect(sts.Spec.ServiceName).To(Equal("db-accounting"))
 		g.Expect(sts.Spec.Replicas).To(HaveValue(Equal(int32(1))))
 		g.Expect(sts.Spec.Template.Spec.Containers).To(ConsistOf(And(
-			HaveField("Name", "slurmdbd"), HaveField("Image", common.DefaultImages().Slurmdbd))))
+			HaveField("Name", "slurmdbd"), HaveField("Image", slinky.DefaultImages().Slurmdbd))))
 		g.Expect(sts.Spec.Template.Annotations).To(HaveKey(accounting.AnnotationSlurmdbdConfHash))
 		g.Expect(metav1.IsControlledBy(sts, a)).To(BeTrue())
 		g.Eventually(func(g Gomega) *metav1.Condition { return ready(g, "db") }).Should(And(Not(BeNil()),
@@ -121,7 +134,7 @@ func TestAccounting(t *testing.T) {
 
 	t.Run("a missing Secret is reported once, and the Accounting proceeds when it appears", func(t *testing.T) {
 		g := newG(t)
-		a := testutil.MakeAccounting("nopass", ns).Keys("keys").Storage("mariadb", 0, "slurm", "later", "password").Obj()
+		a := slinkytesting.MakeAccounting("nopass", ns).Keys("keys").Storage("mariadb", 0, "slurm", "later", "password").Obj()
 		g.Expect(c.Create(ctx, a)).To(Succeed())
 		g.Eventually(func(g Gomega) *metav1.Condition { return ready(g, "nopass") }).Should(And(Not(BeNil()),
 			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", accounting.ReasonReferenceNotFound),
@@ -138,7 +151,7 @@ func TestAccounting(t *testing.T) {
 		}).WithTimeout(3 * time.Second).Should(Succeed())
 		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "nopass-accounting"}, &appsv1.StatefulSet{})).NotTo(Succeed())
 
-		g.Expect(c.Create(ctx, testutil.MakeSecret("later", ns, map[string]string{"password": "pw"}))).To(Succeed())
+		g.Expect(c.Create(ctx, slinkytesting.MakeSecret("later", ns, map[string]string{"password": "pw"}).Obj())).To(Succeed())
 		g.Eventually(func() error {
 			return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "nopass-accounting"}, &appsv1.StatefulSet{})
 		}).Should(Succeed())
@@ -147,23 +160,23 @@ func TestAccounting(t *testing.T) {
 
 	t.Run("a Controller's slurm.conf points at slurmdbd once its Accounting exists", func(t *testing.T) {
 		g := newG(t)
-		ctl := testutil.MakeController("slurm", ns).Keys("keys").Accounting("late").Persistence(false).Obj()
+		ctl := slinkytesting.MakeController("slurm", ns).Keys("keys").Accounting("late").Persistence(false).Obj()
 		g.Expect(c.Create(ctx, ctl)).To(Succeed())
 		slurmConf := func(g Gomega) string {
 			cm := &corev1.ConfigMap{}
-			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: common.ControllerConfigMapName("slurm")}, cm)).To(Succeed())
-			return cm.Data[common.SlurmConfFile]
+			g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: slinky.ControllerConfigMapName("slurm")}, cm)).To(Succeed())
+			return cm.Data[slinky.SlurmConfFile]
 		}
 		g.Eventually(slurmConf).Should(ContainSubstring("AccountingStorageType=accounting_storage/none\n"))
 
-		g.Expect(c.Create(ctx, testutil.MakeAccounting("late", ns).Keys("keys").Storage("mariadb", 0, "slurm", "db-pass", "password").Obj())).To(Succeed())
+		g.Expect(c.Create(ctx, slinkytesting.MakeAccounting("late", ns).Keys("keys").Storage("mariadb", 0, "slurm", "db-pass", "password").Obj())).To(Succeed())
 		g.Eventually(slurmConf).Should(ContainSubstring(
 			"AccountingStorageType=accounting_storage/slurmdbd\nAccountingStorageHost=late-accounting\nAccountingStoragePort=6819\n"))
 	})
 
 	t.Run("an external slurmdbd gets nothing built", func(t *testing.T) {
 		g := newG(t)
-		g.Expect(c.Create(ctx, testutil.MakeAccounting("ext", ns).External("dbd.example.com", 6819).Obj())).To(Succeed())
+		g.Expect(c.Create(ctx, slinkytesting.MakeAccounting("ext", ns).External("dbd.example.com", 6819).Obj())).To(Succeed())
 		g.Eventually(func(g Gomega) *metav1.Condition { return ready(g, "ext") }).Should(And(Not(BeNil()),
 			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", accounting.ReasonExternal),
 			HaveField("Message", "slurmdbd runs outside Kubernetes at dbd.example.com:6819")))

@@ -8,7 +8,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/podspec"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/service"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/framework/builder"
 )
 
@@ -35,7 +37,7 @@ type PodInputs struct {
 func objectMeta(a *slinkyv1beta1.Accounting, name string) metav1.ObjectMeta {
 	return builder.NewMetadata(name, a.Namespace).
 		WithLabels(a.Labels).
-		WithLabels(common.AccountingLabels(a)).
+		WithLabels(slinky.AccountingLabels(a)).
 		WithOwner(a, slinkyv1beta1.AccountingGVK).
 		Build()
 }
@@ -43,12 +45,12 @@ func objectMeta(a *slinkyv1beta1.Accounting, name string) metav1.ObjectMeta {
 // BuildService builds the Service slurmctld reaches slurmdbd through: the
 // name a Controller's slurm.conf gives as AccountingStorageHost.
 func BuildService(a *slinkyv1beta1.Accounting) *corev1.Service {
-	return common.Service(common.ServiceParams{
-		Meta:     objectMeta(a, common.AccountingName(a.Name)),
+	return service.New(service.Params{
+		Meta:     objectMeta(a, slinky.AccountingName(a.Name)),
 		User:     a.Spec.Service,
-		Selector: common.AccountingSelectorLabels(a),
-		PortName: common.AppSlurmdbd,
-		Port:     common.SlurmdbdPort,
+		Selector: slinky.AccountingSelectorLabels(a),
+		PortName: slinky.AppSlurmdbd,
+		Port:     slinky.SlurmdbdPort,
 	})
 }
 
@@ -57,7 +59,7 @@ func BuildService(a *slinkyv1beta1.Accounting) *corev1.Service {
 func BuildConfigSecret(a *slinkyv1beta1.Accounting, conf string) *corev1.Secret {
 	return &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: objectMeta(a, common.AccountingName(a.Name)),
+		ObjectMeta: objectMeta(a, slinky.AccountingName(a.Name)),
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{SlurmdbdConfFile: []byte(conf)},
 	}
@@ -69,13 +71,13 @@ func BuildConfigSecret(a *slinkyv1beta1.Accounting, conf string) *corev1.Secret 
 func BuildStatefulSet(a *slinkyv1beta1.Accounting, in PodInputs) *appsv1.StatefulSet {
 	return &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
-		ObjectMeta: objectMeta(a, common.AccountingName(a.Name)),
+		ObjectMeta: objectMeta(a, slinky.AccountingName(a.Name)),
 		Spec: appsv1.StatefulSetSpec{
 			PodManagementPolicy:  appsv1.ParallelPodManagement,
 			Replicas:             ptr.To[int32](1),
 			RevisionHistoryLimit: ptr.To[int32](0),
-			Selector:             &metav1.LabelSelector{MatchLabels: common.AccountingSelectorLabels(a)},
-			ServiceName:          common.AccountingName(a.Name),
+			Selector:             &metav1.LabelSelector{MatchLabels: slinky.AccountingSelectorLabels(a)},
+			ServiceName:          slinky.AccountingName(a.Name),
 			Template:             podTemplate(a, in),
 		},
 	}
@@ -84,12 +86,12 @@ func BuildStatefulSet(a *slinkyv1beta1.Accounting, in PodInputs) *appsv1.Statefu
 func podTemplate(a *slinkyv1beta1.Accounting, in PodInputs) corev1.PodTemplateSpec {
 	base := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{
-			Labels: builder.MergeLabels(a.Labels, common.AccountingLabels(a)),
+			Labels: builder.MergeLabels(a.Labels, slinky.AccountingLabels(a)),
 			Annotations: map[string]string{
-				common.AnnotationDefaultContainer: common.AppSlurmdbd,
+				slinky.AnnotationDefaultContainer: slinky.AppSlurmdbd,
 				AnnotationSlurmdbdConfHash:        in.ConfHash,
-				common.AnnotationSlurmKeyHash:     in.SlurmKeyHash,
-				common.AnnotationJwtKeyHash:       in.JwtKeyHash,
+				slinky.AnnotationSlurmKeyHash:     in.SlurmKeyHash,
+				slinky.AnnotationJwtKeyHash:       in.JwtKeyHash,
 			},
 		},
 		Spec: corev1.PodSpec{
@@ -97,34 +99,34 @@ func podTemplate(a *slinkyv1beta1.Accounting, in PodInputs) corev1.PodTemplateSp
 			Containers:                   []corev1.Container{slurmdbdContainer(a, in.Image)},
 			SecurityContext: &corev1.PodSecurityContext{
 				RunAsNonRoot: ptr.To(true),
-				RunAsUser:    ptr.To(common.SlurmUserUID),
-				RunAsGroup:   ptr.To(common.SlurmUserGID),
-				FSGroup:      ptr.To(common.SlurmUserGID),
+				RunAsUser:    ptr.To(slinky.SlurmUserUID),
+				RunAsGroup:   ptr.To(slinky.SlurmUserGID),
+				FSGroup:      ptr.To(slinky.SlurmUserGID),
 			},
 			Volumes: podVolumes(a),
 		},
 	}
-	user := common.UserPodTemplate(a.Spec.Template.Metadata.Labels, a.Spec.Template.Metadata.Annotations, a.Spec.Template.Spec.PodSpec)
+	user := podspec.UserPodTemplate(a.Spec.Template.Metadata.Labels, a.Spec.Template.Metadata.Annotations, a.Spec.Template.Spec.PodSpec)
 	return builder.MergePodTemplate(base, user)
 }
 
 func slurmdbdContainer(a *slinkyv1beta1.Accounting, image string) corev1.Container {
 	base := corev1.Container{
-		Name:  common.AppSlurmdbd,
+		Name:  slinky.AppSlurmdbd,
 		Image: image,
-		Ports: []corev1.ContainerPort{{Name: common.AppSlurmdbd, ContainerPort: common.SlurmdbdPort, Protocol: corev1.ProtocolTCP}},
+		Ports: []corev1.ContainerPort{{Name: slinky.AppSlurmdbd, ContainerPort: slinky.SlurmdbdPort, Protocol: corev1.ProtocolTCP}},
 		// slurmdbd listens only once it has reached the database.
-		ReadinessProbe: common.Probe(corev1.ProbeHandler{
-			TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(common.SlurmdbdPort)},
+		ReadinessProbe: podspec.Probe(corev1.ProbeHandler{
+			TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(slinky.SlurmdbdPort)},
 		}, 3, 10),
 		SecurityContext: &corev1.SecurityContext{
 			RunAsNonRoot: ptr.To(true),
-			RunAsUser:    ptr.To(common.SlurmUserUID),
-			RunAsGroup:   ptr.To(common.SlurmUserGID),
+			RunAsUser:    ptr.To(slinky.SlurmUserUID),
+			RunAsGroup:   ptr.To(slinky.SlurmUserGID),
 		},
 		VolumeMounts: []corev1.VolumeMount{
-			{Name: common.SlurmEtcVolume, MountPath: common.SlurmEtcDir, ReadOnly: true},
-			{Name: common.SlurmPidFileVolume, MountPath: common.SlurmPidFileDir},
+			{Name: slinky.SlurmEtcVolume, MountPath: slinky.SlurmEtcDir, ReadOnly: true},
+			{Name: slinky.SlurmPidFileVolume, MountPath: slinky.SlurmPidFileDir},
 		},
 	}
 	return builder.MergeContainer(base, a.Spec.Slurmdbd.Container)
@@ -134,23 +136,23 @@ func slurmdbdContainer(a *slinkyv1beta1.Accounting, image string) corev1.Contain
 // readable by SlurmUser alone, as slurmdbd requires of slurmdbd.conf.
 func podVolumes(a *slinkyv1beta1.Accounting) []corev1.Volume {
 	sources := []corev1.VolumeProjection{{Secret: &corev1.SecretProjection{
-		LocalObjectReference: corev1.LocalObjectReference{Name: common.AccountingName(a.Name)},
+		LocalObjectReference: corev1.LocalObjectReference{Name: slinky.AccountingName(a.Name)},
 		Items:                []corev1.KeyToPath{{Key: SlurmdbdConfFile, Path: SlurmdbdConfFile}},
 	}}}
 	if ref := a.Spec.SlurmKeyRef; ref != nil {
-		sources = append(sources, common.SecretKeyProjection(ref, common.SlurmKeyFile))
+		sources = append(sources, podspec.SecretKeyProjection(ref, slinky.SlurmKeyFile))
 	}
 	if ref := a.Spec.EffectiveJwtKeyRef(); ref != nil {
-		sources = append(sources, common.SecretKeyProjection(ref, common.JwtKeyFile))
+		sources = append(sources, podspec.SecretKeyProjection(ref, slinky.JwtKeyFile))
 	}
 	if ref := a.Spec.JwksKeyRef; ref != nil {
-		sources = append(sources, common.ConfigMapKeyProjection(ref, common.JwksKeyFile))
+		sources = append(sources, podspec.ConfigMapKeyProjection(ref, slinky.JwksKeyFile))
 	}
 	return []corev1.Volume{
-		{Name: common.SlurmEtcVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		{Name: slinky.SlurmEtcVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 			DefaultMode: ptr.To[int32](0o600),
 			Sources:     sources,
 		}}},
-		common.PidFileVolume(),
+		podspec.PidFileVolume(),
 	}
 }

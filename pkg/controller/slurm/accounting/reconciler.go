@@ -12,10 +12,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
 	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
+	"github.com/gantry-dev/gantry/pkg/framework/workload"
 )
 
 // Name is the reconciler's name in the manager, its events and logs.
@@ -33,13 +34,29 @@ const Name = "slurm-accounting"
 type Reconciler struct {
 	core.Reconciler
 	// Images fill in the slurmdbd image when the Accounting leaves it empty.
-	Images common.Images
+	Images slinky.Images
 }
 
-// NewReconciler returns a reconciler writing through c, reading Secrets
-// through apiReader and recording events with recorder (nil records none).
-func NewReconciler(c client.Client, apiReader client.Reader, recorder k8sevents.EventRecorder) *Reconciler {
-	return &Reconciler{Reconciler: core.New(c, apiReader, recorder), Images: common.DefaultImages()}
+// Options configure an Accounting Reconciler.
+type Options struct {
+	workload.Options
+	// Images override the default images field by field.
+	Images slinky.Images
+}
+
+// New builds the Accounting reconciler for mgr.
+func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
+	r := newReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(Name))
+	r.Images = o.Images.Or(r.Images)
+	r.Workers = o.Workers()
+	return r, nil
+}
+
+// newReconciler returns a reconciler writing through c, reading Secrets
+// through apiReader and recording events with recorder (nil records none),
+// for New and for tests without a manager.
+func newReconciler(c client.Client, apiReader client.Reader, recorder k8sevents.EventRecorder) *Reconciler {
+	return &Reconciler{Reconciler: core.New(c, apiReader, recorder), Images: slinky.DefaultImages()}
 }
 
 // scope is what one reconcile knows: the Accounting, and what the pod
@@ -91,7 +108,7 @@ func (r *Reconciler) syncConfig(ctx context.Context, s *scope) error {
 		return fmt.Errorf("storageConfig.passwordKeyRef (Secret %s, key %s): %w",
 			a.Spec.StorageConfig.PasswordKeyRef.Name, a.Spec.StorageConfig.PasswordKeyRef.Key, err)
 	}
-	s.pod.ConfHash = common.HashStrings(map[string]string{SlurmdbdConfFile: conf})
+	s.pod.ConfHash = slinky.HashStrings(map[string]string{SlurmdbdConfFile: conf})
 	// Read through the API server: the cache holds no Secret data.
 	return r.SyncUncached(ctx, &s.Events, BuildConfigSecret(a, conf))
 }
@@ -121,14 +138,14 @@ func (r *Reconciler) readKeys(ctx context.Context, s *scope) error {
 		if err != nil {
 			return err
 		}
-		in.SlurmKeyHash = common.HashBytes(v)
+		in.SlurmKeyHash = slinky.HashBytes(v)
 	}
 	if ref := a.Spec.EffectiveJwtKeyRef(); ref != nil {
 		v, err := r.Secrets.GetSecretKey(ctx, a.Namespace, *ref)
 		if err != nil {
 			return err
 		}
-		in.JwtKeyHash = common.HashBytes(v)
+		in.JwtKeyHash = slinky.HashBytes(v)
 	}
 	if ref := a.Spec.JwksKeyRef; ref != nil {
 		if _, err := refresolver.New(r.Client).GetConfigMapKey(ctx, a.Namespace, *ref); err != nil {

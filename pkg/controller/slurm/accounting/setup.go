@@ -9,23 +9,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/index"
 	"github.com/gantry-dev/gantry/pkg/framework/mapping"
 )
 
-// Options tune SetupWithManager.
-type Options = core.Options[common.Images]
-
-// SetupWithManager registers an Accounting reconciler built from the
-// manager's client, API reader and event recorder.
-func SetupWithManager(mgr ctrl.Manager, opts ...Options) error {
-	return NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(Name)).SetupWithManager(mgr, opts...)
-}
-
-// SetupWithManager registers r, its watches and the field indexes they use.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts ...Options) error {
-	return core.Setup(mgr, Name, &slinkyv1beta1.Accounting{}, r, core.Apply(opts, &r.Images), watches)
+// SetupWithManager registers r and its watches.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return core.Setup(mgr, Name, &slinkyv1beta1.Accounting{}, r, r.Workers, watches)
 }
 
 func newAccountingList() client.ObjectList { return &slinkyv1beta1.AccountingList{} }
@@ -40,7 +31,7 @@ func watches(b *builder.Builder, cache client.Reader) *builder.Builder {
 	return b.Owns(&corev1.Service{}).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&corev1.Secret{}, builder.OnlyMetadata).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(mapping.ByIndex(cache, newAccountingList, common.IndexAccountingSecrets)),
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(mapping.ByIndex(cache, newAccountingList, index.AccountingSecrets)),
 			builder.OnlyMetadata).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(mapping.ByIndex(cache, newAccountingList, common.IndexAccountingConfigMaps)))
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(mapping.ByIndex(cache, newAccountingList, index.AccountingConfigMaps)))
 }

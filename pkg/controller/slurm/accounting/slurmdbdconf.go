@@ -6,7 +6,8 @@ import (
 	"strings"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/extraconf"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 )
 
 // SlurmdbdConfFile is the file, and the key of the config Secret, holding
@@ -43,13 +44,13 @@ func RenderSlurmdbdConf(a *slinkyv1beta1.Accounting, password string) (string, e
 
 	var w confWriter
 	w.section("GENERAL")
-	w.set("DbdHost", common.AccountingPodName(a.Name))
-	w.set("DbdPort", common.SlurmdbdPort)
-	w.set("SlurmUser", common.SlurmUser)
+	w.set("DbdHost", slinky.AccountingPodName(a.Name))
+	w.set("DbdPort", slinky.SlurmdbdPort)
+	w.set("SlurmUser", slinky.SlurmUser)
 
 	w.section("PLUGINS & PARAMETERS")
-	w.set("AuthType", common.AuthType)
-	w.set("AuthAltTypes", common.AuthAltTypes)
+	w.set("AuthType", slinky.AuthType)
+	w.set("AuthAltTypes", slinky.AuthAltTypes)
 	for _, p := range merged {
 		w.set(p.Key, strings.Join(p.Options, ","))
 	}
@@ -74,7 +75,7 @@ func RenderSlurmdbdConf(a *slinkyv1beta1.Accounting, password string) (string, e
 	if a.Spec.ExtraConf != "" {
 		w.section("EXTRA CONFIG")
 		w.raw(a.Spec.ExtraConf)
-		if overrides := common.MergeWithExtraConf(merged, a.Spec.ExtraConf); len(overrides) > 0 {
+		if overrides := extraconf.Merge(merged, a.Spec.ExtraConf); len(overrides) > 0 {
 			w.section("MERGED CONFIG")
 			for _, p := range overrides {
 				w.set(p.Key, strings.Join(p.Options, ","))
@@ -86,14 +87,14 @@ func RenderSlurmdbdConf(a *slinkyv1beta1.Accounting, password string) (string, e
 
 // mergeableParameters are the option lists slurmdbd needs and a user may
 // extend through extraConf.
-func mergeableParameters(a *slinkyv1beta1.Accounting) []common.ConfParameter {
-	authAlt := []string{common.JwtAuthAltParameters}
+func mergeableParameters(a *slinkyv1beta1.Accounting) []extraconf.Parameter {
+	authAlt := []string{slinky.JwtAuthAltParameters}
 	if a.Spec.JwksKeyRef != nil {
-		authAlt = append(authAlt, common.JwksAuthAltParameters)
+		authAlt = append(authAlt, slinky.JwksAuthAltParameters)
 	}
-	return []common.ConfParameter{
+	return []extraconf.Parameter{
 		{Key: "AuthAltParameters", Options: authAlt},
-		{Key: "AuthInfo", Options: []string{common.AuthInfo}},
+		{Key: "AuthInfo", Options: []string{slinky.AuthInfo}},
 	}
 }
 

@@ -7,16 +7,16 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/accounting"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
+	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 )
 
 func TestRenderSlurmdbdConf(t *testing.T) {
-	base := func() *testutil.AccountingWrapper {
-		return testutil.MakeAccounting("db", "slinky").Keys("keys").Storage("mariadb", 0, "slurm", "db-pass", "password")
+	base := func() *slinkytesting.AccountingWrapper {
+		return slinkytesting.MakeAccounting("db", "slinky").Keys("keys").Storage("mariadb", 0, "slurm", "db-pass", "password")
 	}
 	tests := []struct {
 		name     string
-		acct     *testutil.AccountingWrapper
+		acct     *slinkytesting.AccountingWrapper
 		password string
 		want     string
 	}{
@@ -48,7 +48,7 @@ LogFile=/dev/null
 		},
 		{
 			name: "storage settings, JWKS, and extraConf merged with the operator's options",
-			acct: testutil.MakeAccounting("acct", "slinky").Keys("keys").Jwks("jwks", "jwks.json").
+			acct: slinkytesting.MakeAccounting("acct", "slinky").Keys("keys").Jwks("jwks", "jwks.json").
 				Storage("db.example.com", 3307, "", "db-pass", "password").Database("hpc_acct").
 				ExtraConf("# site settings\nPurgeJobAfter=12months\nAuthAltParameters=jwt_key=/elsewhere,disable_token_creation\n"),
 			password: "s3cret",

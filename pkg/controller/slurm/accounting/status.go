@@ -8,8 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
 )
 
@@ -79,7 +79,7 @@ var transitions = core.Transitions{
 // updateStatus writes the Ready condition when it changed.
 func (r *Reconciler) updateStatus(ctx context.Context, s *scope, syncErr error) error {
 	a := s.Object
-	sts, err := r.LiveStatefulSet(ctx, a, common.AccountingName(a.Name), a.Spec.External)
+	sts, err := r.LiveStatefulSet(ctx, a, slinky.AccountingName(a.Name), a.Spec.External)
 	if err != nil {
 		return err
 	}

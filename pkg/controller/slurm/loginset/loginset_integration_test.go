@@ -18,10 +18,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/loginset"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/test/testenv"
+	"github.com/gantry-dev/gantry/test/testenv/managertest"
+	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 )
 
 func makeLoginSet(name, ns, controller, sssdSecret string) *slinkyv1beta1.LoginSet {
@@ -44,7 +46,16 @@ func TestLoginSetIntegration(t *testing.T) {
 	g.SetDefaultEventuallyTimeout(30 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	env := testenv.Start(t, testenv.Options{AddToScheme: []func(*runtime.Scheme) error{slinkyv1beta1.AddToScheme}})
-	testutil.StartManager(t, env, func(mgr ctrl.Manager) error { return loginset.SetupWithManager(mgr) })
+	managertest.Start(t, env, func(mgr ctrl.Manager) error {
+		if err := slurm.Integration().SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+			return err
+		}
+		r, err := loginset.New(mgr, loginset.Options{})
+		if err != nil {
+			return err
+		}
+		return r.SetupWithManager(mgr)
+	})
 	ctx := context.Background()
 	c := env.Client
 	const ns = "loginset-it"
@@ -92,7 +103,7 @@ func TestLoginSetIntegration(t *testing.T) {
 			Should(ContainElement(loginset.ReasonControllerNotFound))
 		// Reconciling again while nothing changed records nothing.
 		recorder := events.NewFakeRecorder(10)
-		r := loginset.NewReconciler(c, c, recorder)
+		r := loginset.NewReconcilerForTest(c, c, recorder)
 		for range 3 {
 			_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key("login")})
 			g.Expect(err).NotTo(HaveOccurred())
@@ -100,8 +111,8 @@ func TestLoginSetIntegration(t *testing.T) {
 		g.Expect(recorder.Events).To(BeEmpty())
 	})
 
-	g.Expect(c.Create(ctx, testutil.MakeSecret("keys", ns, map[string]string{"slurm.key": "k1", "jwt.key": "j1"}))).To(Succeed())
-	g.Expect(c.Create(ctx, testutil.MakeController("slurm", ns).Keys("keys").Obj())).To(Succeed())
+	g.Expect(c.Create(ctx, slinkytesting.MakeSecret("keys", ns, map[string]string{"slurm.key": "k1", "jwt.key": "j1"}).Obj())).To(Succeed())
+	g.Expect(c.Create(ctx, slinkytesting.MakeController("slurm", ns).Keys("keys").Obj())).To(Succeed())
 
 	hostKeys := &corev1.Secret{}
 	t.Run("without sssd.conf the keys, config and Service exist but no pods", func(t *testing.T) {
@@ -125,14 +136,14 @@ func TestLoginSetIntegration(t *testing.T) {
 			Should(ContainElements(loginset.ReasonHostKeysGenerated, loginset.ReasonReferenceNotFound, "Created"))
 	})
 
-	sssd := testutil.MakeSecret("sssd", ns, map[string]string{"sssd.conf": loginset.DefaultSssdConf})
+	sssd := slinkytesting.MakeSecret("sssd", ns, map[string]string{"sssd.conf": loginset.DefaultSssdConf}).Obj()
 	g.Expect(c.Create(ctx, sssd)).To(Succeed())
 
 	t.Run("the sssd.conf Secret appearing creates the Deployment", func(t *testing.T) {
 		g := NewWithT(t)
 		d := &appsv1.Deployment{}
 		g.Eventually(func() error { return c.Get(ctx, key("login"), d) }).WithTimeout(30 * time.Second).Should(Succeed())
-		for _, a := range []string{common.AnnotationSlurmKeyHash, loginset.AnnotationSshdConfHash, loginset.AnnotationSssdConfHash, loginset.AnnotationSshHostKeysHash} {
+		for _, a := range []string{slinky.AnnotationSlurmKeyHash, loginset.AnnotationSshdConfHash, loginset.AnnotationSssdConfHash, loginset.AnnotationSshHostKeysHash} {
 			g.Expect(d.Spec.Template.Annotations).To(HaveKeyWithValue(a, Not(BeEmpty())))
 		}
 		g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal(loginset.DefaultLoginImage))
@@ -147,7 +158,7 @@ func TestLoginSetIntegration(t *testing.T) {
 		g := NewWithT(t)
 		hash := deployment(g).Spec.Template.Annotations[loginset.AnnotationSshHostKeysHash]
 		// A new reconciler, as after a manager restart.
-		r := loginset.NewReconciler(c, c, nil)
+		r := loginset.NewReconcilerForTest(c, c, nil)
 		_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: key("login")})
 		g.Expect(err).NotTo(HaveOccurred())
 		now := &corev1.Secret{}
@@ -179,7 +190,7 @@ func TestLoginSetIntegration(t *testing.T) {
 				l.Spec.RootSshAuthorizedKeys = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl admin"
 				return c.Update(ctx, l)
 			}},
-			{common.AnnotationSlurmKeyHash, func() error {
+			{slinky.AnnotationSlurmKeyHash, func() error {
 				s := &corev1.Secret{}
 				if err := c.Get(ctx, key("keys"), s); err != nil {
 					return err
@@ -231,20 +242,20 @@ func TestLoginSetIntegration(t *testing.T) {
 		g := NewWithT(t)
 		live, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
 		g.Expect(err).NotTo(HaveOccurred())
-		counting, writes := testutil.CountWrites(live)
-		r := loginset.NewReconciler(counting, env.Client, nil)
+		writes := &testenv.WriteCounter{}
+		r := loginset.NewReconcilerForTest(writes.Client(live), env.Client, nil)
 		req := ctrl.Request{NamespacedName: key("login")}
-		g.Eventually(func() int32 {
-			writes.Store(0)
+		g.Eventually(func() int64 {
+			before := writes.Total()
 			_, err := r.Reconcile(ctx, req)
 			g.Expect(err).NotTo(HaveOccurred())
-			return writes.Load()
+			return writes.Total() - before
 		}).WithTimeout(30 * time.Second).Should(BeZero())
 	})
 
 	t.Run("a host keys Secret lacking keys is reported and left alone", func(t *testing.T) {
 		g := NewWithT(t)
-		g.Expect(c.Create(ctx, testutil.MakeSecret("partial-ssh-host-keys", ns, map[string]string{"ssh_host_rsa_key": "mine"}))).To(Succeed())
+		g.Expect(c.Create(ctx, slinkytesting.MakeSecret("partial-ssh-host-keys", ns, map[string]string{"ssh_host_rsa_key": "mine"}).Obj())).To(Succeed())
 		g.Expect(c.Create(ctx, makeLoginSet("partial", ns, "slurm", "sssd"))).To(Succeed())
 		g.Eventually(func(g Gomega) *metav1.Condition { return readyOf(g, "partial") }).WithTimeout(30 * time.Second).
 			Should(And(Not(BeNil()), HaveField("Reason", loginset.ReasonHostKeysInvalid), HaveField("Message", ContainSubstring("ssh_host_ed25519_key"))))

@@ -11,7 +11,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/podspec"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/service"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/framework/builder"
 )
 
@@ -159,7 +161,7 @@ func BuildHostKeysSecret(l *slinkyv1beta1.LoginSet) (*corev1.Secret, error) {
 // BuildService builds the ssh Service (port 22 unless spec.service.port
 // says otherwise), targeting the login container's "login" port.
 func BuildService(l *slinkyv1beta1.LoginSet) *corev1.Service {
-	return common.Service(common.ServiceParams{
+	return service.New(service.Params{
 		Meta:     objectMeta(l, ServiceName(l)),
 		User:     l.Spec.Service,
 		Selector: SelectorLabels(l),
@@ -186,8 +188,8 @@ func BuildDeployment(l *slinkyv1beta1.LoginSet, in DeploymentInputs) *appsv1.Dep
 		ObjectMeta: metav1.ObjectMeta{
 			Labels: builder.MergeLabels(l.Labels, Labels(l)),
 			Annotations: map[string]string{
-				common.AnnotationDefaultContainer: AppLogin,
-				common.AnnotationSlurmKeyHash:     in.SlurmKeyHash,
+				slinky.AnnotationDefaultContainer: AppLogin,
+				slinky.AnnotationSlurmKeyHash:     in.SlurmKeyHash,
 				AnnotationSshdConfHash:            in.SshdConfHash,
 				AnnotationSssdConfHash:            in.SssdConfHash,
 				AnnotationSshHostKeysHash:         in.HostKeysHash,
@@ -206,7 +208,7 @@ func BuildDeployment(l *slinkyv1beta1.LoginSet, in DeploymentInputs) *appsv1.Dep
 			Volumes: volumes(l, controller),
 		},
 	}
-	user := common.UserPodTemplate(l.Spec.Template.Metadata.Labels, l.Spec.Template.Metadata.Annotations, l.Spec.Template.Spec.PodSpec)
+	user := podspec.UserPodTemplate(l.Spec.Template.Metadata.Labels, l.Spec.Template.Metadata.Annotations, l.Spec.Template.Spec.PodSpec)
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: objectMeta(l, DeploymentName(l)),
@@ -241,7 +243,7 @@ func loginPort(l *slinkyv1beta1.LoginSet) int32 {
 // the options in SACKD_OPTIONS and is ready once its socket exists.
 func loginContainer(l *slinkyv1beta1.LoginSet, controller *slinkyv1beta1.Controller, image string) corev1.Container {
 	mounts := []corev1.VolumeMount{
-		{Name: common.SlurmEtcVolume, MountPath: common.SlurmEtcDir, ReadOnly: true},
+		{Name: slinky.SlurmEtcVolume, MountPath: slinky.SlurmEtcDir, ReadOnly: true},
 		{Name: sackdVolume, MountPath: sackdDir},
 	}
 	for _, f := range HostKeyFiles {
@@ -255,9 +257,9 @@ func loginContainer(l *slinkyv1beta1.LoginSet, controller *slinkyv1beta1.Control
 	base := corev1.Container{
 		Name:  AppLogin,
 		Image: image,
-		Env:   []corev1.EnvVar{{Name: "SACKD_OPTIONS", Value: strings.Join(common.ConfServerArgs(controller), " ")}},
+		Env:   []corev1.EnvVar{{Name: "SACKD_OPTIONS", Value: strings.Join(slinky.ConfServerArgs(controller), " ")}},
 		Ports: []corev1.ContainerPort{{Name: AppLogin, ContainerPort: DefaultSshPort, Protocol: corev1.ProtocolTCP}},
-		ReadinessProbe: common.Probe(corev1.ProbeHandler{Exec: &corev1.ExecAction{
+		ReadinessProbe: podspec.Probe(corev1.ProbeHandler{Exec: &corev1.ExecAction{
 			Command: []string{"test", "-S", sackdSocketPath},
 		}}, 3, 10),
 		VolumeMounts: mounts,
@@ -273,11 +275,11 @@ func initconf(l *slinkyv1beta1.LoginSet, image string) corev1.Container {
 		Image:   image,
 		Command: []string{"sh", "-c", initconfScript},
 		Env: []corev1.EnvVar{
-			{Name: "SLURM_USER_UID", Value: fmt.Sprint(common.SlurmUserUID)},
-			{Name: "SLURM_USER_GID", Value: fmt.Sprint(common.SlurmUserGID)},
+			{Name: "SLURM_USER_UID", Value: fmt.Sprint(slinky.SlurmUserUID)},
+			{Name: "SLURM_USER_GID", Value: fmt.Sprint(slinky.SlurmUserGID)},
 		},
 		VolumeMounts: []corev1.VolumeMount{
-			{Name: common.SlurmEtcVolume, MountPath: slurmEtcMountDir},
+			{Name: slinky.SlurmEtcVolume, MountPath: slurmEtcMountDir},
 			{Name: slurmConfigVolume, MountPath: slurmConfigMountDir, ReadOnly: true},
 		},
 	}
@@ -287,7 +289,7 @@ func initconf(l *slinkyv1beta1.LoginSet, image string) corev1.Container {
 func volumes(l *slinkyv1beta1.LoginSet, controller *slinkyv1beta1.Controller) []corev1.Volume {
 	var keySources []corev1.VolumeProjection
 	if ref := controller.Spec.SlurmKeyRef; ref != nil {
-		keySources = append(keySources, common.SecretKeyProjection(ref, common.SlurmKeyFile))
+		keySources = append(keySources, podspec.SecretKeyProjection(ref, slinky.SlurmKeyFile))
 	}
 	hostKeyItems := make([]corev1.KeyToPath, 0, len(HostKeyFiles))
 	for _, f := range HostKeyFiles {
@@ -308,7 +310,7 @@ func volumes(l *slinkyv1beta1.LoginSet, controller *slinkyv1beta1.Controller) []
 	}
 	sssd := l.Spec.SssdConfRef
 	return []corev1.Volume{
-		memory(common.SlurmEtcVolume),
+		memory(slinky.SlurmEtcVolume),
 		memory(sackdVolume),
 		projected(slurmConfigVolume, keySources...),
 		projected(sshHostKeysVolume, corev1.VolumeProjection{Secret: &corev1.SecretProjection{

@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 )
 
 func testLoginSet() *slinkyv1beta1.LoginSet {
@@ -64,8 +64,8 @@ func TestBuildDeployment(t *testing.T) {
 	}
 	tmpl := d.Spec.Template
 	for k, v := range map[string]string{
-		common.AnnotationSlurmKeyHash: "k", AnnotationSshdConfHash: "s", AnnotationSssdConfHash: "d", AnnotationSshHostKeysHash: "h",
-		common.AnnotationDefaultContainer: "login",
+		slinky.AnnotationSlurmKeyHash: "k", AnnotationSshdConfHash: "s", AnnotationSssdConfHash: "d", AnnotationSshHostKeysHash: "h",
+		slinky.AnnotationDefaultContainer: "login",
 	} {
 		if tmpl.Annotations[k] != v {
 			t.Errorf("annotation %s = %q, want %q", k, tmpl.Annotations[k], v)
@@ -93,7 +93,7 @@ func TestBuildDeployment(t *testing.T) {
 		mounts[m.MountPath] = m
 	}
 	for path, vol := range map[string]string{
-		"/etc/slurm": common.SlurmEtcVolume, "/run/slurm": sackdVolume,
+		"/etc/slurm": slinky.SlurmEtcVolume, "/run/slurm": sackdVolume,
 		"/etc/ssh/sshd_config": sshConfigVolume, "/root/.ssh/authorized_keys": sshConfigVolume,
 		"/etc/sssd/sssd.conf":       sssdConfVolume,
 		"/etc/ssh/ssh_host_rsa_key": sshHostKeysVolume, "/etc/ssh/ssh_host_ecdsa_key.pub": sshHostKeysVolume,

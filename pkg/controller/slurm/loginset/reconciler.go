@@ -18,10 +18,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
 	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
+	"github.com/gantry-dev/gantry/pkg/framework/workload"
 )
 
 // Name is the reconciler's name in the manager, its events and logs.
@@ -47,9 +48,25 @@ type Reconciler struct {
 	Images Images
 }
 
-// NewReconciler returns a reconciler writing through c, reading Secrets
-// through apiReader and recording events with recorder (nil records none).
-func NewReconciler(c client.Client, apiReader client.Reader, recorder k8sevents.EventRecorder) *Reconciler {
+// Options configure a LoginSet Reconciler.
+type Options struct {
+	workload.Options
+	// Images override the default images field by field.
+	Images Images
+}
+
+// New builds the LoginSet reconciler for mgr.
+func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
+	r := newReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(Name))
+	r.Images = o.Images.Or(r.Images)
+	r.Workers = o.Workers()
+	return r, nil
+}
+
+// newReconciler returns a reconciler writing through c, reading Secrets
+// through apiReader and recording events with recorder (nil records none),
+// for New and for tests without a manager.
+func newReconciler(c client.Client, apiReader client.Reader, recorder k8sevents.EventRecorder) *Reconciler {
 	return &Reconciler{Reconciler: core.New(c, apiReader, recorder), Images: DefaultImages()}
 }
 
@@ -97,7 +114,7 @@ func (r *Reconciler) getController(ctx context.Context, s *scope) (err error) {
 
 func (r *Reconciler) syncSshConfig(ctx context.Context, s *scope) error {
 	cm := BuildSshConfig(s.Object)
-	s.sshdConfHash = common.HashStrings(cm.Data)
+	s.sshdConfHash = slinky.HashStrings(cm.Data)
 	return r.Sync(ctx, &s.Events, cm)
 }
 
@@ -113,13 +130,13 @@ func (r *Reconciler) syncDeployment(ctx context.Context, s *scope) error {
 		if err != nil {
 			return err
 		}
-		in.SlurmKeyHash = common.HashBytes(key)
+		in.SlurmKeyHash = slinky.HashBytes(key)
 	}
 	sssd, err := r.Secrets.GetSecretKey(ctx, l.Namespace, l.Spec.SssdConfRef)
 	if err != nil {
 		return err
 	}
-	in.SssdConfHash = common.HashBytes(sssd)
+	in.SssdConfHash = slinky.HashBytes(sssd)
 	return r.Sync(ctx, &s.Events, BuildDeployment(l, in))
 }
 
@@ -167,6 +184,6 @@ func (r *Reconciler) syncHostKeys(ctx context.Context, s *scope) error {
 	for _, f := range HostKeyFiles {
 		files[f] = string(secret.Data[f])
 	}
-	s.hostKeysHash = common.HashStrings(files)
+	s.hostKeysHash = slinky.HashStrings(files)
 	return nil
 }

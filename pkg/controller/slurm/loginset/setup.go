@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/index"
 	"github.com/gantry-dev/gantry/pkg/framework/mapping"
 )
 
@@ -30,21 +30,9 @@ const (
 	IndexSecrets = "slinky.loginset.secretRefs"
 )
 
-// Options tune SetupWithManager.
-type Options = core.Options[Images]
-
-// SetupWithManager registers a LoginSet reconciler built from the manager's
-// client, API reader and event recorder.
-func SetupWithManager(mgr ctrl.Manager, opts ...Options) error {
-	return NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(Name)).SetupWithManager(mgr, opts...)
-}
-
-// SetupWithManager registers r, its watches and the field indexes they use.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts ...Options) error {
-	if err := registerIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
-	return core.Setup(mgr, Name, &slinkyv1beta1.LoginSet{}, r, core.Apply(opts, &r.Images), watches)
+// SetupWithManager registers r and its watches.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return core.Setup(mgr, Name, &slinkyv1beta1.LoginSet{}, r, r.Workers, watches)
 }
 
 // secretNames are the Secrets l reads itself.
@@ -56,16 +44,17 @@ func secretNames(l *slinkyv1beta1.LoginSet) []string {
 	return names
 }
 
-func registerIndexes(ctx context.Context, indexer client.FieldIndexer) error {
+// RegisterIndexes adds the LoginSet field indexes behind the watches to
+// indexer (the manager's). The slurm Integration registers them once,
+// before the reconciler is set up.
+func RegisterIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 	for field, fn := range map[string]client.IndexerFunc{
 		IndexController: func(o client.Object) []string {
 			return []string{o.(*slinkyv1beta1.LoginSet).Spec.ControllerRef.Name}
 		},
 		IndexSecrets: func(o client.Object) []string { return secretNames(o.(*slinkyv1beta1.LoginSet)) },
 	} {
-		// A second registration (SetupWithManager called twice on one
-		// manager) is harmless; client-go reports it only by this message.
-		if err := indexer.IndexField(ctx, &slinkyv1beta1.LoginSet{}, field, fn); err != nil && !strings.Contains(err.Error(), "indexer conflict") {
+		if err := indexer.IndexField(ctx, &slinkyv1beta1.LoginSet{}, field, fn); err != nil {
 			return err
 		}
 	}
@@ -88,7 +77,7 @@ func secretToLoginSets(reader client.Reader) handler.MapFunc {
 		reqs := listRequests(ctx, reader, obj.GetNamespace(), client.MatchingFields{IndexSecrets: obj.GetName()})
 		controllers := &slinkyv1beta1.ControllerList{}
 		if err := reader.List(ctx, controllers, client.InNamespace(obj.GetNamespace()),
-			client.MatchingFields{common.IndexControllerSecrets: obj.GetName()}); err != nil {
+			client.MatchingFields{index.ControllerSecrets: obj.GetName()}); err != nil {
 			log.FromContext(ctx).Error(err, "listing Controllers using a Secret", "secret", client.ObjectKeyFromObject(obj))
 			return reqs
 		}

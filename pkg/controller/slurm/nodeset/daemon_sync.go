@@ -36,7 +36,7 @@ func (r *Reconciler) syncDaemonPods(ctx context.Context, n *slinkyv1beta1.NodeSe
 	var errs []error
 	errs = append(errs, forEachPod(plan.finished, func(pod *corev1.Pod) error {
 		if pod.Status.Phase == corev1.PodFailed {
-			r.backoff.failed(daemonBackoffKey(n, plan.nodeOf[pod.Name]), r.Now())
+			r.backoff.failed(daemonBackoffKey(n, plan.nodeOf[pod.Name]), r.clock.Now())
 		}
 		return r.deletePod(ctx, n, s, pod, "")
 	}))
@@ -45,7 +45,7 @@ func (r *Reconciler) syncDaemonPods(ctx context.Context, n *slinkyv1beta1.NodeSe
 
 	var victims []*corev1.Pod
 	if isRollingUpdate(n) {
-		victims = rollingUpdateVictimsOf(n, plan.kept, s.revisions.hash(), plan.rolloutTotal(), r.Now())
+		victims = rollingUpdateVictimsOf(n, plan.kept, s.revisions.hash(), plan.rolloutTotal(), r.clock.Now())
 	}
 	keep := slices.DeleteFunc(slices.Clone(plan.kept), func(p *corev1.Pod) bool { return slices.Contains(victims, p) })
 	errs = append(errs, forEachPod(keep, func(pod *corev1.Pod) error {
@@ -88,7 +88,7 @@ func (r *Reconciler) createDaemonPods(ctx context.Context, n *slinkyv1beta1.Node
 	var toCreate []*corev1.Pod
 	var waiting []string
 	for _, node := range nodes[:min(len(nodes), burstReplicas)] {
-		if wait := r.backoff.wait(daemonBackoffKey(n, node.Name), r.Now()); wait > 0 {
+		if wait := r.backoff.wait(daemonBackoffKey(n, node.Name), r.clock.Now()); wait > 0 {
 			waiting = append(waiting, node.Name)
 			s.Requeue.After(wait)
 			continue
@@ -129,6 +129,6 @@ func (r *Reconciler) syncDaemonRollout(ctx context.Context, n *slinkyv1beta1.Nod
 	}
 	_, old := splitByRevision(plan.kept, s.revisions.hash())
 	unhealthy, _ := splitUnhealthy(old)
-	victims := rollingUpdateVictimsOf(n, plan.kept, s.revisions.hash(), plan.rolloutTotal(), r.Now())
+	victims := rollingUpdateVictimsOf(n, plan.kept, s.revisions.hash(), plan.rolloutTotal(), r.clock.Now())
 	return r.condemnAll(ctx, n, s, append(unhealthy, victims...), cordonedForUpdate)
 }

@@ -18,10 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/nodeset"
 	"github.com/gantry-dev/gantry/pkg/slurm"
 	"github.com/gantry-dev/gantry/pkg/slurm/fake"
+	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 )
 
 // boundNode is the node a DaemonSet-mode pod runs on or is bound to by its
@@ -148,7 +148,7 @@ func TestNodeSetDaemonSetIntegration(t *testing.T) {
 	g := NewWithT(t)
 	h.namespace(g, "slurm-ds")
 	for _, name := range []string{"slurm", "offline"} {
-		g.Expect(h.c.Create(h.ctx, testutil.MakeController(name, h.ns).Keys("keys").Obj())).To(Succeed())
+		g.Expect(h.c.Create(h.ctx, slinkytesting.MakeController(name, h.ns).Keys("keys").Obj())).To(Succeed())
 	}
 	slurmd := h.clients.add(h.key("slurm"))
 	offline := h.clients.add(h.key("offline"))
@@ -156,15 +156,15 @@ func TestNodeSetDaemonSetIntegration(t *testing.T) {
 	t.Run("one pod per matching node, named as Slinky names them", func(t *testing.T) {
 		g := NewWithT(t)
 		for _, n := range []*corev1.Node{
-			testutil.MakeNode("dn-1").Label("pool", "cpu").Obj(),
-			testutil.MakeNode("dn-2.example.org").Label("pool", "cpu").Obj(),
-			testutil.MakeNode("dn-3").Label("pool", "cpu").Obj(),
-			testutil.MakeNode("dn-other").Obj(),
-			testutil.MakeNode("dn-tainted").Label("pool", "cpu").Taint("dedicated", "gpu", corev1.TaintEffectNoSchedule).Obj(),
+			slinkytesting.MakeNode("dn-1").Label("pool", "cpu").Obj(),
+			slinkytesting.MakeNode("dn-2.example.org").Label("pool", "cpu").Obj(),
+			slinkytesting.MakeNode("dn-3").Label("pool", "cpu").Obj(),
+			slinkytesting.MakeNode("dn-other").Obj(),
+			slinkytesting.MakeNode("dn-tainted").Label("pool", "cpu").Taint("dedicated", "gpu", corev1.TaintEffectNoSchedule).Obj(),
 		} {
 			h.createNode(g, n)
 		}
-		ns := testutil.MakeNodeSet("ds", h.ns, "slurm").DaemonSet().NodeSelector(map[string]string{"pool": "cpu"}).Obj()
+		ns := slinkytesting.MakeNodeSet("ds", h.ns, "slurm").DaemonSet().NodeSelector(map[string]string{"pool": "cpu"}).Obj()
 		ns.Spec.Replicas = ptr.To[int32](7) // ignored in DaemonSet mode
 		g.Expect(h.c.Create(h.ctx, ns)).To(Succeed())
 
@@ -194,7 +194,7 @@ func TestNodeSetDaemonSetIntegration(t *testing.T) {
 		g := NewWithT(t)
 		h.setNodeLabel(g, "dn-other", "pool", "cpu")
 		g.Eventually(h.hostsOf("ds")).Should(HaveKeyWithValue("dn-other", "dn-other"))
-		h.createNode(g, testutil.MakeNode("dn-new").Label("pool", "cpu").Obj())
+		h.createNode(g, slinkytesting.MakeNode("dn-new").Label("pool", "cpu").Obj())
 		g.Eventually(h.hostsOf("ds")).Should(HaveLen(5))
 		g.Expect(h.hostsOf("ds")(g)).To(HaveKeyWithValue("dn-new", "dn-new"))
 		g.Eventually(func(g Gomega) int32 { return h.nodeSet(g, "ds").Status.Desired }).Should(Equal(int32(5)))
@@ -241,9 +241,9 @@ func TestNodeSetDaemonSetIntegration(t *testing.T) {
 	t.Run("a template change rolls the pods one node at a time within maxUnavailable", func(t *testing.T) {
 		g := NewWithT(t)
 		for _, name := range []string{"rn-1", "rn-2", "rn-3"} {
-			h.createNode(g, testutil.MakeNode(name).Label("pool", "roll").Obj())
+			h.createNode(g, slinkytesting.MakeNode(name).Label("pool", "roll").Obj())
 		}
-		ns := testutil.MakeNodeSet("droll", h.ns, "slurm").DaemonSet().NodeSelector(map[string]string{"pool": "roll"}).Obj()
+		ns := slinkytesting.MakeNodeSet("droll", h.ns, "slurm").DaemonSet().NodeSelector(map[string]string{"pool": "roll"}).Obj()
 		ns.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(1))
 		g.Expect(h.c.Create(h.ctx, ns)).To(Succeed())
 		g.Eventually(h.hostsOf("droll")).Should(HaveLen(3))
@@ -292,8 +292,8 @@ func TestNodeSetDaemonSetIntegration(t *testing.T) {
 
 	t.Run("with slurmrestd down no pod that may run jobs is deleted", func(t *testing.T) {
 		g := NewWithT(t)
-		h.createNode(g, testutil.MakeNode("on-1").Label("pool", "dark").Obj())
-		g.Expect(h.c.Create(h.ctx, testutil.MakeNodeSet("ddark", h.ns, "offline").DaemonSet().
+		h.createNode(g, slinkytesting.MakeNode("on-1").Label("pool", "dark").Obj())
+		g.Expect(h.c.Create(h.ctx, slinkytesting.MakeNodeSet("ddark", h.ns, "offline").DaemonSet().
 			NodeSelector(map[string]string{"pool": "dark"}).Obj())).To(Succeed())
 		g.Eventually(h.hostsOf("ddark")).Should(HaveLen(1))
 		h.daemonKubelet(g, "ddark", offline)

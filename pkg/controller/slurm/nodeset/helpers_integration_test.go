@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,15 +16,17 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
+	slurmworkload "github.com/gantry-dev/gantry/pkg/controller/slurm"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/nodeset"
+	"github.com/gantry-dev/gantry/pkg/framework/workload"
 	"github.com/gantry-dev/gantry/pkg/slurm"
 	"github.com/gantry-dev/gantry/pkg/slurm/fake"
 	"github.com/gantry-dev/gantry/test/testenv"
+	"github.com/gantry-dev/gantry/test/testenv/managertest"
+	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 )
 
 // fakeClients is the ClientSource of the tests: one fake slurmrestd per
@@ -80,7 +81,16 @@ func startHarness(t *testing.T) *harness {
 	t.Helper()
 	env := testenv.Start(t, testenv.Options{AddToScheme: []func(*runtime.Scheme) error{slinkyv1beta1.AddToScheme}})
 	clients := &fakeClients{reader: env.Client, m: map[types.NamespacedName]*fake.Client{}}
-	mgr := testutil.StartManager(t, env, func(mgr ctrl.Manager) error { return nodeset.SetupWithManager(mgr, clients, 2) })
+	mgr := managertest.Start(t, env, func(mgr ctrl.Manager) error {
+		if err := slurmworkload.Integration().SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+			return err
+		}
+		r, err := nodeset.New(mgr, nodeset.Options{Options: workload.Options{MaxConcurrentReconciles: 2}, Clients: clients})
+		if err != nil {
+			return err
+		}
+		return r.SetupWithManager(mgr)
+	})
 	return &harness{t: t, ctx: context.Background(), c: env.Client, mgr: mgr, clients: clients}
 }
 
@@ -152,7 +162,7 @@ func (h *harness) kubelet(g Gomega, nodeSet string, f *fake.Client) {
 // binds its pod to node and runs it (see kubelet); it returns the pod.
 func (h *harness) onePodOn(g Gomega, nodeSet string, node *corev1.Node, f *fake.Client) *corev1.Pod {
 	g.Expect(h.c.Create(h.ctx, node)).To(Succeed())
-	g.Expect(h.c.Create(h.ctx, testutil.MakeNodeSet(nodeSet, h.ns, "slurm").Obj())).To(Succeed())
+	g.Expect(h.c.Create(h.ctx, slinkytesting.MakeNodeSet(nodeSet, h.ns, "slurm").Obj())).To(Succeed())
 	g.Eventually(h.liveNames(nodeSet)).Should(Equal([]string{nodeSet + "-0"}))
 	pod := &corev1.Pod{}
 	g.Expect(h.c.Get(h.ctx, h.key(nodeSet+"-0"), pod)).To(Succeed())
@@ -194,42 +204,10 @@ func (h *harness) updateNodeSet(g Gomega, name string, mutate func(*slinkyv1beta
 	}).Should(Succeed())
 }
 
-// writeCounter counts the writes a second reconciler sends through the
-// manager's cache-backed client (the reconciler needs its field indexes).
-type writeCounter struct{ n atomic.Int32 }
-
+// withoutWatch is the manager's client as the client.WithWatch that
+// testenv.WriteCounter wraps; the reconciler never watches.
 type withoutWatch struct{ client.Client }
 
 func (withoutWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
 	return nil, fmt.Errorf("not supported")
-}
-
-func (w *writeCounter) wrap(c client.Client) client.Client {
-	count := func() { w.n.Add(1) }
-	return interceptor.NewClient(withoutWatch{c}, interceptor.Funcs{
-		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
-			count()
-			return c.Create(ctx, o, opts...)
-		},
-		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
-			count()
-			return c.Update(ctx, o, opts...)
-		},
-		Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
-			count()
-			return c.Patch(ctx, o, p, opts...)
-		},
-		Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
-			count()
-			return c.Delete(ctx, o, opts...)
-		},
-		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {
-			count()
-			return c.SubResource(sub).Update(ctx, o, opts...)
-		},
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-			count()
-			return c.SubResource(sub).Patch(ctx, o, p, opts...)
-		},
-	})
 }

@@ -20,11 +20,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/nodeset"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/slurm"
 	"github.com/gantry-dev/gantry/pkg/slurm/fake"
+	"github.com/gantry-dev/gantry/test/testenv"
+	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 )
 
 func TestNodeSetIntegration(t *testing.T) {
@@ -35,14 +36,14 @@ func TestNodeSetIntegration(t *testing.T) {
 	g := NewWithT(t)
 	h.namespace(g, "slurm-it")
 	for _, name := range []string{"slurm", "norest", "offline", "pending"} {
-		g.Expect(h.c.Create(h.ctx, testutil.MakeController(name, h.ns).Keys("keys").Obj())).To(Succeed())
+		g.Expect(h.c.Create(h.ctx, slinkytesting.MakeController(name, h.ns).Keys("keys").Obj())).To(Succeed())
 	}
 	slurmd := h.clients.add(h.key("slurm"))
 	offline := h.clients.add(h.key("offline"))
 
 	t.Run("scale 0 to 5 to 2 drains before deleting", func(t *testing.T) {
 		g := NewWithT(t)
-		ns := testutil.MakeNodeSet("cpu", h.ns, "slurm").Obj()
+		ns := slinkytesting.MakeNodeSet("cpu", h.ns, "slurm").Obj()
 		ns.Spec.Replicas = ptr.To[int32](0)
 		g.Expect(h.c.Create(h.ctx, ns)).To(Succeed())
 
@@ -121,20 +122,22 @@ func TestNodeSetIntegration(t *testing.T) {
 
 	t.Run("a converged reconcile writes nothing and lists Slurm nodes once", func(t *testing.T) {
 		g := NewWithT(t)
-		counter := &writeCounter{}
-		r := nodeset.NewReconciler(counter.wrap(h.mgr.GetClient()), h.mgr.GetAPIReader(), h.clients, nil)
+		// The second reconciler writes through the manager's cache-backed
+		// client: it needs the field indexes.
+		writes := &testenv.WriteCounter{}
+		r := nodeset.NewReconcilerForTest(writes.Client(withoutWatch{h.mgr.GetClient()}), h.mgr.GetAPIReader(), h.clients, nil)
 		req := reconcile.Request{NamespacedName: h.key("cpu")}
-		g.Eventually(func(g Gomega) int32 {
-			counter.n.Store(0)
+		g.Eventually(func(g Gomega) int64 {
+			before := writes.Total()
 			_, err := r.Reconcile(h.ctx, req)
 			g.Expect(err).NotTo(HaveOccurred())
-			return counter.n.Load()
+			return writes.Total() - before
 		}).Should(BeZero())
 		updates, lists, gets := len(slurmd.Updates()), slurmd.Calls(fake.OpListNodes), slurmd.Calls(fake.OpGetNode)
-		counter.n.Store(0)
+		before := writes.Total()
 		_, err := r.Reconcile(h.ctx, req)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(counter.n.Load()).To(BeZero())
+		g.Expect(writes.Total() - before).To(BeZero())
 		g.Expect(len(slurmd.Updates())).To(Equal(updates), "no Slurm write either")
 		// The manager may reconcile concurrently, so only a lower bound on
 		// lists holds; per-pod GETs would show up whatever it does.
@@ -225,7 +228,7 @@ func TestNodeSetIntegration(t *testing.T) {
 
 	t.Run("a failed pod is recreated only after its back-off", func(t *testing.T) {
 		g := NewWithT(t)
-		g.Expect(h.c.Create(h.ctx, testutil.MakeNodeSet("flaky", h.ns, "norest").Obj())).To(Succeed())
+		g.Expect(h.c.Create(h.ctx, slinkytesting.MakeNodeSet("flaky", h.ns, "norest").Obj())).To(Succeed())
 		g.Eventually(h.liveNames("flaky")).Should(Equal([]string{"flaky-0"}))
 		pod := &corev1.Pod{}
 		g.Expect(h.c.Get(h.ctx, h.key("flaky-0"), pod)).To(Succeed())
@@ -247,7 +250,7 @@ func TestNodeSetIntegration(t *testing.T) {
 
 	t.Run("rolling update respects maxUnavailable", func(t *testing.T) {
 		g := NewWithT(t)
-		ns := testutil.MakeNodeSet("roll", h.ns, "slurm").Obj()
+		ns := slinkytesting.MakeNodeSet("roll", h.ns, "slurm").Obj()
 		ns.Spec.Replicas = ptr.To[int32](3)
 		ns.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(1))
 		g.Expect(h.c.Create(h.ctx, ns)).To(Succeed())
@@ -281,7 +284,7 @@ func TestNodeSetIntegration(t *testing.T) {
 
 	t.Run("OnDelete replaces a pod only when it is deleted", func(t *testing.T) {
 		g := NewWithT(t)
-		ns := testutil.MakeNodeSet("ondel", h.ns, "slurm").Obj()
+		ns := slinkytesting.MakeNodeSet("ondel", h.ns, "slurm").Obj()
 		ns.Spec.Replicas = ptr.To[int32](2)
 		ns.Spec.UpdateStrategy.Type = slinkyv1beta1.OnDeleteNodeSetStrategyType
 		g.Expect(h.c.Create(h.ctx, ns)).To(Succeed())
@@ -304,7 +307,7 @@ func TestNodeSetIntegration(t *testing.T) {
 
 	t.Run("revision history is truncated to the limit", func(t *testing.T) {
 		g := NewWithT(t)
-		ns := testutil.MakeNodeSet("hist", h.ns, "slurm").Obj()
+		ns := slinkytesting.MakeNodeSet("hist", h.ns, "slurm").Obj()
 		ns.Spec.Replicas = ptr.To[int32](0)
 		ns.Spec.RevisionHistoryLimit = 1
 		g.Expect(h.c.Create(h.ctx, ns)).To(Succeed())
@@ -337,7 +340,7 @@ func TestNodeSetIntegration(t *testing.T) {
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "slurmd", Image: "slurmd:old"}}},
 		}
 		g.Expect(h.c.Create(h.ctx, orphan)).To(Succeed())
-		g.Expect(h.c.Create(h.ctx, testutil.MakeNodeSet("adopt", h.ns, "slurm").Obj())).To(Succeed())
+		g.Expect(h.c.Create(h.ctx, slinkytesting.MakeNodeSet("adopt", h.ns, "slurm").Obj())).To(Succeed())
 		owner := h.nodeSet(g, "adopt")
 		g.Eventually(func(g Gomega) *metav1.OwnerReference {
 			g.Expect(h.c.Get(h.ctx, h.key("adopt-0"), orphan)).To(Succeed())
@@ -351,7 +354,7 @@ func TestNodeSetIntegration(t *testing.T) {
 
 	t.Run("without a RestApi pods are managed by Kubernetes state alone", func(t *testing.T) {
 		g := NewWithT(t)
-		g.Expect(h.c.Create(h.ctx, testutil.MakeNodeSet("plain", h.ns, "norest").Obj())).To(Succeed())
+		g.Expect(h.c.Create(h.ctx, slinkytesting.MakeNodeSet("plain", h.ns, "norest").Obj())).To(Succeed())
 		g.Eventually(h.liveNames("plain")).Should(Equal([]string{"plain-0"}))
 		h.kubelet(g, "plain", nil)
 		h.updateNodeSet(g, "plain", func(n *slinkyv1beta1.NodeSet) { n.Spec.Replicas = ptr.To[int32](0) })
@@ -364,8 +367,8 @@ func TestNodeSetIntegration(t *testing.T) {
 		// be read, the Controller has a RestApi but no client is known. That
 		// is not "no RestApi": Slurm may be running jobs on every node.
 		g := NewWithT(t)
-		g.Expect(h.c.Create(h.ctx, testutil.MakeRestApi("pending-rest", h.ns, "pending").Obj())).To(Succeed())
-		g.Expect(h.c.Create(h.ctx, testutil.MakeNodeSet("wait", h.ns, "pending").Obj())).To(Succeed())
+		g.Expect(h.c.Create(h.ctx, slinkytesting.MakeRestApi("pending-rest", h.ns, "pending").Obj())).To(Succeed())
+		g.Expect(h.c.Create(h.ctx, slinkytesting.MakeNodeSet("wait", h.ns, "pending").Obj())).To(Succeed())
 		g.Eventually(h.liveNames("wait")).Should(Equal([]string{"wait-0"}))
 		h.kubelet(g, "wait", nil)
 		g.Eventually(func(g Gomega) *metav1.Condition {
@@ -391,9 +394,9 @@ func TestNodeSetIntegration(t *testing.T) {
 		// slurmd registered under another name (e.g. the host's FQDN): Gantry
 		// cannot see the node's jobs, so it must not delete the pod.
 		g := NewWithT(t)
-		g.Expect(h.c.Create(h.ctx, testutil.MakeController("renamed", h.ns).Keys("keys").Obj())).To(Succeed())
+		g.Expect(h.c.Create(h.ctx, slinkytesting.MakeController("renamed", h.ns).Keys("keys").Obj())).To(Succeed())
 		renamed := h.clients.add(h.key("renamed"))
-		g.Expect(h.c.Create(h.ctx, testutil.MakeNodeSet("named", h.ns, "renamed").Obj())).To(Succeed())
+		g.Expect(h.c.Create(h.ctx, slinkytesting.MakeNodeSet("named", h.ns, "renamed").Obj())).To(Succeed())
 		g.Eventually(h.liveNames("named")).Should(Equal([]string{"named-0"}))
 		h.kubelet(g, "named", nil)
 		renamed.SetNode(slurm.Node{Name: "named-0.example.org", State: []slurm.NodeState{slurm.NodeStateAllocated}})
@@ -429,9 +432,9 @@ func TestNodeSetIntegration(t *testing.T) {
 
 	t.Run("a healthy pod whose Slurm node is gone is replaced, unless a listed node could be it", func(t *testing.T) {
 		g := NewWithT(t)
-		g.Expect(h.c.Create(h.ctx, testutil.MakeController("healer", h.ns).Keys("keys").Obj())).To(Succeed())
+		g.Expect(h.c.Create(h.ctx, slinkytesting.MakeController("healer", h.ns).Keys("keys").Obj())).To(Succeed())
 		healer := h.clients.add(h.key("healer"))
-		g.Expect(h.c.Create(h.ctx, testutil.MakeNodeSet("heal", h.ns, "healer").Obj())).To(Succeed())
+		g.Expect(h.c.Create(h.ctx, slinkytesting.MakeNodeSet("heal", h.ns, "healer").Obj())).To(Succeed())
 		g.Eventually(h.liveNames("heal")).Should(Equal([]string{"heal-0"}))
 		h.kubelet(g, "heal", healer)
 		// Ready long enough ago that only Slurm's node list decides.
@@ -492,7 +495,7 @@ func TestNodeSetIntegration(t *testing.T) {
 
 	t.Run("with slurmrestd down pods are created but none that may run jobs is deleted", func(t *testing.T) {
 		g := NewWithT(t)
-		g.Expect(h.c.Create(h.ctx, testutil.MakeNodeSet("dark", h.ns, "offline").Obj())).To(Succeed())
+		g.Expect(h.c.Create(h.ctx, slinkytesting.MakeNodeSet("dark", h.ns, "offline").Obj())).To(Succeed())
 		g.Eventually(h.liveNames("dark")).Should(Equal([]string{"dark-0"}))
 		h.kubelet(g, "dark", offline)
 		offline.SetError(fake.OpListNodes, errors.New("dial tcp: connection refused"))
@@ -517,4 +520,4 @@ func TestNodeSetIntegration(t *testing.T) {
 	})
 }
 
-var defaultSlurmdImage = common.DefaultImages().Slurmd
+var defaultSlurmdImage = slinky.DefaultImages().Slurmd

@@ -12,17 +12,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/index"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/service"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/framework/builder"
 )
 
 // workerLabels label the objects shared by all NodeSets of a Controller.
 func workerLabels(controller string) map[string]string {
 	return map[string]string{
-		builder.LabelName:      common.AppSlurmd,
-		builder.LabelComponent: common.ComponentWorker,
+		builder.LabelName:      slinky.AppSlurmd,
+		builder.LabelComponent: slinky.ComponentWorker,
 		builder.LabelManagedBy: builder.ManagedByGantry,
-		common.LabelCluster:    controller,
+		slinky.LabelCluster:    controller,
 	}
 }
 
@@ -36,11 +38,11 @@ func BuildWorkerService(n *slinkyv1beta1.NodeSet, owners []metav1.OwnerReference
 		Labels:          workerLabels(controller),
 		OwnerReferences: owners,
 	}
-	return common.HeadlessService(common.ServiceParams{
+	return service.NewHeadless(service.Params{
 		Meta:     meta,
-		Selector: map[string]string{builder.LabelName: common.AppSlurmd, common.LabelCluster: controller},
-		PortName: common.AppSlurmd,
-		Port:     common.SlurmdPort,
+		Selector: map[string]string{builder.LabelName: slinky.AppSlurmd, slinky.LabelCluster: controller},
+		PortName: slinky.AppSlurmd,
+		Port:     slinky.SlurmdPort,
 	})
 }
 
@@ -54,7 +56,7 @@ func BuildWorkerPDB(n *slinkyv1beta1.NodeSet, owners []metav1.OwnerReference) *p
 		Labels:          workerLabels(controller),
 		OwnerReferences: owners,
 	}
-	selector := map[string]string{common.LabelCluster: controller, slinkyv1beta1.LabelNodeSetPodProtect: "true"}
+	selector := map[string]string{slinky.LabelCluster: controller, slinkyv1beta1.LabelNodeSetPodProtect: "true"}
 	return builder.PodDisruptionBudget(meta, selector, nil, ptr.To(intstr.FromInt32(0)))
 }
 
@@ -63,7 +65,7 @@ func BuildWorkerPDB(n *slinkyv1beta1.NodeSet, owners []metav1.OwnerReference) *p
 func (r *Reconciler) sharedOwners(ctx context.Context, n *slinkyv1beta1.NodeSet) ([]metav1.OwnerReference, error) {
 	list := &slinkyv1beta1.NodeSetList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(n.Namespace),
-		client.MatchingFields{common.IndexNodeSetController: common.NodeSetControllerIndexValue(n)}); err != nil {
+		client.MatchingFields{index.NodeSetController: index.NodeSetControllerValue(n)}); err != nil {
 		return nil, err
 	}
 	slices.SortFunc(list.Items, func(a, b slinkyv1beta1.NodeSet) int { return compareStrings(a.Name, b.Name) })

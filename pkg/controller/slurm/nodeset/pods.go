@@ -14,7 +14,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/podspec"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/framework/builder"
 )
 
@@ -89,7 +90,7 @@ func podHostname(name string) string {
 type PodInputs struct {
 	Controller   *slinkyv1beta1.Controller
 	RevisionHash string
-	Images       common.Images
+	Images       slinky.Images
 	// Ssh are the hashes of sshd_config and sssd.conf (ssh enabled only).
 	Ssh SshHashes
 }
@@ -203,7 +204,7 @@ func podClaims(n *slinkyv1beta1.NodeSet, pod *corev1.Pod) []*corev1.PersistentVo
 		c := t.DeepCopy()
 		c.Name = claimName(n, t.Name, suffix)
 		c.Namespace = n.Namespace
-		c.Labels = builder.MergeLabels(c.Labels, common.NodeSetLabels(n))
+		c.Labels = builder.MergeLabels(c.Labels, slinky.NodeSetLabels(n))
 		c.ResourceVersion, c.UID = "", ""
 		c.Status = corev1.PersistentVolumeClaimStatus{}
 		out = append(out, c)
@@ -217,9 +218,9 @@ func podTemplate(n *slinkyv1beta1.NodeSet, in PodInputs) corev1.PodTemplateSpec 
 	controller := n.Spec.ControllerRef.Name
 	base := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{
-			Labels: builder.MergeLabels(n.Labels, common.NodeSetLabels(n)),
+			Labels: builder.MergeLabels(n.Labels, slinky.NodeSetLabels(n)),
 			Annotations: builder.MergeLabels(n.Annotations, map[string]string{
-				common.AnnotationDefaultContainer: common.AppSlurmd,
+				slinky.AnnotationDefaultContainer: slinky.AppSlurmd,
 			}),
 		},
 		Spec: corev1.PodSpec{
@@ -230,7 +231,7 @@ func podTemplate(n *slinkyv1beta1.NodeSet, in PodInputs) corev1.PodTemplateSpec 
 				fmt.Sprintf("%s.%s.svc.cluster.local", WorkerServiceName(controller), n.Namespace),
 			}},
 			Containers:     []corev1.Container{slurmdContainer(n, in)},
-			InitContainers: []corev1.Container{common.LogfileSidecar(n.Spec.LogFile.Container, in.Images.Logfile, common.SlurmdLogFilePath)},
+			InitContainers: []corev1.Container{podspec.LogfileSidecar(n.Spec.LogFile.Container, in.Images.Logfile, slinky.SlurmdLogFilePath)},
 			Volumes:        podVolumes(in.Controller),
 			// One slurmd per Kubernetes node: two would fight over the
 			// node's cgroups and devices.
@@ -238,7 +239,7 @@ func podTemplate(n *slinkyv1beta1.NodeSet, in PodInputs) corev1.PodTemplateSpec 
 				RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
 					TopologyKey: corev1.LabelHostname,
 					LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-						Key: builder.LabelName, Operator: metav1.LabelSelectorOpIn, Values: []string{common.AppSlurmd},
+						Key: builder.LabelName, Operator: metav1.LabelSelectorOpIn, Values: []string{slinky.AppSlurmd},
 					}}},
 				}},
 			}},
@@ -249,7 +250,7 @@ func podTemplate(n *slinkyv1beta1.NodeSet, in PodInputs) corev1.PodTemplateSpec 
 		// The user accepts several slurmd pods on one Kubernetes node.
 		base.Spec.Affinity = nil
 	}
-	user := common.UserPodTemplate(n.Spec.Template.Metadata.Labels, n.Spec.Template.Metadata.Annotations, n.Spec.Template.Spec.PodSpec)
+	user := podspec.UserPodTemplate(n.Spec.Template.Metadata.Labels, n.Spec.Template.Metadata.Annotations, n.Spec.Template.Spec.PodSpec)
 	out := builder.MergePodTemplate(base, user)
 	if !n.Spec.OversubscribeNode && user.Spec.Affinity != nil {
 		// The user's affinity (a node affinity, say) replaced the base's
@@ -280,16 +281,16 @@ const PreStopScript = "scontrol delete nodename=$(hostname) || " +
 
 func slurmdContainer(n *slinkyv1beta1.NodeSet, in PodInputs) corev1.Container {
 	probe := func(path string) corev1.ProbeHandler {
-		return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString(common.AppSlurmd)}}
+		return corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString(slinky.AppSlurmd)}}
 	}
 	args := []string{"-Z"}
 	if in.Controller != nil {
-		args = append(args, common.ConfServerArgs(in.Controller)...)
+		args = append(args, slinky.ConfServerArgs(in.Controller)...)
 	}
 	args = append(args, "--conf", slurmdConf(n))
 	cpus, memoryMiB := slurmdLimits(n)
 	base := corev1.Container{
-		Name:  common.AppSlurmd,
+		Name:  slinky.AppSlurmd,
 		Image: in.Images.Slurmd,
 		Args:  args,
 		// Slinky's slurmd image sizes the node from these (its CPUs and
@@ -303,14 +304,14 @@ func slurmdContainer(n *slinkyv1beta1.NodeSet, in PodInputs) corev1.Container {
 			{Name: "POD_CPUS", Value: strconv.FormatInt(cpus, 10)},
 			{Name: "POD_MEMORY", Value: strconv.FormatInt(memoryMiB, 10)},
 		},
-		Ports: []corev1.ContainerPort{{Name: common.AppSlurmd, ContainerPort: common.SlurmdPort, Protocol: corev1.ProtocolTCP}},
+		Ports: []corev1.ContainerPort{{Name: slinky.AppSlurmd, ContainerPort: slinky.SlurmdPort, Protocol: corev1.ProtocolTCP}},
 		StartupProbe: &corev1.Probe{
-			ProbeHandler: probe(common.SlurmctldLivez), FailureThreshold: 6, PeriodSeconds: 10,
+			ProbeHandler: probe(slinky.SlurmctldLivez), FailureThreshold: 6, PeriodSeconds: 10,
 		},
 		LivenessProbe: &corev1.Probe{
-			ProbeHandler: probe(common.SlurmctldLivez), FailureThreshold: 6, PeriodSeconds: 10,
+			ProbeHandler: probe(slinky.SlurmctldLivez), FailureThreshold: 6, PeriodSeconds: 10,
 		},
-		ReadinessProbe: &corev1.Probe{ProbeHandler: probe(common.SlurmctldReadyz)},
+		ReadinessProbe: &corev1.Probe{ProbeHandler: probe(slinky.SlurmctldReadyz)},
 		// slurmd manages cgroups, devices and job processes of any user.
 		SecurityContext: &corev1.SecurityContext{
 			Privileged:   ptr.To(true),
@@ -320,8 +321,8 @@ func slurmdContainer(n *slinkyv1beta1.NodeSet, in PodInputs) corev1.Container {
 			Command: []string{"/usr/bin/sh", "-c", PreStopScript},
 		}}},
 		VolumeMounts: []corev1.VolumeMount{
-			{Name: common.SlurmEtcVolume, MountPath: common.SlurmEtcDir, ReadOnly: true},
-			{Name: common.SlurmLogFileVolume, MountPath: common.SlurmLogFileDir},
+			{Name: slinky.SlurmEtcVolume, MountPath: slinky.SlurmEtcDir, ReadOnly: true},
+			{Name: slinky.SlurmLogFileVolume, MountPath: slinky.SlurmLogFileDir},
 		},
 	}
 	addSshToSlurmd(n, &base)
@@ -351,7 +352,7 @@ func slurmdLimits(n *slinkyv1beta1.NodeSet) (cpus, memoryMiB int64) {
 // NodeSet's Slurm name, so partitions can select it) plus the user's
 // extraConf. Repeated keys are joined with commas, as slurmd expects.
 func slurmdConf(n *slinkyv1beta1.NodeSet) string {
-	values := map[string][]string{"Features": {common.SlurmNodeSetName(n)}}
+	values := map[string][]string{"Features": {slinky.SlurmNodeSetName(n)}}
 	for _, item := range strings.Fields(n.Spec.ExtraConf) {
 		key, val, ok := strings.Cut(item, "=")
 		if !ok {
@@ -376,13 +377,13 @@ func slurmdConf(n *slinkyv1beta1.NodeSet) string {
 func podVolumes(c *slinkyv1beta1.Controller) []corev1.Volume {
 	var sources []corev1.VolumeProjection
 	if c != nil && c.Spec.SlurmKeyRef != nil {
-		sources = append(sources, common.SecretKeyProjection(c.Spec.SlurmKeyRef, common.SlurmKeyFile))
+		sources = append(sources, podspec.SecretKeyProjection(c.Spec.SlurmKeyRef, slinky.SlurmKeyFile))
 	}
 	return []corev1.Volume{
-		{Name: common.SlurmEtcVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		{Name: slinky.SlurmEtcVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 			DefaultMode: ptr.To[int32](0o600),
 			Sources:     sources,
 		}}},
-		common.LogFileVolume(),
+		podspec.LogFileVolume(),
 	}
 }

@@ -9,9 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/nodeset"
 	"github.com/gantry-dev/gantry/pkg/slurm"
+	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 )
 
 func TestNodeSetPruneSlurmNodeRecordsIntegration(t *testing.T) {
@@ -21,13 +21,13 @@ func TestNodeSetPruneSlurmNodeRecordsIntegration(t *testing.T) {
 	SetDefaultConsistentlyDuration(2 * time.Second)
 	g := NewWithT(t)
 	h.namespace(g, "slurm-prune")
-	g.Expect(h.c.Create(h.ctx, testutil.MakeController("slurm", h.ns).Keys("keys").Obj())).To(Succeed())
+	g.Expect(h.c.Create(h.ctx, slinkytesting.MakeController("slurm", h.ns).Keys("keys").Obj())).To(Succeed())
 	slurmd := h.clients.add(h.key("slurm"))
 
 	for _, name := range []string{"pn-1", "pn-2", "pn-3"} {
-		h.createNode(g, testutil.MakeNode(name).Label("pool", "prune").Obj())
+		h.createNode(g, slinkytesting.MakeNode(name).Label("pool", "prune").Obj())
 	}
-	ns := testutil.MakeNodeSet("pr", h.ns, "slurm").DaemonSet().NodeSelector(map[string]string{"pool": "prune"}).PruneNodeNotFound().Obj()
+	ns := slinkytesting.MakeNodeSet("pr", h.ns, "slurm").DaemonSet().NodeSelector(map[string]string{"pool": "prune"}).PruneNodeNotFound().Obj()
 	g.Expect(h.c.Create(h.ctx, ns)).To(Succeed())
 	g.Eventually(h.hostsOf("pr")).Should(HaveLen(3))
 	h.daemonKubelet(g, "pr", slurmd)

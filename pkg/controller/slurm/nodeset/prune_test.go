@@ -17,14 +17,14 @@ import (
 	ctrlfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
 	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
 	"github.com/gantry-dev/gantry/pkg/slurm"
 	"github.com/gantry-dev/gantry/pkg/slurm/fake"
+	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 )
 
 func TestSyncSlurmNodeRecords(t *testing.T) {
-	ds := testutil.MakeNodeSet("ds", "ns", "slurm").DaemonSet().PruneNodeNotFound().Obj()
+	ds := slinkytesting.MakeNodeSet("ds", "ns", "slurm").DaemonSet().PruneNodeNotFound().Obj()
 	ds.UID = types.UID("uid-ds")
 	comment := func(pod, node string, uid types.UID) string {
 		b, _ := json.Marshal(podInfo{Namespace: "ns", PodName: pod, Node: node, NodeSetName: "ds", NodeSetUID: string(uid)})
@@ -35,8 +35,8 @@ func TestSyncSlurmNodeRecords(t *testing.T) {
 			Comment: comment(pod, node, ds.UID)}
 	}
 	existingPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ds-alive", Namespace: "ns"}}
-	mapsHere := testutil.MakeNode("dn-here").Obj()
-	renamed := testutil.MakeNode("dn-renamed").Obj()
+	mapsHere := slinkytesting.MakeNode("dn-here").Obj()
+	renamed := slinkytesting.MakeNode("dn-renamed").Obj()
 	renamed.Annotations = map[string]string{slinkyv1beta1.AnnotationNodeHostnameOverride: "big-1"}
 	running := slurm.Job{JobID: 9, Nodes: "dn-busy", State: []slurm.JobState{slurm.JobStateRunning}}
 
@@ -93,7 +93,7 @@ func TestSyncSlurmNodeRecords(t *testing.T) {
 				n = tt.nodeSet
 			}
 			c := ctrlfake.NewClientBuilder().WithScheme(scheme).WithObjects(existingPod, mapsHere, renamed).Build()
-			r := NewReconciler(c, c, nil, nil)
+			r := newReconciler(c, c, nil, nil)
 			slurmd := fake.New(tt.node)
 			slurmd.SetJobs(tt.jobs...)
 			slurmd.SetError(fake.OpListNodes, tt.listErr)
@@ -115,7 +115,7 @@ func TestSyncSlurmNodeRecords(t *testing.T) {
 // TestSyncSlurmNodeRecordsFailsClosed: a pod that cannot be read keeps its
 // record, and the error is reported.
 func TestSyncSlurmNodeRecordsFailsClosed(t *testing.T) {
-	ds := testutil.MakeNodeSet("ds", "ns", "slurm").DaemonSet().PruneNodeNotFound().Obj()
+	ds := slinkytesting.MakeNodeSet("ds", "ns", "slurm").DaemonSet().PruneNodeNotFound().Obj()
 	ds.UID = "uid-ds"
 	info, _ := json.Marshal(podInfo{Namespace: "ns", PodName: "ds-x", Node: "dn-gone", NodeSetName: "ds", NodeSetUID: "uid-ds"})
 	slurmd := fake.New(slurm.Node{Name: "dn-gone", State: []slurm.NodeState{slurm.NodeStateDown, slurm.NodeStateNotResponding}, Comment: string(info)})
@@ -125,7 +125,7 @@ func TestSyncSlurmNodeRecordsFailsClosed(t *testing.T) {
 	}
 	base := ctrlfake.NewClientBuilder().WithScheme(scheme).Build()
 	broken := failingGets{Client: base}
-	r := NewReconciler(base, broken, nil, nil)
+	r := newReconciler(base, broken, nil, nil)
 	s := &scope{Base: syncsteps.Base[*slinkyv1beta1.NodeSet]{Object: ds}, slurm: loadSlurmView(context.Background(), slurmd, time.Now())}
 	if err := r.syncSlurmNodeRecords(context.Background(), s); err == nil {
 		t.Error("no error although the pod could not be read")

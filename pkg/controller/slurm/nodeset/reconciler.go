@@ -18,15 +18,18 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sevents "k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/framework/expectations"
 	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
+	"github.com/gantry-dev/gantry/pkg/framework/workload"
 )
 
 // Name is the reconciler's name in the manager, its events and logs.
@@ -72,23 +75,42 @@ type Reconciler struct {
 	// backoff delays the replacement of failed pods.
 	backoff *failedPodBackoff
 	// Images fill in container images the NodeSet leaves empty.
-	Images common.Images
-	// Now is the clock; tests replace it.
-	Now func() time.Time
+	Images slinky.Images
+	// clock tells the time of pod failures, deadlines and conditions.
+	clock clock.PassiveClock
 }
 
-// NewReconciler returns a reconciler writing through c, reading fresh
+// Options configure a NodeSet Reconciler.
+type Options struct {
+	workload.Options
+	// Images override the default images field by field.
+	Images slinky.Images
+	// Clients gives the Slurm client of a NodeSet's Controller; nil when no
+	// Controller will ever have a RestApi.
+	Clients ClientSource
+}
+
+// New builds the NodeSet reconciler for mgr.
+func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
+	r := newReconciler(mgr.GetClient(), mgr.GetAPIReader(), o.Clients, mgr.GetEventRecorder(Name))
+	r.Images = o.Images.Or(r.Images)
+	r.Workers = o.Workers()
+	r.clock = o.ClockOrReal()
+	return r, nil
+}
+
+// newReconciler returns a reconciler writing through c, reading fresh
 // objects through apiReader, taking Slurm clients from clients (nil: no
 // Controller has a RestApi) and recording events with recorder (nil
-// records none).
-func NewReconciler(c client.Client, apiReader client.Reader, clients ClientSource, recorder k8sevents.EventRecorder) *Reconciler {
+// records none), for New and for tests without a manager.
+func newReconciler(c client.Client, apiReader client.Reader, clients ClientSource, recorder k8sevents.EventRecorder) *Reconciler {
 	return &Reconciler{
 		Reconciler:   core.New(c, apiReader, recorder),
 		clients:      clients,
 		expectations: expectations.New(),
 		backoff:      newFailedPodBackoff(FailedPodBackoffInitial, FailedPodBackoffMax),
-		Images:       common.DefaultImages(),
-		Now:          time.Now,
+		Images:       slinky.DefaultImages(),
+		clock:        clock.RealClock{},
 	}
 }
 
@@ -175,7 +197,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 func (r *Reconciler) loadSlurm(ctx context.Context, n *slinkyv1beta1.NodeSet) *slurmView {
 	if r.clients == nil {
-		return loadSlurmView(ctx, nil, r.Now())
+		return loadSlurmView(ctx, nil, r.clock.Now())
 	}
 	// Only a Controller without any RestApi keeps upstream's rule that Slurm
 	// state is unknowable and nodes count as drained. A RestApi whose client
@@ -190,7 +212,7 @@ func (r *Reconciler) loadSlurm(ctx context.Context, n *slinkyv1beta1.NodeSet) *s
 		return unknownSlurmView(fmt.Errorf("the Slurm client of RestApi %s for Controller %s is not usable; "+
 			"no pod that may run jobs is deleted until it is: %w", rest, n.ControllerKey(), err))
 	}
-	return loadSlurmView(ctx, c, r.Now())
+	return loadSlurmView(ctx, c, r.clock.Now())
 }
 
 // steps are the NodeSet's sync steps in upstream's order: shared objects,
@@ -235,7 +257,7 @@ func (r *Reconciler) claimPods(ctx context.Context, s *scope) ([]*corev1.Pod, er
 		return nil, err
 	}
 	candidates := &corev1.PodList{}
-	selector := common.NodeSetSelectorLabels(n)
+	selector := slinky.NodeSetSelectorLabels(n)
 	if err := r.Client.List(ctx, candidates, client.InNamespace(n.Namespace), client.MatchingLabels(selector)); err != nil {
 		return nil, err
 	}

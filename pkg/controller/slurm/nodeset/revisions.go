@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/framework/builder"
 )
 
@@ -112,7 +112,7 @@ func RevisionHash(data []byte, collisionCount *int32) string {
 type revisions []*appsv1.ControllerRevision
 
 func revisionLabels(n *slinkyv1beta1.NodeSet, hash string) map[string]string {
-	l := common.NodeSetSelectorLabels(n)
+	l := slinky.NodeSetSelectorLabels(n)
 	l[builder.LabelManagedBy] = builder.ManagedByGantry
 	l[slinkyv1beta1.LabelNodeSetRevisionHash] = hash
 	return l
@@ -122,7 +122,7 @@ func revisionLabels(n *slinkyv1beta1.NodeSet, hash string) map[string]string {
 // that it controls or that nobody controls (candidates for adoption).
 func (r *Reconciler) listRevisions(ctx context.Context, n *slinkyv1beta1.NodeSet) (revisions, error) {
 	list := &appsv1.ControllerRevisionList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(n.Namespace), client.MatchingLabels(common.NodeSetSelectorLabels(n))); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(n.Namespace), client.MatchingLabels(slinky.NodeSetSelectorLabels(n))); err != nil {
 		return nil, err
 	}
 	out := make(revisions, 0, len(list.Items))

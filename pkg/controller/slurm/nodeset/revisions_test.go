@@ -9,11 +9,11 @@ import (
 	"k8s.io/utils/ptr"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
+	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 )
 
 func TestRevisionHashCoversPodShapingFields(t *testing.T) {
-	base := testutil.MakeNodeSet("cpu", "ns", "slurm").Obj()
+	base := slinkytesting.MakeNodeSet("cpu", "ns", "slurm").Obj()
 	tests := []struct {
 		name       string
 		mutate     func(*slinkyv1beta1.NodeSet)
@@ -69,7 +69,7 @@ func sshSpec(enabled bool) slinkyv1beta1.NodeSetSsh {
 // TestRevisionHashSsh: with ssh enabled, a change of its spec or of the
 // files it produces (sssd.conf lives in a Secret) replaces the pods.
 func TestRevisionHashSsh(t *testing.T) {
-	n := testutil.MakeNodeSet("cpu", "ns", "slurm").Ssh(sshSpec(true)).Obj()
+	n := slinkytesting.MakeNodeSet("cpu", "ns", "slurm").Ssh(sshSpec(true)).Obj()
 	hashes := SshHashes{SshdConf: "a", SssdConf: "b"}
 	hashOf := func(n *slinkyv1beta1.NodeSet, h SshHashes) string {
 		t.Helper()
@@ -100,7 +100,7 @@ func TestRevisionHashSsh(t *testing.T) {
 // was supported: a manager upgrade must not replace the pods of existing
 // NodeSets, which have ssh disabled.
 func TestRevisionHashStable(t *testing.T) {
-	custom := testutil.MakeNodeSet("gpu", "ns", "slurm").Obj()
+	custom := slinkytesting.MakeNodeSet("gpu", "ns", "slurm").Obj()
 	custom.Spec.Template.Metadata.Labels = map[string]string{"team": "a"}
 	custom.Spec.Template.Spec.PriorityClassName = "high"
 	custom.Spec.Slurmd.Image = "slurmd:26.05"
@@ -112,9 +112,9 @@ func TestRevisionHashStable(t *testing.T) {
 		nodeSet *slinkyv1beta1.NodeSet
 		want    string
 	}{
-		{"defaults", testutil.MakeNodeSet("cpu", "ns", "slurm").Obj(), "6d66bff8bd"},
+		{"defaults", slinkytesting.MakeNodeSet("cpu", "ns", "slurm").Obj(), "6d66bff8bd"},
 		{"every hashed field set", custom, "77b8fc6f5d"},
-		{"ssh disabled but configured", testutil.MakeNodeSet("cpu", "ns", "slurm").Ssh(sshSpec(false)).Obj(), "6d66bff8bd"},
+		{"ssh disabled but configured", slinkytesting.MakeNodeSet("cpu", "ns", "slurm").Ssh(sshSpec(false)).Obj(), "6d66bff8bd"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -150,7 +150,7 @@ func TestRevisionHash(t *testing.T) {
 }
 
 func TestBuildPodIdentity(t *testing.T) {
-	ctrl := testutil.MakeController("slurm", "ns").Keys("keys").Obj()
+	ctrl := slinkytesting.MakeController("slurm", "ns").Keys("keys").Obj()
 	tests := []struct {
 		name         string
 		nodeset      *slinkyv1beta1.NodeSet
@@ -158,13 +158,13 @@ func TestBuildPodIdentity(t *testing.T) {
 		wantName     string
 		wantHostname string
 	}{
-		{"plain", testutil.MakeNodeSet("cpu", "ns", "slurm").Obj(), 3, "cpu-3", "cpu-3"},
+		{"plain", slinkytesting.MakeNodeSet("cpu", "ns", "slurm").Obj(), 3, "cpu-3", "cpu-3"},
 		{"padded", func() *slinkyv1beta1.NodeSet {
-			n := testutil.MakeNodeSet("cpu", "ns", "slurm").Obj()
+			n := slinkytesting.MakeNodeSet("cpu", "ns", "slurm").Obj()
 			n.Spec.OrdinalPadding = 3
 			return n
 		}(), 7, "cpu-007", "cpu-007"},
-		{"hostname prefix", testutil.MakeNodeSet("cpu", "ns", "slurm").Hostname("node").Obj(), 12, "cpu-12", "node12"},
+		{"hostname prefix", slinkytesting.MakeNodeSet("cpu", "ns", "slurm").Hostname("node").Obj(), 12, "cpu-12", "node12"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -200,14 +200,14 @@ func TestBuildPodIdentity(t *testing.T) {
 }
 
 func TestBuildPodMergesUserTemplate(t *testing.T) {
-	n := testutil.MakeNodeSet("gpu", "ns", "slurm").Obj()
+	n := slinkytesting.MakeNodeSet("gpu", "ns", "slurm").Obj()
 	n.Spec.Template.Metadata.Labels = map[string]string{"team": "ml", "app.kubernetes.io/name": "hijack"}
 	n.Spec.Template.Spec.NodeSelector = map[string]string{"gpu": "true"}
 	n.Spec.Slurmd.Image = "slurmd:custom"
 	n.Spec.ExtraConf = "Weight=5 Features=a100"
 	n.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{{}}
 	n.Spec.VolumeClaimTemplates[0].Name = "scratch"
-	pod := BuildPod(n, 2, PodInputs{Controller: testutil.MakeController("slurm", "ns").Keys("keys").Obj()})
+	pod := BuildPod(n, 2, PodInputs{Controller: slinkytesting.MakeController("slurm", "ns").Keys("keys").Obj()})
 
 	if pod.Labels["team"] != "ml" || pod.Labels["app.kubernetes.io/name"] != "slurmd" {
 		t.Errorf("labels = %v: want the user's label kept and the operator's selector label winning", pod.Labels)
@@ -238,7 +238,7 @@ func TestBuildPodMergesUserTemplate(t *testing.T) {
 // with oversubscribeNode the rule is dropped and only the user's remain.
 func TestOversubscribeNode(t *testing.T) {
 	userTerm := corev1.PodAffinityTerm{TopologyKey: "zone", LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"x": "y"}}}
-	n := testutil.MakeNodeSet("cpu", "ns", "slurm").Obj()
+	n := slinkytesting.MakeNodeSet("cpu", "ns", "slurm").Obj()
 	n.Spec.Template.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{userTerm},
 	}}
@@ -248,7 +248,7 @@ func TestOversubscribeNode(t *testing.T) {
 		}
 		return p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
 	}
-	in := PodInputs{Controller: testutil.MakeController("slurm", "ns").Keys("keys").Obj()}
+	in := PodInputs{Controller: slinkytesting.MakeController("slurm", "ns").Keys("keys").Obj()}
 	got := terms(BuildPod(n, 0, in))
 	if len(got) != 2 || got[0].TopologyKey != corev1.LabelHostname || got[1].TopologyKey != "zone" {
 		t.Errorf("default anti-affinity = %+v, want one pod per hostname plus the user's term", got)

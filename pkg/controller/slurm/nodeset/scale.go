@@ -66,7 +66,7 @@ func (r *Reconciler) scaleOut(ctx context.Context, n *slinkyv1beta1.NodeSet, s *
 			continue
 		}
 		pod := BuildPod(n, ordinal, in)
-		if wait := r.backoff.wait(client.ObjectKeyFromObject(pod).String(), r.Now()); wait > 0 {
+		if wait := r.backoff.wait(client.ObjectKeyFromObject(pod).String(), r.clock.Now()); wait > 0 {
 			waiting = append(waiting, pod.Name)
 			s.Requeue.After(wait)
 			continue
@@ -260,7 +260,7 @@ func (r *Reconciler) releaseClaimsOnScaleIn(ctx context.Context, n *slinkyv1beta
 func (r *Reconciler) steadyState(ctx context.Context, n *slinkyv1beta1.NodeSet, s *scope, pods []*corev1.Pod) error {
 	var victims []*corev1.Pod
 	if isRollingUpdate(n) {
-		victims = rollingUpdateVictims(n, pods, s.revisions.hash(), r.Now())
+		victims = rollingUpdateVictims(n, pods, s.revisions.hash(), r.clock.Now())
 	}
 	var errs []error
 	keep := slices.DeleteFunc(livePods(pods), func(p *corev1.Pod) bool { return slices.Contains(victims, p) })
@@ -275,7 +275,7 @@ func (r *Reconciler) steadyState(ctx context.Context, n *slinkyv1beta1.NodeSet, 
 			// No slurmd runs in a finished pod, so nothing can be killed.
 			// A failed one comes back only after its back-off.
 			if pod.Status.Phase == corev1.PodFailed {
-				r.backoff.failed(client.ObjectKeyFromObject(pod).String(), r.Now())
+				r.backoff.failed(client.ObjectKeyFromObject(pod).String(), r.clock.Now())
 			}
 			return r.deletePod(ctx, n, s, pod, "")
 		}
@@ -306,7 +306,7 @@ func (r *Reconciler) syncRollout(ctx context.Context, s *scope) error {
 	}
 	_, old := splitByRevision(pods, s.revisions.hash())
 	unhealthy, _ := splitUnhealthy(old)
-	victims := rollingUpdateVictims(n, pods, s.revisions.hash(), r.Now())
+	victims := rollingUpdateVictims(n, pods, s.revisions.hash(), r.clock.Now())
 	return r.condemnAll(ctx, n, s, append(unhealthy, victims...), cordonedForUpdate)
 }
 

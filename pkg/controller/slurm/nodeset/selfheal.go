@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 )
 
 // unregisteredGrace is how long a pod may be Ready (and available) with no
@@ -35,7 +35,7 @@ func (r *Reconciler) syncUnregistered(ctx context.Context, s *scope) error {
 		return nil
 	}
 	grace := max(unregisteredGrace, time.Duration(n.Spec.MinReadySeconds)*time.Second)
-	now := r.Now()
+	now := r.clock.Now()
 	var gone []*corev1.Pod
 	for _, pod := range pods {
 		if !isHealthy(pod) {
@@ -65,7 +65,7 @@ func (v *slurmView) couldBeElsewhere(n *slinkyv1beta1.NodeSet, pods []*corev1.Po
 	for _, p := range pods {
 		ours[SlurmNodeName(p)] = true
 	}
-	feature := common.SlurmNodeSetName(n)
+	feature := slinky.SlurmNodeSetName(n)
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	for _, node := range v.nodes {

@@ -21,7 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/index"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	fwbuilder "github.com/gantry-dev/gantry/pkg/framework/builder"
 )
 
@@ -41,31 +42,14 @@ const (
 	IndexNodeSetSssdSecret = "slinky.nodeset.sssdConfRef"
 )
 
-// SetupWithManager registers a NodeSet reconciler built from the manager's
-// client, API reader and event recorder, taking Slurm clients from clients
-// (nil when no Controller will ever have a RestApi).
-func SetupWithManager(mgr ctrl.Manager, clients ClientSource, concurrency int) error {
-	r := NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), clients, mgr.GetEventRecorder(Name))
-	return r.SetupWithManager(mgr, concurrency)
-}
-
-// SetupWithManager registers r, its watches and the indexes they use.
-//
-// Watches: the NodeSet; its pods (feeding the expectations first, and
-// orphans that it could adopt); the shared Service and PDB; its ssh-config
-// ConfigMap; the Secret of its sssd.conf (metadata only: a change of the
-// data changes the resourceVersion); Kubernetes
-// Nodes (see nodeHandler); Controllers (a NodeSet waits for its Controller
-// before creating pods).
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
-	ctx := context.Background()
-	if err := common.RegisterIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+// RegisterIndexes adds the NodeSet's own field indexes (on Pods and
+// NodeSets) behind the watches to indexer (the manager's). The slurm
+// Integration registers them once, before the reconciler is set up.
+func RegisterIndexes(ctx context.Context, indexer client.FieldIndexer) error {
+	if err := indexer.IndexField(ctx, &corev1.Pod{}, IndexPodOwner, podOwnerIndex); err != nil {
 		return err
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, IndexPodOwner, podOwnerIndex); err != nil {
-		return err
-	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, IndexPodNodeName, func(o client.Object) []string {
+	if err := indexer.IndexField(ctx, &corev1.Pod{}, IndexPodNodeName, func(o client.Object) []string {
 		if name := targetNode(o.(*corev1.Pod)); name != "" {
 			return []string{name}
 		}
@@ -73,14 +57,23 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 	}); err != nil {
 		return err
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &slinkyv1beta1.NodeSet{}, IndexNodeSetScalingMode, func(o client.Object) []string {
+	if err := indexer.IndexField(ctx, &slinkyv1beta1.NodeSet{}, IndexNodeSetScalingMode, func(o client.Object) []string {
 		return []string{string(scalingMode(o.(*slinkyv1beta1.NodeSet)))}
 	}); err != nil {
 		return err
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &slinkyv1beta1.NodeSet{}, IndexNodeSetSssdSecret, sssdSecretIndex); err != nil {
-		return err
-	}
+	return indexer.IndexField(ctx, &slinkyv1beta1.NodeSet{}, IndexNodeSetSssdSecret, sssdSecretIndex)
+}
+
+// SetupWithManager registers r and its watches.
+//
+// Watches: the NodeSet; its pods (feeding the expectations first, and
+// orphans that it could adopt); the shared Service and PDB; its ssh-config
+// ConfigMap; the Secret of its sssd.conf (metadata only: a change of the
+// data changes the resourceVersion); Kubernetes
+// Nodes (see nodeHandler); Controllers (a NodeSet waits for its Controller
+// before creating pods).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	cache := mgr.GetClient()
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(Name).
@@ -93,7 +86,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, concurrency int) error {
 		Watches(&corev1.Node{}, nodeHandler(cache)).
 		Watches(&slinkyv1beta1.Controller{}, handler.EnqueueRequestsFromMapFunc(controllerToNodeSets(cache))).
 		Watches(&slinkyv1beta1.RestApi{}, handler.EnqueueRequestsFromMapFunc(restAPIToNodeSets(cache))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(concurrency, 1)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
 }
 
@@ -127,7 +120,7 @@ func podToNodeSet(_ context.Context, o client.Object) []reconcile.Request {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}}}
 	}
 	l := o.GetLabels()
-	if l[fwbuilder.LabelName] != common.AppSlurmd || l[fwbuilder.LabelInstance] == "" {
+	if l[fwbuilder.LabelName] != slinky.AppSlurmd || l[fwbuilder.LabelInstance] == "" {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: l[fwbuilder.LabelInstance]}}}
@@ -280,7 +273,7 @@ func restAPIToNodeSets(reader client.Reader) handler.MapFunc {
 func nodeSetsOf(ctx context.Context, reader client.Reader, controller types.NamespacedName) []reconcile.Request {
 	list := &slinkyv1beta1.NodeSetList{}
 	key := controller.String()
-	if err := reader.List(ctx, list, client.MatchingFields{common.IndexNodeSetController: key}); err != nil {
+	if err := reader.List(ctx, list, client.MatchingFields{index.NodeSetController: key}); err != nil {
 		log.FromContext(ctx).Error(err, "listing NodeSets of a Controller", "controller", key)
 		return nil
 	}

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
+	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 )
 
 // slurmd must see the pod's size, not the host's: Slinky's image derives
@@ -36,12 +36,12 @@ func TestSlurmdEnvCarriesThePodSize(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			n := testutil.MakeNodeSet("cpu", "ns", "slurm").Obj()
+			n := slinkytesting.MakeNodeSet("cpu", "ns", "slurm").Obj()
 			if tt.pod != nil {
 				n.Spec.Template.Spec.Resources = &corev1.ResourceRequirements{Limits: tt.pod}
 			}
 			n.Spec.Slurmd.Resources.Limits = tt.container
-			pod := BuildPod(n, 0, PodInputs{Controller: testutil.MakeController("slurm", "ns").Keys("keys").Obj()})
+			pod := BuildPod(n, 0, PodInputs{Controller: slinkytesting.MakeController("slurm", "ns").Keys("keys").Obj()})
 			env := map[string]corev1.EnvVar{}
 			for _, c := range pod.Spec.Containers {
 				if c.Name == "slurmd" {

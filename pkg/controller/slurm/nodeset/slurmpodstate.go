@@ -116,7 +116,7 @@ func (r *Reconciler) syncSlurmPodState(ctx context.Context, s *scope) error {
 	if !s.slurm.reachable() {
 		return nil
 	}
-	now := metav1.NewTime(r.Now())
+	now := metav1.NewTime(r.clock.Now())
 	return forEachPod(livePods(pods), func(pod *corev1.Pod) error {
 		node, ok := s.slurm.node(SlurmNodeName(pod))
 		var want []corev1.PodCondition

@@ -10,14 +10,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
 	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
 	"github.com/gantry-dev/gantry/pkg/slurm"
 	"github.com/gantry-dev/gantry/pkg/slurm/fake"
+	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 )
 
 func TestSlurmPodConditions(t *testing.T) {
@@ -92,9 +93,9 @@ func TestSlurmPodStateKeepsKubeletConditions(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := ctrlfake.NewClientBuilder().WithScheme(scheme).WithObjects(live).WithStatusSubresource(live).Build()
-	r := NewReconciler(c, c, nil, nil)
-	r.Now = func() time.Time { return t0 }
-	n := testutil.MakeNodeSet("ns", "ns", "slurm").Obj()
+	r := newReconciler(c, c, nil, nil)
+	r.clock = clocktesting.NewFakePassiveClock(t0)
+	n := slinkytesting.MakeNodeSet("ns", "ns", "slurm").Obj()
 	s := &scope{Base: syncsteps.Base[*slinkyv1beta1.NodeSet]{Object: n}, pods: []*corev1.Pod{stale},
 		slurm: loadSlurmView(context.Background(), fake.New(slurmNode("ns-0", "", slurm.NodeStateIdle)), t0)}
 	if err := r.syncSlurmPodState(context.Background(), s); err != nil {

@@ -10,8 +10,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/loginset"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
 )
 
@@ -61,7 +61,7 @@ func BuildSshConfigMap(n *slinkyv1beta1.NodeSet) *corev1.ConfigMap {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            SshConfigName(n),
 			Namespace:       n.Namespace,
-			Labels:          common.NodeSetLabels(n),
+			Labels:          slinky.NodeSetLabels(n),
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(n, slinkyv1beta1.NodeSetGVK)},
 		},
 		Data: map[string]string{loginset.SshdConfigFile: BuildSshdConfig(n)},
@@ -97,7 +97,7 @@ func (r *Reconciler) loadSsh(ctx context.Context, n *slinkyv1beta1.NodeSet) (ssh
 	if !n.Spec.Ssh.Enabled {
 		return st, nil
 	}
-	st.hashes.SshdConf = common.HashBytes([]byte(BuildSshdConfig(n)))
+	st.hashes.SshdConf = slinky.HashBytes([]byte(BuildSshdConfig(n)))
 	sssd, err := refresolver.New(r.APIReader).GetSecretKey(ctx, n.Namespace, n.Spec.Ssh.SssdConfRef)
 	switch {
 	case refresolver.IsNotFound(err):
@@ -105,7 +105,7 @@ func (r *Reconciler) loadSsh(ctx context.Context, n *slinkyv1beta1.NodeSet) (ssh
 	case err != nil:
 		return st, fmt.Errorf("reading ssh.sssdConfRef: %w", err)
 	}
-	st.hashes.SssdConf = common.HashBytes(sssd)
+	st.hashes.SssdConf = slinky.HashBytes(sssd)
 	return st, nil
 }
 

@@ -10,9 +10,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/nodeset"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
+	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 )
 
 func TestNodeSetSshIntegration(t *testing.T) {
@@ -22,7 +22,7 @@ func TestNodeSetSshIntegration(t *testing.T) {
 	SetDefaultConsistentlyDuration(2 * time.Second)
 	g := NewWithT(t)
 	h.namespace(g, "slurm-ssh")
-	g.Expect(h.c.Create(h.ctx, testutil.MakeController("slurm", h.ns).Keys("keys").Obj())).To(Succeed())
+	g.Expect(h.c.Create(h.ctx, slinkytesting.MakeController("slurm", h.ns).Keys("keys").Obj())).To(Succeed())
 	slurmd := h.clients.add(h.key("slurm"))
 
 	// pod returns the NodeSet's only live pod.
@@ -39,7 +39,7 @@ func TestNodeSetSshIntegration(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"plain", "cpu"} {
-		g.Expect(h.c.Create(h.ctx, testutil.MakeNodeSet(name, h.ns, "slurm").Obj())).To(Succeed())
+		g.Expect(h.c.Create(h.ctx, slinkytesting.MakeNodeSet(name, h.ns, "slurm").Obj())).To(Succeed())
 	}
 	g.Eventually(h.liveNames("plain")).Should(Equal([]string{"plain-0"}))
 	g.Eventually(h.liveNames("cpu")).Should(Equal([]string{"cpu-0"}))
@@ -50,7 +50,7 @@ func TestNodeSetSshIntegration(t *testing.T) {
 	g.Expect(before.Spec.Containers[0].Ports).To(HaveLen(1), "no ssh port while ssh is disabled")
 
 	sssdConf := "[sssd]\nservices = nss,pam\n"
-	g.Expect(h.c.Create(h.ctx, testutil.MakeSecret("sssd", h.ns, map[string]string{"sssd.conf": sssdConf}))).To(Succeed())
+	g.Expect(h.c.Create(h.ctx, slinkytesting.MakeSecret("sssd", h.ns, map[string]string{"sssd.conf": sssdConf}).Obj())).To(Succeed())
 	ssh := slinkyv1beta1.NodeSetSsh{
 		Enabled:         true,
 		ExtraSshdConfig: "PermitRootLogin no",
@@ -81,8 +81,8 @@ func TestNodeSetSshIntegration(t *testing.T) {
 		g.Expect(slurmdC.VolumeMounts).To(ContainElements(
 			And(HaveField("MountPath", "/etc/ssh/sshd_config"), HaveField("SubPath", "sshd_config")),
 			And(HaveField("MountPath", "/etc/sssd/sssd.conf"), HaveField("SubPath", "sssd.conf"))))
-		g.Expect(after.Annotations).To(HaveKeyWithValue(nodeset.AnnotationSssdConfHash, common.HashBytes([]byte(sssdConf))))
-		g.Expect(after.Annotations).To(HaveKeyWithValue(nodeset.AnnotationSshdConfHash, common.HashBytes([]byte(cm.Data["sshd_config"]))))
+		g.Expect(after.Annotations).To(HaveKeyWithValue(nodeset.AnnotationSssdConfHash, slinky.HashBytes([]byte(sssdConf))))
+		g.Expect(after.Annotations).To(HaveKeyWithValue(nodeset.AnnotationSshdConfHash, slinky.HashBytes([]byte(cm.Data["sshd_config"]))))
 		h.kubelet(g, "cpu", slurmd)
 	})
 
@@ -96,7 +96,7 @@ func TestNodeSetSshIntegration(t *testing.T) {
 		g.Expect(h.c.Patch(h.ctx, secret, patch)).To(Succeed())
 		g.Eventually(func(g Gomega) string {
 			return pod("cpu")(g).Annotations[nodeset.AnnotationSssdConfHash]
-		}).Should(Equal(common.HashBytes(secret.Data["sssd.conf"])))
+		}).Should(Equal(slinky.HashBytes(secret.Data["sssd.conf"])))
 		g.Expect(pod("cpu")(g).UID).NotTo(Equal(before.UID))
 		h.kubelet(g, "cpu", slurmd)
 	})

@@ -6,11 +6,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
+	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 )
 
 func TestBuildSshConfigMap(t *testing.T) {
-	n := testutil.MakeNodeSet("cpu", "ns", "slurm").Ssh(sshSpec(true)).Obj()
+	n := slinkytesting.MakeNodeSet("cpu", "ns", "slurm").Ssh(sshSpec(true)).Obj()
 	n.Spec.Ssh.ExtraSshdConfig = "AuthenticationMethods publickey\nMatch User alice\n  PasswordAuthentication no"
 	cm := BuildSshConfigMap(n)
 	if cm.Name != "cpu-ssh-config" || cm.Namespace != "ns" {
@@ -34,17 +34,17 @@ func TestBuildSshConfigMap(t *testing.T) {
 	if got != want {
 		t.Errorf("sshd_config:\n%s\nwant:\n%s", got, want)
 	}
-	if d := BuildSshdConfig(testutil.MakeNodeSet("cpu", "ns", "slurm").Obj()); !strings.Contains(d, "AuthenticationMethods publickey password\n") {
+	if d := BuildSshdConfig(slinkytesting.MakeNodeSet("cpu", "ns", "slurm").Obj()); !strings.Contains(d, "AuthenticationMethods publickey password\n") {
 		t.Errorf("default sshd_config lacks Slinky's AuthenticationMethods:\n%s", d)
 	}
 }
 
 func TestPodWithSsh(t *testing.T) {
-	ctrl := testutil.MakeController("slurm", "ns").Keys("keys").Obj()
+	ctrl := slinkytesting.MakeController("slurm", "ns").Keys("keys").Obj()
 	hashes := SshHashes{SshdConf: "sshd-hash", SssdConf: "sssd-hash"}
 
 	t.Run("enabled", func(t *testing.T) {
-		n := testutil.MakeNodeSet("cpu", "ns", "slurm").Ssh(sshSpec(true)).Obj()
+		n := slinkytesting.MakeNodeSet("cpu", "ns", "slurm").Ssh(sshSpec(true)).Obj()
 		// A user port on the slurmd container adds to the operator's.
 		n.Spec.Slurmd.Ports = []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9100}}
 		pod := BuildPod(n, 0, PodInputs{Controller: ctrl, Ssh: hashes})
@@ -86,8 +86,8 @@ func TestPodWithSsh(t *testing.T) {
 	})
 
 	t.Run("disabled: the pod is unchanged by spec.ssh", func(t *testing.T) {
-		plain := BuildPod(testutil.MakeNodeSet("cpu", "ns", "slurm").Obj(), 0, PodInputs{Controller: ctrl})
-		withSsh := BuildPod(testutil.MakeNodeSet("cpu", "ns", "slurm").Ssh(sshSpec(false)).Obj(), 0, PodInputs{Controller: ctrl, Ssh: hashes})
+		plain := BuildPod(slinkytesting.MakeNodeSet("cpu", "ns", "slurm").Obj(), 0, PodInputs{Controller: ctrl})
+		withSsh := BuildPod(slinkytesting.MakeNodeSet("cpu", "ns", "slurm").Ssh(sshSpec(false)).Obj(), 0, PodInputs{Controller: ctrl, Ssh: hashes})
 		if len(plain.Spec.Volumes) != len(withSsh.Spec.Volumes) || len(withSsh.Spec.Containers[0].Ports) != 1 ||
 			len(plain.Spec.Containers[0].VolumeMounts) != len(withSsh.Spec.Containers[0].VolumeMounts) {
 			t.Errorf("a disabled spec.ssh changed the pod: volumes %v, ports %v", withSsh.Spec.Volumes, withSsh.Spec.Containers[0].Ports)

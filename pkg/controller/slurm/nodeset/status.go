@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/framework/status"
 )
 
@@ -80,7 +80,7 @@ func computeStatus(n *slinkyv1beta1.NodeSet, pods []*corev1.Pod, view *slurmView
 	st.ObservedGeneration = n.Generation
 	st.NodeSetHash = rev.hash()
 	st.CollisionCount = &rev.collisionCount
-	st.Selector = labels.SelectorFromSet(common.NodeSetSelectorLabels(n)).String()
+	st.Selector = labels.SelectorFromSet(slinky.NodeSetSelectorLabels(n)).String()
 
 	switch {
 	case !view.configured():
@@ -127,7 +127,7 @@ func joinCapped(items []string, limit int) string {
 // becomes available (minReadySeconds has no event of its own).
 func (r *Reconciler) updateStatus(ctx context.Context, s *scope) error {
 	n, pods := s.Object, s.pods
-	now := r.Now()
+	now := r.clock.Now()
 	wasReachable := !meta.IsStatusConditionFalse(n.Status.Conditions, ConditionSlurmReachable)
 	wasNodeNotFound := meta.IsStatusConditionFalse(n.Status.Conditions, ConditionSlurmNodesFound)
 	_, err := status.Update(ctx, r.Client, n, func(obj *slinkyv1beta1.NodeSet) error {

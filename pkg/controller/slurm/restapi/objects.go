@@ -10,16 +10,18 @@ import (
 	"k8s.io/utils/ptr"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/podspec"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/service"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/framework/builder"
 )
 
 // The builders below are pure: they read their inputs and never modify them.
 
 func objectMeta(r *slinkyv1beta1.RestApi) metav1.ObjectMeta {
-	return builder.NewMetadata(common.RestApiName(r.Name), r.Namespace).
+	return builder.NewMetadata(slinky.RestApiName(r.Name), r.Namespace).
 		WithLabels(r.Labels).
-		WithLabels(common.RestApiLabels(r)).
+		WithLabels(slinky.RestApiLabels(r)).
 		WithOwner(r, slinkyv1beta1.RestApiGVK).
 		Build()
 }
@@ -27,12 +29,12 @@ func objectMeta(r *slinkyv1beta1.RestApi) metav1.ObjectMeta {
 // BuildService builds the slurmrestd Service (port 6820 unless
 // spec.service.port says otherwise).
 func BuildService(r *slinkyv1beta1.RestApi) *corev1.Service {
-	return common.Service(common.ServiceParams{
+	return service.New(service.Params{
 		Meta:     objectMeta(r),
 		User:     r.Spec.Service,
-		Selector: common.RestApiSelectorLabels(r),
-		PortName: common.AppSlurmrestd,
-		Port:     common.SlurmrestdPort,
+		Selector: slinky.RestApiSelectorLabels(r),
+		PortName: slinky.AppSlurmrestd,
+		Port:     slinky.SlurmrestdPort,
 	})
 }
 
@@ -52,10 +54,10 @@ func BuildDeployment(r *slinkyv1beta1.RestApi, in DeploymentInputs) *appsv1.Depl
 	controller := in.Controller
 	base := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{
-			Labels: builder.MergeLabels(r.Labels, common.RestApiLabels(r)),
+			Labels: builder.MergeLabels(r.Labels, slinky.RestApiLabels(r)),
 			Annotations: map[string]string{
-				common.AnnotationDefaultContainer: common.AppSlurmrestd,
-				common.AnnotationSlurmKeyHash:     in.SlurmKeyHash,
+				slinky.AnnotationDefaultContainer: slinky.AppSlurmrestd,
+				slinky.AnnotationSlurmKeyHash:     in.SlurmKeyHash,
 			},
 		},
 		Spec: corev1.PodSpec{
@@ -63,21 +65,21 @@ func BuildDeployment(r *slinkyv1beta1.RestApi, in DeploymentInputs) *appsv1.Depl
 			Containers:                   []corev1.Container{slurmrestdContainer(r, controller, in.Image)},
 			SecurityContext: &corev1.PodSecurityContext{
 				RunAsNonRoot: ptr.To(true),
-				RunAsUser:    ptr.To(common.SlurmrestdUserUID),
-				RunAsGroup:   ptr.To(common.SlurmrestdUserGID),
-				FSGroup:      ptr.To(common.SlurmrestdUserGID),
+				RunAsUser:    ptr.To(slinky.SlurmrestdUserUID),
+				RunAsGroup:   ptr.To(slinky.SlurmrestdUserGID),
+				FSGroup:      ptr.To(slinky.SlurmrestdUserGID),
 			},
 			Volumes: []corev1.Volume{etcVolume(controller)},
 		},
 	}
-	user := common.UserPodTemplate(r.Spec.Template.Metadata.Labels, r.Spec.Template.Metadata.Annotations, r.Spec.Template.Spec.PodSpec)
+	user := podspec.UserPodTemplate(r.Spec.Template.Metadata.Labels, r.Spec.Template.Metadata.Annotations, r.Spec.Template.Spec.PodSpec)
 	return &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: objectMeta(r),
 		Spec: appsv1.DeploymentSpec{
 			Replicas:             ptr.To(ptr.Deref(r.Spec.Replicas, 1)),
 			RevisionHistoryLimit: ptr.To[int32](0),
-			Selector:             &metav1.LabelSelector{MatchLabels: common.RestApiSelectorLabels(r)},
+			Selector:             &metav1.LabelSelector{MatchLabels: slinky.RestApiSelectorLabels(r)},
 			Template:             builder.MergePodTemplate(base, user),
 		},
 	}
@@ -93,10 +95,10 @@ func slurmrestdContainer(r *slinkyv1beta1.RestApi, controller *slinkyv1beta1.Con
 		args = append(args, "-s", "openapi/slurmctld")
 	}
 	probe := func() corev1.ProbeHandler {
-		return corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(common.SlurmrestdPort)}}
+		return corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(slinky.SlurmrestdPort)}}
 	}
 	base := corev1.Container{
-		Name:  common.AppSlurmrestd,
+		Name:  slinky.AppSlurmrestd,
 		Image: image,
 		Env: []corev1.EnvVar{
 			{Name: "SLURM_JWT", Value: "daemon"},
@@ -104,21 +106,21 @@ func slurmrestdContainer(r *slinkyv1beta1.RestApi, controller *slinkyv1beta1.Con
 			{Name: "SLURMRESTD_SECURITY", Value: "disable_unshare_files,disable_unshare_sysv"},
 		},
 		Args:           args,
-		Ports:          []corev1.ContainerPort{{Name: common.AppSlurmrestd, ContainerPort: common.SlurmrestdPort, Protocol: corev1.ProtocolTCP}},
-		StartupProbe:   common.Probe(probe(), 6, 10),
-		LivenessProbe:  common.Probe(probe(), 6, 10),
-		ReadinessProbe: common.Probe(probe(), 3, 10),
+		Ports:          []corev1.ContainerPort{{Name: slinky.AppSlurmrestd, ContainerPort: slinky.SlurmrestdPort, Protocol: corev1.ProtocolTCP}},
+		StartupProbe:   podspec.Probe(probe(), 6, 10),
+		LivenessProbe:  podspec.Probe(probe(), 6, 10),
+		ReadinessProbe: podspec.Probe(probe(), 3, 10),
 		SecurityContext: &corev1.SecurityContext{
 			RunAsNonRoot: ptr.To(true),
-			RunAsUser:    ptr.To(common.SlurmrestdUserUID),
-			RunAsGroup:   ptr.To(common.SlurmrestdUserGID),
+			RunAsUser:    ptr.To(slinky.SlurmrestdUserUID),
+			RunAsGroup:   ptr.To(slinky.SlurmrestdUserGID),
 		},
-		VolumeMounts: []corev1.VolumeMount{{Name: common.SlurmEtcVolume, MountPath: common.SlurmEtcDir, ReadOnly: true}},
+		VolumeMounts: []corev1.VolumeMount{{Name: slinky.SlurmEtcVolume, MountPath: slinky.SlurmEtcDir, ReadOnly: true}},
 	}
 	out := builder.MergeContainer(base, r.Spec.Slurmrestd.Container)
 	// The listen address comes last (slurmrestd [options] [host:port]) and
 	// stays even when the user replaces the arguments.
-	out.Args = append(out.Args, fmt.Sprintf("0.0.0.0:%d", common.SlurmrestdPort))
+	out.Args = append(out.Args, fmt.Sprintf("0.0.0.0:%d", slinky.SlurmrestdPort))
 	return out
 }
 
@@ -126,13 +128,13 @@ func slurmrestdContainer(r *slinkyv1beta1.RestApi, controller *slinkyv1beta1.Con
 // auth/slurm key; slurmrestd needs nothing else in /etc/slurm.
 func etcVolume(controller *slinkyv1beta1.Controller) corev1.Volume {
 	sources := []corev1.VolumeProjection{{ConfigMap: &corev1.ConfigMapProjection{
-		LocalObjectReference: corev1.LocalObjectReference{Name: common.ControllerConfigMapName(controller.Name)},
-		Items:                []corev1.KeyToPath{{Key: common.SlurmConfFile, Path: common.SlurmConfFile}},
+		LocalObjectReference: corev1.LocalObjectReference{Name: slinky.ControllerConfigMapName(controller.Name)},
+		Items:                []corev1.KeyToPath{{Key: slinky.SlurmConfFile, Path: slinky.SlurmConfFile}},
 	}}}
 	if ref := controller.Spec.SlurmKeyRef; ref != nil {
-		sources = append(sources, common.SecretKeyProjection(ref, common.SlurmKeyFile))
+		sources = append(sources, podspec.SecretKeyProjection(ref, slinky.SlurmKeyFile))
 	}
-	return corev1.Volume{Name: common.SlurmEtcVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+	return corev1.Volume{Name: slinky.SlurmEtcVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 		DefaultMode: ptr.To[int32](0o600),
 		Sources:     sources,
 	}}}

@@ -8,9 +8,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/framework/builder"
+	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 )
 
 func TestBuildService(t *testing.T) {
@@ -19,8 +19,8 @@ func TestBuildService(t *testing.T) {
 		ra       *slinkyv1beta1.RestApi
 		wantPort int32
 	}{
-		{"default port 6820", testutil.MakeRestApi("slurm", "ns", "slurm").UID("u").Obj(), 6820},
-		{"spec.service.port overrides", testutil.MakeRestApi("slurm", "ns", "slurm").UID("u").Port(8080).Obj(), 8080},
+		{"default port 6820", slinkytesting.MakeRestApi("slurm", "ns", "slurm").UID("u").Obj(), 6820},
+		{"spec.service.port overrides", slinkytesting.MakeRestApi("slurm", "ns", "slurm").UID("u").Port(8080).Obj(), 8080},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -42,7 +42,7 @@ func TestBuildService(t *testing.T) {
 }
 
 func TestBuildDeployment(t *testing.T) {
-	controller := testutil.MakeController("slurm", "ns").Keys("keys").Obj()
+	controller := slinkytesting.MakeController("slurm", "ns").Keys("keys").Obj()
 	tests := []struct {
 		name       string
 		ra         *slinkyv1beta1.RestApi
@@ -51,12 +51,12 @@ func TestBuildDeployment(t *testing.T) {
 		wantImage  string
 		wantReps   int32
 	}{
-		{"defaults", testutil.MakeRestApi("r", "ns", "slurm").Obj(), controller,
+		{"defaults", slinkytesting.MakeRestApi("r", "ns", "slurm").Obj(), controller,
 			[]string{"-a", "rest_auth/jwt", "-s", "openapi/slurmctld", "0.0.0.0:6820"}, "default-image", 1},
-		{"with accounting all plugins load", testutil.MakeRestApi("r", "ns", "slurm").Replicas(3).Obj(),
-			testutil.MakeController("slurm", "ns").Keys("keys").Accounting("db").Obj(),
+		{"with accounting all plugins load", slinkytesting.MakeRestApi("r", "ns", "slurm").Replicas(3).Obj(),
+			slinkytesting.MakeController("slurm", "ns").Keys("keys").Accounting("db").Obj(),
 			[]string{"-a", "rest_auth/jwt", "0.0.0.0:6820"}, "default-image", 3},
-		{"user args and image, listen address kept", testutil.MakeRestApi("r", "ns", "slurm").Args("-vv").Image("mine:1").Obj(), controller,
+		{"user args and image, listen address kept", slinkytesting.MakeRestApi("r", "ns", "slurm").Args("-vv").Image("mine:1").Obj(), controller,
 			[]string{"-vv", "0.0.0.0:6820"}, "mine:1", 1},
 	}
 	for _, tc := range tests {
@@ -81,7 +81,7 @@ func TestBuildDeployment(t *testing.T) {
 				t.Errorf("port/probe = %+v %+v", ctr.Ports, ctr.ReadinessProbe)
 			}
 			pod := d.Spec.Template
-			if pod.Annotations[common.AnnotationSlurmKeyHash] != "h1" || pod.Labels[builder.LabelManagedBy] != builder.ManagedByGantry {
+			if pod.Annotations[slinky.AnnotationSlurmKeyHash] != "h1" || pod.Labels[builder.LabelManagedBy] != builder.ManagedByGantry {
 				t.Errorf("pod metadata = %+v", pod.ObjectMeta)
 			}
 			for k, v := range d.Spec.Selector.MatchLabels {

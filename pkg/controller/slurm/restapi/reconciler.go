@@ -12,10 +12,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
 	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
+	"github.com/gantry-dev/gantry/pkg/framework/workload"
 )
 
 // Name is the reconciler's name in the manager, its events and logs.
@@ -35,14 +36,30 @@ const Name = "slurm-restapi"
 type Reconciler struct {
 	core.Reconciler
 	// Images fill in the slurmrestd image when the RestApi leaves it empty.
-	Images common.Images
+	Images slinky.Images
 }
 
-// NewReconciler returns a reconciler writing through c, reading Secrets
+// Options configure a RestApi Reconciler.
+type Options struct {
+	workload.Options
+	// Images override the default images field by field.
+	Images slinky.Images
+}
+
+// New builds the RestApi reconciler for mgr.
+func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
+	r := newReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(Name))
+	r.Images = o.Images.Or(r.Images)
+	r.Workers = o.Workers()
+	return r, nil
+}
+
+// newReconciler returns a reconciler writing through c, reading Secrets
 // through apiReader (the manager watches only their metadata) and
-// recording events with recorder (nil records none).
-func NewReconciler(c client.Client, apiReader client.Reader, recorder k8sevents.EventRecorder) *Reconciler {
-	return &Reconciler{Reconciler: core.New(c, apiReader, recorder), Images: common.DefaultImages()}
+// recording events with recorder (nil records none), for New and for
+// tests without a manager.
+func newReconciler(c client.Client, apiReader client.Reader, recorder k8sevents.EventRecorder) *Reconciler {
+	return &Reconciler{Reconciler: core.New(c, apiReader, recorder), Images: slinky.DefaultImages()}
 }
 
 // scope is what one reconcile knows.
@@ -84,7 +101,7 @@ func (r *Reconciler) syncDeployment(ctx context.Context, s *scope) error {
 		if err != nil {
 			return err
 		}
-		keyHash = common.HashBytes(key)
+		keyHash = slinky.HashBytes(key)
 	}
 	return r.Sync(ctx, &s.Events, BuildDeployment(s.Object, DeploymentInputs{
 		Controller: s.controller, SlurmKeyHash: keyHash, Image: r.Images.Slurmrestd,
@@ -93,7 +110,7 @@ func (r *Reconciler) syncDeployment(ctx context.Context, s *scope) error {
 
 func (r *Reconciler) updateStatus(ctx context.Context, s *scope, syncErr error) error {
 	ra := s.Object
-	deploy, err := core.Live(ctx, r.Client, client.ObjectKey{Namespace: ra.Namespace, Name: common.RestApiName(ra.Name)}, &appsv1.Deployment{})
+	deploy, err := core.Live(ctx, r.Client, client.ObjectKey{Namespace: ra.Namespace, Name: slinky.RestApiName(ra.Name)}, &appsv1.Deployment{})
 	if err != nil {
 		return err
 	}

@@ -15,12 +15,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
+	slurmworkload "github.com/gantry-dev/gantry/pkg/controller/slurm"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/restapi"
 	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
 	"github.com/gantry-dev/gantry/pkg/slurm"
 	"github.com/gantry-dev/gantry/pkg/slurm/fake"
 	"github.com/gantry-dev/gantry/test/testenv"
+	"github.com/gantry-dev/gantry/test/testenv/managertest"
+	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 )
 
 // builtConfigs records the configs a registry built clients from.
@@ -55,9 +57,19 @@ func (b *builtConfigs) last() slurm.Config {
 func TestClientResolver(t *testing.T) {
 	g := NewWithT(t)
 	env := testenv.Start(t, testenv.Options{AddToScheme: []func(*runtime.Scheme) error{slinkyv1beta1.AddToScheme}})
-	// The RestApi reconciler is what registers the field indexes and the
-	// Secret metadata watch in the manager; it is set up but never needed.
-	mgr := testutil.StartManager(t, env, func(mgr ctrl.Manager) error { return restapi.SetupWithManager(mgr) })
+	// The field indexes and the RestApi reconciler's Secret metadata watch
+	// are what the resolver reads through; the reconciler is set up but
+	// never needed.
+	mgr := managertest.Start(t, env, func(mgr ctrl.Manager) error {
+		if err := slurmworkload.Integration().SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+			return err
+		}
+		r, err := restapi.New(mgr, restapi.Options{})
+		if err != nil {
+			return err
+		}
+		return r.SetupWithManager(mgr)
+	})
 	built := &builtConfigs{}
 	reg := slurm.NewRegistry(built.factory)
 	resolver := restapi.NewClientResolver(mgr.GetClient(), mgr.GetAPIReader(), restapi.ResolverOptions{Registry: reg})
@@ -69,8 +81,8 @@ func TestClientResolver(t *testing.T) {
 	const ns = "resolver-it"
 	controller := types.NamespacedName{Namespace: ns, Name: "slurm"}
 	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	g.Expect(c.Create(ctx, testutil.MakeSecret("keys", ns, map[string]string{"slurm.key": "k1", "jwt.key": "j1"}))).To(Succeed())
-	g.Expect(c.Create(ctx, testutil.MakeController("slurm", ns).Keys("keys").Obj())).To(Succeed())
+	g.Expect(c.Create(ctx, slinkytesting.MakeSecret("keys", ns, map[string]string{"slurm.key": "k1", "jwt.key": "j1"}).Obj())).To(Succeed())
+	g.Expect(c.Create(ctx, slinkytesting.MakeController("slurm", ns).Keys("keys").Obj())).To(Succeed())
 
 	t.Run("no RestApi means no client and no error", func(t *testing.T) {
 		g := NewWithT(t)
@@ -80,7 +92,7 @@ func TestClientResolver(t *testing.T) {
 		g.Expect(sc).To(BeNil())
 	})
 
-	ra := testutil.MakeRestApi("rest", ns, "slurm").Obj()
+	ra := slinkytesting.MakeRestApi("rest", ns, "slurm").Obj()
 	ra.Annotations = map[string]string{slinkyv1beta1.AnnotationSlurmrestdURL: "http://127.0.0.1:6999/"}
 	g.Expect(c.Create(ctx, ra)).To(Succeed())
 

@@ -15,23 +15,35 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/controller"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/restapi"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slurmctld"
 	"github.com/gantry-dev/gantry/pkg/framework/builder"
 	"github.com/gantry-dev/gantry/test/testenv"
+	"github.com/gantry-dev/gantry/test/testenv/managertest"
+	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 )
 
 func TestRestApiIntegration(t *testing.T) {
 	g := NewWithT(t)
 	env := testenv.Start(t, testenv.Options{AddToScheme: []func(*runtime.Scheme) error{slinkyv1beta1.AddToScheme}})
-	testutil.StartManager(t, env, func(mgr ctrl.Manager) error {
-		if err := restapi.SetupWithManager(mgr); err != nil {
+	managertest.Start(t, env, func(mgr ctrl.Manager) error {
+		if err := slurm.Integration().SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 			return err
 		}
-		// Both Slurm reconcilers register the shared field indexes.
-		return controller.SetupWithManager(mgr)
+		ra, err := restapi.New(mgr, restapi.Options{})
+		if err != nil {
+			return err
+		}
+		if err := ra.SetupWithManager(mgr); err != nil {
+			return err
+		}
+		ctld, err := slurmctld.New(mgr, slurmctld.Options{})
+		if err != nil {
+			return err
+		}
+		return ctld.SetupWithManager(mgr)
 	})
 	ctx := context.Background()
 
@@ -39,7 +51,7 @@ func TestRestApiIntegration(t *testing.T) {
 	const ns = "restapi-it"
 	key := func(name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
 	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	g.Expect(c.Create(ctx, testutil.MakeRestApi("slurm", ns, "slurm").Obj())).To(Succeed())
+	g.Expect(c.Create(ctx, slinkytesting.MakeRestApi("slurm", ns, "slurm").Obj())).To(Succeed())
 
 	readyCondition := func() *metav1.Condition {
 		ra := &slinkyv1beta1.RestApi{}
@@ -54,9 +66,9 @@ func TestRestApiIntegration(t *testing.T) {
 			Should(And(Not(BeNil()), HaveField("Reason", restapi.ReasonControllerNotFound)))
 	})
 
-	secret := testutil.MakeSecret("keys", ns, map[string]string{"slurm.key": "k1", "jwt.key": "j1"})
+	secret := slinkytesting.MakeSecret("keys", ns, map[string]string{"slurm.key": "k1", "jwt.key": "j1"}).Obj()
 	g.Expect(c.Create(ctx, secret)).To(Succeed())
-	g.Expect(c.Create(ctx, testutil.MakeController("slurm", ns).Keys("keys").Obj())).To(Succeed())
+	g.Expect(c.Create(ctx, slinkytesting.MakeController("slurm", ns).Keys("keys").Obj())).To(Succeed())
 
 	deploy := &appsv1.Deployment{}
 	t.Run("the Controller appearing creates the Deployment and Service", func(t *testing.T) {
@@ -75,7 +87,7 @@ func TestRestApiIntegration(t *testing.T) {
 
 	t.Run("a new slurm key rolls slurmrestd", func(t *testing.T) {
 		g := NewWithT(t)
-		old := deploy.Spec.Template.Annotations[common.AnnotationSlurmKeyHash]
+		old := deploy.Spec.Template.Annotations[slinky.AnnotationSlurmKeyHash]
 		g.Expect(old).NotTo(BeEmpty())
 		g.Expect(c.Get(ctx, key("keys"), secret)).To(Succeed())
 		secret.Data["slurm.key"] = []byte("k2")
@@ -85,7 +97,7 @@ func TestRestApiIntegration(t *testing.T) {
 			if err := c.Get(ctx, key("slurm-restapi"), live); err != nil {
 				return ""
 			}
-			return live.Spec.Template.Annotations[common.AnnotationSlurmKeyHash]
+			return live.Spec.Template.Annotations[slinky.AnnotationSlurmKeyHash]
 		}).WithTimeout(30 * time.Second).Should(And(Not(BeEmpty()), Not(Equal(old))))
 	})
 
@@ -106,20 +118,20 @@ func TestRestApiIntegration(t *testing.T) {
 		g := NewWithT(t)
 		live, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
 		g.Expect(err).NotTo(HaveOccurred())
-		counting, writes := testutil.CountWrites(live)
-		r := restapi.NewReconciler(counting, env.Client, nil)
+		writes := &testenv.WriteCounter{}
+		r := restapi.NewReconcilerForTest(writes.Client(live), env.Client, nil)
 		req := ctrl.Request{NamespacedName: key("slurm")}
 		// The manager may still be finishing its own reconcile; once the
 		// state has converged a reconcile must make no write request at all.
-		g.Eventually(func() int32 {
-			writes.Store(0)
+		g.Eventually(func() int64 {
+			before := writes.Total()
 			_, err := r.Reconcile(ctx, req)
 			g.Expect(err).NotTo(HaveOccurred())
-			return writes.Load()
+			return writes.Total() - before
 		}).WithTimeout(30 * time.Second).Should(BeZero())
-		writes.Store(0)
+		before := writes.Total()
 		_, err = r.Reconcile(ctx, req)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(writes.Load()).To(BeZero())
+		g.Expect(writes.Total() - before).To(BeZero())
 	})
 }

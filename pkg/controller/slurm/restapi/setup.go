@@ -13,28 +13,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/index"
 	"github.com/gantry-dev/gantry/pkg/framework/mapping"
 )
 
-// Options tune SetupWithManager.
-type Options = core.Options[common.Images]
-
-// SetupWithManager registers a RestApi reconciler built from the manager's
-// client, API reader and event recorder.
-func SetupWithManager(mgr ctrl.Manager, opts ...Options) error {
-	return NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(Name)).SetupWithManager(mgr, opts...)
-}
-
-// SetupWithManager registers r, its watches and the field indexes they use.
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts ...Options) error {
-	return core.Setup(mgr, Name, &slinkyv1beta1.RestApi{}, r, core.Apply(opts, &r.Images), watches)
+// SetupWithManager registers r and its watches.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return core.Setup(mgr, Name, &slinkyv1beta1.RestApi{}, r, r.Workers, watches)
 }
 
 func restApisOf(ctx context.Context, reader client.Reader, namespace, controller string) []reconcile.Request {
 	return mapping.Requests(ctx, reader, &slinkyv1beta1.RestApiList{},
-		client.InNamespace(namespace), client.MatchingFields{common.IndexRestApiController: controller})
+		client.InNamespace(namespace), client.MatchingFields{index.RestApiController: controller})
 }
 
 // secretToRestApis maps a Secret to the RestApis of every Controller in its
@@ -43,7 +34,7 @@ func secretToRestApis(reader client.Reader) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
 		controllers := &slinkyv1beta1.ControllerList{}
 		if err := reader.List(ctx, controllers, client.InNamespace(obj.GetNamespace()),
-			client.MatchingFields{common.IndexControllerSecrets: obj.GetName()}); err != nil {
+			client.MatchingFields{index.ControllerSecrets: obj.GetName()}); err != nil {
 			log.FromContext(ctx).Error(err, "listing Controllers using a Secret", "secret", client.ObjectKeyFromObject(obj))
 			return nil
 		}

@@ -15,7 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/index"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
 	"github.com/gantry-dev/gantry/pkg/slurm"
 )
@@ -23,7 +24,7 @@ import (
 // ServiceURL is the slurmrestd endpoint of a RestApi, reached through its
 // Service's cluster DNS name.
 func ServiceURL(ra *slinkyv1beta1.RestApi) string {
-	return fmt.Sprintf("http://%s.%s.svc:%d", common.RestApiName(ra.Name), ra.Namespace, common.SlurmrestdPort)
+	return fmt.Sprintf("http://%s.%s.svc:%d", slinky.RestApiName(ra.Name), ra.Namespace, slinky.SlurmrestdPort)
 }
 
 // ClientResolver finds the slurmrestd client of a Controller when it is
@@ -134,7 +135,7 @@ func (r *ClientResolver) Endpoint(ra *slinkyv1beta1.RestApi) (string, error) {
 func (r *ClientResolver) restAPIFor(ctx context.Context, controller types.NamespacedName) (*slinkyv1beta1.RestApi, error) {
 	list := &slinkyv1beta1.RestApiList{}
 	if err := r.cache.List(ctx, list, client.InNamespace(controller.Namespace),
-		client.MatchingFields{common.IndexRestApiController: controller.Name}); err != nil {
+		client.MatchingFields{index.RestApiController: controller.Name}); err != nil {
 		return nil, fmt.Errorf("listing the RestApis of Controller %s: %w", controller, err)
 	}
 	if len(list.Items) == 0 {

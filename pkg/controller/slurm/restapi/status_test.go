@@ -9,12 +9,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
 	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
+	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 )
 
 func TestReadyCondition(t *testing.T) {
-	ra := testutil.MakeRestApi("r", "ns", "slurm").Obj()
+	ra := slinkytesting.MakeRestApi("r", "ns", "slurm").Obj()
 	ra.Generation = 2
 	deploy := func(gen, observed int64, available, updated int32) *appsv1.Deployment {
 		d := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)}}

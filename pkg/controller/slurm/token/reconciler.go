@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sevents "k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,6 +25,7 @@ import (
 	"github.com/gantry-dev/gantry/pkg/framework/builder"
 	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
 	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
+	"github.com/gantry-dev/gantry/pkg/framework/workload"
 	"github.com/gantry-dev/gantry/pkg/slurm"
 )
 
@@ -59,14 +61,28 @@ const retryMissingKey = 30 * time.Second
 // Reconciler reconciles one Token per call.
 type Reconciler struct {
 	core.Reconciler
-	// Now is the clock; tests replace it.
-	Now func() time.Time
+	// clock tells when a token is issued and when it is due for renewal.
+	clock clock.PassiveClock
 }
 
-// NewReconciler returns a reconciler writing through c, reading Secrets
-// through apiReader and recording events with recorder (nil records none).
-func NewReconciler(c client.Client, apiReader client.Reader, recorder k8sevents.EventRecorder) *Reconciler {
-	return &Reconciler{Reconciler: core.New(c, apiReader, recorder), Now: time.Now}
+// Options configure a Token Reconciler.
+type Options struct {
+	workload.Options
+}
+
+// New builds the Token reconciler for mgr.
+func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
+	r := newReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(Name))
+	r.Workers = o.Workers()
+	r.clock = o.ClockOrReal()
+	return r, nil
+}
+
+// newReconciler returns a reconciler writing through c, reading Secrets
+// through apiReader and recording events with recorder (nil records none),
+// for New and for tests without a manager.
+func newReconciler(c client.Client, apiReader client.Reader, recorder k8sevents.EventRecorder) *Reconciler {
+	return &Reconciler{Reconciler: core.New(c, apiReader, recorder), clock: clock.RealClock{}}
 }
 
 // scope is what one reconcile knows.
@@ -142,7 +158,7 @@ func (r *Reconciler) syncToken(ctx context.Context, s *scope) error {
 	t := s.Object
 	ref := t.TokenSecretRef()
 	user, lifetime, refresh := t.UsernameOrDefault(), t.LifetimeOrDefault(), ptr.Deref(t.Spec.Refresh, true)
-	now := r.Now()
+	now := r.clock.Now()
 	existing := &corev1.Secret{}
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: t.Namespace, Name: ref.Name}, existing)
 	found := err == nil

@@ -36,7 +36,7 @@ func TestWarningOncePerTransition(t *testing.T) {
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tok).WithStatusSubresource(tok).Build()
 	rec := events.NewFakeRecorder(10)
-	r := NewReconciler(c, c, rec)
+	r := newReconciler(c, c, rec)
 	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "nokey"}}
 	ctx := context.Background()
 

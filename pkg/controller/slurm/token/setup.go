@@ -10,14 +10,12 @@ import (
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
 )
 
-// SetupWithManager registers a Token reconciler built from the manager's
-// client, API reader and event recorder.
-//
-// Watches: the Token and the Secret it owns (metadata only: the manager
-// caches no Secret data).
-func SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
-	r := NewReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(Name))
-	return core.Setup(mgr, Name, &slinkyv1beta1.Token{}, r, maxConcurrentReconciles, func(b *builder.Builder, _ client.Reader) *builder.Builder {
-		return b.Owns(&corev1.Secret{}, builder.OnlyMetadata)
-	})
+// SetupWithManager registers r and its watches: the Token and the Secret
+// it owns (metadata only: the manager caches no Secret data).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return core.Setup(mgr, Name, &slinkyv1beta1.Token{}, r, r.Workers, watches)
+}
+
+func watches(b *builder.Builder, _ client.Reader) *builder.Builder {
+	return b.Owns(&corev1.Secret{}, builder.OnlyMetadata)
 }

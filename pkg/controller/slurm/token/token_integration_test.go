@@ -16,10 +16,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/common/testutil"
+	slurmworkload "github.com/gantry-dev/gantry/pkg/controller/slurm"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/token"
+	"github.com/gantry-dev/gantry/pkg/framework/workload"
 	"github.com/gantry-dev/gantry/pkg/slurm"
 	"github.com/gantry-dev/gantry/test/testenv"
+	"github.com/gantry-dev/gantry/test/testenv/managertest"
+	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 )
 
 // TestToken: a Token keeps a JWT for its user, signed with the cluster's
@@ -32,13 +35,22 @@ func TestToken(t *testing.T) {
 	g.SetDefaultEventuallyTimeout(30 * time.Second)
 	g.SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 	env := testenv.Start(t, testenv.Options{AddToScheme: []func(*runtime.Scheme) error{slinkyv1beta1.AddToScheme}})
-	testutil.StartManager(t, env, func(mgr ctrl.Manager) error { return token.SetupWithManager(mgr, 1) })
+	managertest.Start(t, env, func(mgr ctrl.Manager) error {
+		if err := slurmworkload.Integration().SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+			return err
+		}
+		r, err := token.New(mgr, token.Options{Options: workload.Options{MaxConcurrentReconciles: 1}})
+		if err != nil {
+			return err
+		}
+		return r.SetupWithManager(mgr)
+	})
 	ctx := context.Background()
 	c := env.Client
 	const ns = "tokens"
 	key := []byte("the-cluster-jwt-key")
 	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	g.Expect(c.Create(ctx, testutil.MakeSecret("keys", ns, map[string]string{"jwt.key": string(key)}))).To(Succeed())
+	g.Expect(c.Create(ctx, slinkytesting.MakeSecret("keys", ns, map[string]string{"jwt.key": string(key)}).Obj())).To(Succeed())
 	keyRef := &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "keys"}, Key: "jwt.key"}
 	newToken := func(name, user string, lifetime time.Duration, refresh bool) *slinkyv1beta1.Token {
 		return &slinkyv1beta1.Token{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: slinkyv1beta1.TokenSpec{
@@ -104,7 +116,7 @@ func TestToken(t *testing.T) {
 		g.Eventually(func(g Gomega) *metav1.Condition { return readyOf(g, "nokey") }).
 			Should(And(Not(BeNil()), HaveField("Status", metav1.ConditionFalse), HaveField("Reason", token.ReasonSigningKeyNotFound)))
 
-		g.Expect(c.Create(ctx, testutil.MakeSecret("theirs-jwt-dave", ns, map[string]string{"SLURM_JWT": "not ours"}))).To(Succeed())
+		g.Expect(c.Create(ctx, slinkytesting.MakeSecret("theirs-jwt-dave", ns, map[string]string{"SLURM_JWT": "not ours"}).Obj())).To(Succeed())
 		g.Expect(c.Create(ctx, newToken("theirs", "dave", time.Minute, true))).To(Succeed())
 		g.Eventually(func(g Gomega) *metav1.Condition { return readyOf(g, "theirs") }).
 			Should(And(Not(BeNil()), HaveField("Status", metav1.ConditionFalse), HaveField("Reason", token.ReasonSecretNotOwned)))

@@ -47,6 +47,9 @@ type Reconciler struct {
 	// Reported keeps a reconcile that read a stale status from recording a
 	// transition's event twice.
 	Reported status.Reported
+	// Workers is the number of objects of the kind reconciled in parallel;
+	// 0 means one.
+	Workers int
 }
 
 // New returns a Reconciler writing through c, reading past the cache

@@ -1,0 +1,6 @@
+package loginset
+
+// NewReconcilerForTest is newReconciler for the tests of package
+// loginset_test that run a second reconciler beside the manager's, on a
+// client or event recorder of their own.
+var NewReconcilerForTest = newReconciler

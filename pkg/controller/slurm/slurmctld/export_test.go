@@ -1,0 +1,6 @@
+package slurmctld
+
+// NewReconcilerForTest is newReconciler for the tests of package
+// controller_test that run a second reconciler beside the manager's, on a
+// client or event recorder of their own.
+var NewReconcilerForTest = newReconciler
