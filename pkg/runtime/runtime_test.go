@@ -24,7 +24,7 @@ import (
 	trainertesting "github.com/gantry-dev/gantry/test/wrappers/trainer"
 )
 
-func newScheme(t *testing.T) *apiruntime.Scheme {
+func newScheme(t testing.TB) *apiruntime.Scheme {
 	t.Helper()
 	s := apiruntime.NewScheme()
 	for _, add := range []func(*apiruntime.Scheme) error{clientgoscheme.AddToScheme, trainer.AddToScheme, jobsetv1alpha2.AddToScheme} {
@@ -35,7 +35,7 @@ func newScheme(t *testing.T) *apiruntime.Scheme {
 	return s
 }
 
-func newRuntime(t *testing.T, objs ...client.Object) *Runtime {
+func newRuntime(t testing.TB, objs ...client.Object) *Runtime {
 	t.Helper()
 	c := fake.NewClientBuilder().WithScheme(newScheme(t)).WithObjects(objs...).Build()
 	rt, err := New(Options{Existing: c})
