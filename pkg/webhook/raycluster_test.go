@@ -92,6 +92,22 @@ func TestRayClusterValidator(t *testing.T) {
 			want: "spec.rayVersion: Required value: authOptions.mode is 'token' but RayVersion was not specified",
 		},
 		{
+			// KubeRay v1.6.2 utils.IsAuthEnabled: only mode token is auth.
+			name: "authOptions without a mode needs no Ray version",
+			mutate: func(c *rayv1.RayCluster) {
+				c.Spec.RayVersion = ""
+				c.Spec.AuthOptions = &rayv1.AuthOptions{}
+			},
+		},
+		{
+			name: "autoscaler v2 inferred from a new Ray version does not restrict restartPolicy",
+			mutate: func(c *rayv1.RayCluster) {
+				c.Spec.RayVersion = "2.52.0"
+				c.Spec.EnableInTreeAutoscaling = ptr.To(true)
+				c.Spec.HeadGroupSpec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways
+			},
+		},
+		{
 			name: "upgrade strategy on a RayJob's cluster",
 			mutate: func(c *rayv1.RayCluster) {
 				c.Labels = map[string]string{rayv1.RayOriginatedFromCRDLabelKey: "RayJob"}

@@ -106,7 +106,8 @@ type AuthOptions struct {
 	// +optional
 	SecretName *string `json:"secretName,omitempty"`
 
-	// Mode is disabled or token (the operator treats empty as token).
+	// Mode is disabled or token. Only token turns authentication on; an
+	// empty mode, as in authOptions: {}, leaves it off (KubeRay v1.6).
 	// +kubebuilder:validation:Enum=disabled;token
 	// +optional
 	Mode AuthMode `json:"mode,omitempty"`
@@ -271,8 +272,9 @@ type AutoscalerOptions struct {
 	// +optional
 	UpscalingMode *UpscalingMode `json:"upscalingMode,omitempty"`
 
-	// Version forces autoscaler v1 or v2; unset lets RayVersion decide
-	// (v2 from Ray 2.47.0).
+	// Version selects autoscaler v1 or v2. Only v2 turns v2 on (and
+	// restartPolicy Never where the user set none); unset leaves Ray its
+	// default, as KubeRay v1.6 does.
 	// +optional
 	Version *AutoscalerVersion `json:"version,omitempty"`
 

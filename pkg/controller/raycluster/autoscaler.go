@@ -3,7 +3,6 @@ package raycluster
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/util/version"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
 )
@@ -14,31 +13,13 @@ const (
 	autoscalerStartCommand  = "ray kuberay-autoscaler --cluster-name $(RAY_CLUSTER_NAME) --cluster-namespace $(RAY_CLUSTER_NAMESPACE)"
 )
 
-// autoscalerV2MinRayVersion is the first Ray release whose default
-// autoscaler is v2.
-var autoscalerV2MinRayVersion = version.MustParseGeneric("2.47.0")
-
-// autoscalerVersion is the autoscaler implementation a cluster runs: the
-// explicit autoscalerOptions.version, else what its Ray version defaults to.
-// ok is false when neither is known (no or unparsable rayVersion), in which
-// case the operator leaves the choice to Ray.
-func autoscalerVersion(spec *rayv1.RayClusterSpec) (v rayv1.AutoscalerVersion, ok bool) {
-	if o := spec.AutoscalerOptions; o != nil && o.Version != nil {
-		return *o.Version, true
-	}
-	rv, err := version.ParseGeneric(spec.RayVersion)
-	if err != nil {
-		return "", false
-	}
-	if rv.AtLeast(autoscalerV2MinRayVersion) {
-		return rayv1.AutoscalerVersionV2, true
-	}
-	return rayv1.AutoscalerVersionV1, true
-}
-
+// autoscalerV2 reports whether the user asked for autoscaler v2 with
+// autoscalerOptions.version, as KubeRay's utils.IsAutoscalingV2Enabled. An
+// unset version is not inferred from rayVersion: Ray then picks its own
+// default, and the operator sets nothing for it.
 func autoscalerV2(spec *rayv1.RayClusterSpec) bool {
-	v, ok := autoscalerVersion(spec)
-	return ok && v == rayv1.AutoscalerVersionV2
+	o := spec.AutoscalerOptions
+	return o != nil && o.Version != nil && *o.Version == rayv1.AutoscalerVersionV2
 }
 
 // autoscalerContainer builds the sidecar from the Ray image (so the
@@ -108,19 +89,24 @@ func configureAutoscaler(cluster *rayv1.RayCluster, tmpl *corev1.PodTemplateSpec
 	setAutoscalerVersionEnv(cluster, tmpl)
 }
 
-// setAutoscalerVersionEnv tells the Ray head which autoscaler runs. With v2
-// the autoscaler replaces failed Pods itself, so the Pods must not restart
-// in place.
+// setAutoscalerVersionEnv tells the Ray head that autoscaler v2 runs when
+// the user asked for it. With v2 the autoscaler replaces failed Pods
+// itself, so the Pods must not restart in place: restartPolicy Never,
+// unless the user set one (validation admits only Never with v2).
 func setAutoscalerVersionEnv(cluster *rayv1.RayCluster, tmpl *corev1.PodTemplateSpec) {
-	v, ok := autoscalerVersion(&cluster.Spec)
-	if !ok {
+	if !autoscalerV2(&cluster.Spec) {
 		return
 	}
 	ray := &tmpl.Spec.Containers[0]
-	if v == rayv1.AutoscalerVersionV2 {
-		ray.Env = addEnvIfMissing(ray.Env, corev1.EnvVar{Name: EnvRayEnableAutoscalerV2, Value: "true"})
-		tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
-		return
+	ray.Env = addEnvIfMissing(ray.Env, corev1.EnvVar{Name: EnvRayEnableAutoscalerV2, Value: "true"})
+	setRestartPolicyNever(&tmpl.Spec)
+}
+
+// setRestartPolicyNever sets the Pod's restartPolicy to Never unless the
+// user set one; containers' own restartPolicy (native sidecars) is left
+// alone.
+func setRestartPolicyNever(spec *corev1.PodSpec) {
+	if spec.RestartPolicy == "" {
+		spec.RestartPolicy = corev1.RestartPolicyNever
 	}
-	ray.Env = addEnvIfMissing(ray.Env, corev1.EnvVar{Name: EnvRayEnableAutoscalerV2, Value: "false"})
 }

@@ -103,9 +103,12 @@ func TestAutoscalerVersion(t *testing.T) {
 		wantEnv     string // "" = not set
 		wantRestart corev1.RestartPolicy
 	}{
-		{name: "Ray before 2.47 defaults to v1", rayVersion: "2.46.0", wantEnv: "false"},
-		{name: "Ray 2.47 defaults to v2", rayVersion: "2.47.0", wantEnv: "true", wantRestart: corev1.RestartPolicyNever},
-		{name: "explicit v1 on new Ray", rayVersion: "2.50.1", version: ptr.To(rayv1.AutoscalerVersionV1), wantEnv: "false"},
+		// KubeRay v1.6.2 sets RAY_enable_autoscaler_v2 and restartPolicy
+		// only for autoscalerOptions.version v2 (utils.IsAutoscalingV2Enabled);
+		// without it Ray picks its own default.
+		{name: "Ray before 2.47 without version: nothing set", rayVersion: "2.46.0"},
+		{name: "Ray 2.47 without version: nothing set", rayVersion: "2.47.0"},
+		{name: "explicit v1 on new Ray: nothing set", rayVersion: "2.50.1", version: ptr.To(rayv1.AutoscalerVersionV1)},
 		{name: "explicit v2 on old Ray", rayVersion: "2.40.0", version: ptr.To(rayv1.AutoscalerVersionV2), wantEnv: "true", wantRestart: corev1.RestartPolicyNever},
 		{name: "unknown Ray version leaves it to Ray", rayVersion: ""},
 	}
@@ -125,6 +128,79 @@ func TestAutoscalerVersion(t *testing.T) {
 			}
 			if head.Spec.RestartPolicy != tc.wantRestart || worker.Spec.RestartPolicy != tc.wantRestart {
 				t.Errorf("restartPolicy head %q worker %q, want %q", head.Spec.RestartPolicy, worker.Spec.RestartPolicy, tc.wantRestart)
+			}
+		})
+	}
+}
+
+// TestAutoscalerV2OnlyWhenRequested follows KubeRay v1.6.2: autoscaler v2
+// is utils.IsAutoscalingV2Enabled, autoscalerOptions.version == v2 and
+// nothing else (not the Ray version). Only then, with autoscaling on, does
+// the operator set RAY_enable_autoscaler_v2=true on the head's Ray
+// container and restartPolicy Never on head and worker Pods; otherwise it
+// sets neither and Ray picks its own default. A restartPolicy the user set
+// is never replaced, on the Pod or on a container.
+func TestAutoscalerV2OnlyWhenRequested(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	tests := []struct {
+		name        string
+		rayVersion  string
+		autoscaling bool
+		version     *rayv1.AutoscalerVersion
+		userEnv     string // RAY_enable_autoscaler_v2 on the head, "" = unset
+		userRestart corev1.RestartPolicy
+		wantEnv     string // "" = not set
+		wantRestart corev1.RestartPolicy
+	}{
+		{name: "Ray 2.47 without version", rayVersion: "2.47.0", autoscaling: true},
+		{name: "Ray 2.52 without version", rayVersion: "2.52.0", autoscaling: true},
+		{name: "explicit v1", rayVersion: "2.50.1", autoscaling: true, version: ptr.To(rayv1.AutoscalerVersionV1)},
+		{name: "explicit v2", rayVersion: "2.40.0", autoscaling: true, version: ptr.To(rayv1.AutoscalerVersionV2),
+			wantEnv: "true", wantRestart: corev1.RestartPolicyNever},
+		{name: "explicit v2, user's Never", rayVersion: "2.52.0", autoscaling: true, version: ptr.To(rayv1.AutoscalerVersionV2),
+			userRestart: corev1.RestartPolicyNever, wantEnv: "true", wantRestart: corev1.RestartPolicyNever},
+		{name: "v2 without autoscaling", rayVersion: "2.52.0", version: ptr.To(rayv1.AutoscalerVersionV2)},
+		{name: "user's env var, no version", rayVersion: "2.52.0", autoscaling: true, userEnv: "true", wantEnv: "true"},
+		{name: "user's restartPolicy without v2", rayVersion: "2.52.0", autoscaling: true,
+			userRestart: corev1.RestartPolicyOnFailure, wantRestart: corev1.RestartPolicyOnFailure},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := raytesting.MakeRayCluster("rc", "default").RayVersion(tc.rayVersion).WorkerGroup("cpu", 1)
+			if tc.autoscaling {
+				w.Autoscaling()
+			}
+			if tc.version != nil {
+				w.AutoscalerOptions(&rayv1.AutoscalerOptions{Version: tc.version})
+			}
+			if tc.userEnv != "" {
+				w.Spec.HeadGroupSpec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: EnvRayEnableAutoscalerV2, Value: tc.userEnv}}
+			}
+			// A native sidecar: its container restartPolicy is the user's.
+			sidecar := corev1.Container{Name: "log-shipper", Image: "busybox", RestartPolicy: &always}
+			for _, spec := range []*corev1.PodSpec{&w.Spec.HeadGroupSpec.Template.Spec, &w.Group("cpu").Template.Spec} {
+				spec.RestartPolicy = tc.userRestart
+				spec.InitContainers = append(spec.InitContainers, sidecar)
+			}
+			cluster := w.Obj()
+			head := BuildHeadPod(cluster, DefaultBuildOptions())
+			worker := BuildWorkerPod(cluster, w.Group("cpu"), WorkerReplica{}, DefaultBuildOptions())
+
+			e, ok := envOf(&head.Spec.Containers[0], EnvRayEnableAutoscalerV2)
+			if got := map[bool]string{true: e.Value}[ok]; got != tc.wantEnv {
+				t.Errorf("%s = %q, want %q", EnvRayEnableAutoscalerV2, got, tc.wantEnv)
+			}
+			if n := countEnv(&head.Spec.Containers[0], EnvRayEnableAutoscalerV2); n > 1 {
+				t.Errorf("%s set %d times", EnvRayEnableAutoscalerV2, n)
+			}
+			if head.Spec.RestartPolicy != tc.wantRestart || worker.Spec.RestartPolicy != tc.wantRestart {
+				t.Errorf("restartPolicy head %q worker %q, want %q", head.Spec.RestartPolicy, worker.Spec.RestartPolicy, tc.wantRestart)
+			}
+			for _, pod := range []*corev1.Pod{&head, &worker} {
+				i := containerIndex(pod.Spec.InitContainers, "log-shipper")
+				if i < 0 || pod.Spec.InitContainers[i].RestartPolicy == nil || *pod.Spec.InitContainers[i].RestartPolicy != always {
+					t.Errorf("%s: the sidecar's restartPolicy was changed: %+v", pod.GenerateName, pod.Spec.InitContainers)
+				}
 			}
 		})
 	}

@@ -73,6 +73,7 @@ func ConfigFromEnv(getenv func(string) string, gates featuregate.FeatureGate) Co
 	cfg.Build.InjectProbes = boolEnv("ENABLE_PROBES_INJECTION", cfg.Build.InjectProbes)
 	cfg.Build.LoginShell = boolEnv("ENABLE_LOGIN_SHELL", cfg.Build.LoginShell)
 	cfg.Build.HeadClusterIPService = boolEnv("ENABLE_RAY_HEAD_CLUSTER_IP_SERVICE", cfg.Build.HeadClusterIPService)
+	cfg.Build.DeterministicHeadPodName = boolEnv("ENABLE_DETERMINISTIC_HEAD_POD_NAME", cfg.Build.DeterministicHeadPodName)
 	if d := strings.TrimSpace(getenv("CLUSTER_DOMAIN")); d != "" {
 		cfg.Build.ClusterDomain = d
 	}

@@ -167,6 +167,8 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, cluster *rayv1.RayClu
 	// the Pods: it gets its Warning event and the Pods are reconciled
 	// anyway; workers wait for the head on their own.
 	prerequisites := []syncsteps.Step[*scope]{
+		// Its Warning is KubeRay's AutoscalerServiceAccountNotFound.
+		{Name: "autoscaler-service-account", Sync: r.checkAutoscalerServiceAccount, StopOnError: true, ReportsOwnFailure: true},
 		{Name: "autoscaler-rbac", Sync: r.reconcileAutoscalerRBAC, StopOnError: true},
 		{Name: "auth-secret", Sync: r.reconcileAuthSecret, StopOnError: true},
 	}

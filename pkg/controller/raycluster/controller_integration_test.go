@@ -537,3 +537,77 @@ func TestConvergedClusterSendsNoWrites(t *testing.T) {
 	g.Consistently(func() int64 { return writes.Total() - before }, 2*time.Second).Should(BeZero(),
 		"writes by verb: %v", writes.ByVerb())
 }
+
+// TestAutoscalerServiceAccountNotFound follows KubeRay v1.6.2's
+// reconcileAutoscalerServiceAccount: a head template naming a
+// ServiceAccount that does not exist gets a Warning event
+// AutoscalerServiceAccountNotFound and the reconcile stops before the Pods
+// (the account is not created for the user); once the user creates it the
+// head Pod follows.
+func TestAutoscalerServiceAccountNotFound(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	rc := create(t, raytesting.MakeRayCluster("nosa", ns).Autoscaling().HeadServiceAccount("my-autoscaler-sa").WorkerGroup("cpu", 1).Obj())
+
+	want := "AutoscalerServiceAccountNotFound: Failed to reconcile RayCluster " + ns + "/nosa. " +
+		"If users specify ServiceAccountName for the head Pod, they need to create a ServiceAccount themselves. " +
+		"However, ServiceAccount my-autoscaler-sa is not found. Please create one. " +
+		"See the PR description of https://github.com/ray-project/kuberay/pull/1128 for more details."
+	g.Eventually(func(g Gomega) []string { return eventMessages(g, rc, "AutoscalerServiceAccountNotFound") }, timeout).
+		Should(ContainElement(want))
+	g.Consistently(func(g Gomega) {
+		g.Expect(pods(g, rc, nil)).To(BeEmpty())
+		err := k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "my-autoscaler-sa"}, &corev1.ServiceAccount{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the operator must not create the user's ServiceAccount")
+	}, 2*time.Second).Should(Succeed())
+
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "my-autoscaler-sa"}}
+	g.Expect(k8s.Create(context.Background(), sa)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		head := pods(g, rc, headSel)
+		g.Expect(head).To(HaveLen(1))
+		g.Expect(head[0].Spec.ServiceAccountName).To(Equal("my-autoscaler-sa"))
+	}, timeout).Should(Succeed())
+}
+
+// TestIngressPathAndClassFollowKubeRay: the live Ingress has KubeRay's
+// path and no kubernetes.io/ingress.class annotation next to its class.
+func TestIngressPathAndClassFollowKubeRay(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	rc := raytesting.MakeRayCluster("dash", ns).
+		Annotation(raycluster.IngressClassAnnotationKey, "nginx").
+		Annotation("nginx.ingress.kubernetes.io/rewrite-target", "/$1").
+		Obj()
+	rc.Spec.HeadGroupSpec.EnableIngress = ptr.To(true)
+	create(t, rc)
+
+	ing := &networkingv1.Ingress{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "dash-head-ingress"}, ing)).To(Succeed())
+	}, timeout).Should(Succeed())
+	g.Expect(ing.Spec.IngressClassName).To(HaveValue(Equal("nginx")))
+	g.Expect(ing.Annotations).NotTo(HaveKey(raycluster.IngressClassAnnotationKey))
+	g.Expect(ing.Annotations).To(HaveKeyWithValue("nginx.ingress.kubernetes.io/rewrite-target", "/$1"))
+	g.Expect(ing.Spec.Rules[0].HTTP.Paths[0].Path).To(Equal("/dash/(.*)"))
+	g.Expect(ing.Spec.Rules[0].HTTP.Paths[0].PathType).To(HaveValue(Equal(networkingv1.PathTypeExact)))
+}
+
+// TestEmptyAuthOptionsLeavePodsUnauthenticated: authOptions {} does not
+// turn Ray auth on (KubeRay v1.6.2 utils.IsAuthEnabled needs mode token),
+// even on a Ray version without token auth.
+func TestEmptyAuthOptionsLeavePodsUnauthenticated(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	rc := create(t, raytesting.MakeRayCluster("noauth", ns).RayVersion("2.46.0").Auth(&rayv1.AuthOptions{}).Obj())
+	g.Eventually(func(g Gomega) { g.Expect(pods(g, rc, headSel)).To(HaveLen(1)) }, timeout).Should(Succeed())
+	head := pods(g, rc, headSel)[0]
+	g.Expect(head.Spec.Containers[0].Env).NotTo(ContainElement(HaveField("Name", "RAY_AUTH_MODE")))
+	g.Expect(head.Spec.Containers[0].Env).NotTo(ContainElement(HaveField("Name", "RAY_AUTH_TOKEN")))
+	g.Expect(eventMessages(g, rc, string(rayv1.InvalidRayClusterSpec))).To(BeEmpty())
+	// KubeRay's reconcileAuthSecret skips only nil authOptions and mode
+	// disabled, so the token Secret is generated all the same.
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "noauth"}, &corev1.Secret{})).To(Succeed())
+	}, timeout).Should(Succeed())
+}

@@ -230,10 +230,12 @@ func ExternalStorageNamespace(cluster *rayv1.RayCluster) string {
 	return string(cluster.UID)
 }
 
-// authEnabled reports whether Ray token authentication is on; an empty
-// mode means token, as the API documents.
+// authEnabled reports whether Ray token authentication is on: only an
+// explicit mode token turns it on, as KubeRay's utils.IsAuthEnabled. An
+// empty mode leaves the Pods without Ray's auth settings (although the
+// token Secret is still generated, see reconcileAuthSecret).
 func authEnabled(spec *rayv1.RayClusterSpec) bool {
-	return spec.AuthOptions != nil && spec.AuthOptions.Mode != rayv1.AuthModeDisabled
+	return spec.AuthOptions != nil && spec.AuthOptions.Mode == rayv1.AuthModeToken
 }
 
 func k8sTokenAuthEnabled(spec *rayv1.RayClusterSpec) bool {

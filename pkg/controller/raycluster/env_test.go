@@ -212,9 +212,12 @@ func TestTokenAuth(t *testing.T) {
 	}{
 		{name: "no auth options"},
 		{name: "disabled", auth: &rayv1.AuthOptions{Mode: rayv1.AuthModeDisabled}},
-		{name: "empty mode means token", auth: &rayv1.AuthOptions{}, wantMode: true, wantSecret: "rc"},
+		// KubeRay v1.6.2 utils.IsAuthEnabled: only mode token turns auth on.
+		{name: "empty mode is not token", auth: &rayv1.AuthOptions{}},
+		{name: "token", auth: &rayv1.AuthOptions{Mode: rayv1.AuthModeToken}, wantMode: true, wantSecret: "rc"},
 		{name: "own secret", auth: &rayv1.AuthOptions{Mode: rayv1.AuthModeToken, SecretName: ptr.To("mine")}, wantMode: true, wantSecret: "mine"},
-		{name: "kubernetes tokens", auth: &rayv1.AuthOptions{EnableK8sTokenAuth: ptr.To(true)}, wantMode: true, wantK8sVolume: true},
+		{name: "kubernetes tokens", auth: &rayv1.AuthOptions{Mode: rayv1.AuthModeToken, EnableK8sTokenAuth: ptr.To(true)}, wantMode: true, wantK8sVolume: true},
+		{name: "kubernetes tokens without mode token", auth: &rayv1.AuthOptions{EnableK8sTokenAuth: ptr.To(true)}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -25,15 +25,21 @@ func IngressName(cluster *rayv1.RayCluster) string {
 	return checkName(cluster.Name + "-head-ingress")
 }
 
-// BuildHeadIngress returns the Ingress that exposes the head's dashboard at
-// /<cluster name>, as KubeRay's enableIngress does. The cluster's
+// BuildHeadIngress returns the Ingress that exposes the head's dashboard,
+// as KubeRay's enableIngress does: one Exact path "/<cluster name>/(.*)",
+// whose capture group an ingress controller's rewrite annotation (nginx's
+// rewrite-target "/$1") passes on to the dashboard. The cluster's
 // annotations are copied to it, so ingress-controller settings can be
-// given on the RayCluster.
+// given on the RayCluster, except kubernetes.io/ingress.class: its value
+// becomes spec.ingressClassName, and the deprecated annotation is not set
+// next to the field.
 func BuildHeadIngress(cluster *rayv1.RayCluster) *networkingv1.Ingress {
 	port := servicePortNumbers(cluster)[DashboardPortName]
 	if port == 0 {
 		port = DefaultDashboardPort
 	}
+	annotations := maps.Clone(cluster.Annotations)
+	delete(annotations, IngressClassAnnotationKey)
 	pathType := networkingv1.PathTypeExact
 	ing := &networkingv1.Ingress{
 		TypeMeta: metav1.TypeMeta{APIVersion: networkingv1.SchemeGroupVersion.String(), Kind: "Ingress"},
@@ -47,13 +53,13 @@ func BuildHeadIngress(cluster *rayv1.RayCluster) *networkingv1.Ingress {
 				builder.LabelCreatedBy:   ComponentName,
 				builder.LabelManagedBy:   builder.ManagedByGantry,
 			},
-			Annotations:     maps.Clone(cluster.Annotations),
+			Annotations:     annotations,
 			OwnerReferences: []metav1.OwnerReference{ownerReference(cluster)},
 		},
 		Spec: networkingv1.IngressSpec{
 			Rules: []networkingv1.IngressRule{{IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
 				Paths: []networkingv1.HTTPIngressPath{{
-					Path:     "/" + cluster.Name,
+					Path:     "/" + cluster.Name + "/(.*)",
 					PathType: &pathType,
 					Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
 						Name: HeadServiceName(cluster),
@@ -111,14 +117,19 @@ func (r *Reconciler) reconcileIngress(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// reconcileAuthSecret creates the token Secret when token auth is on and
-// the user did not name a Secret of their own. Secrets are not cached (the
-// cache would hold every Secret of the cluster), so existence is checked
-// against the API server, once per reconcile of such clusters only.
+// reconcileAuthSecret creates the token Secret unless auth is off or the
+// token comes from elsewhere (Kubernetes tokens, a Secret the user named).
+// Like KubeRay's reconcileAuthSecret, "off" is no authOptions or mode
+// disabled: authOptions with an empty mode gets the Secret too, ready for
+// mode token, although its Pods do not use it (authEnabled). Secrets are
+// not cached (the cache would hold every Secret of the cluster), so
+// existence is checked against the API server, once per reconcile of such
+// clusters only.
 func (r *Reconciler) reconcileAuthSecret(ctx context.Context, s *scope) error {
 	cluster := s.Object
 	a := cluster.Spec.AuthOptions
-	if !authEnabled(&cluster.Spec) || k8sTokenAuthEnabled(&cluster.Spec) || (a.SecretName != nil && *a.SecretName != "") {
+	if a == nil || a.Mode == rayv1.AuthModeDisabled ||
+		(a.EnableK8sTokenAuth != nil && *a.EnableK8sTokenAuth) || (a.SecretName != nil && *a.SecretName != "") {
 		return nil
 	}
 	key := client.ObjectKey{Namespace: cluster.Namespace, Name: AuthSecretName(cluster)}

@@ -80,6 +80,9 @@ type BuildOptions struct {
 	HeadClusterIPService bool
 	// MultiHostIndexing is the RayMultiHostIndexing feature gate.
 	MultiHostIndexing bool
+	// DeterministicHeadPodName names the head Pod "<cluster>-head" instead
+	// of generating a name (ENABLE_DETERMINISTIC_HEAD_POD_NAME).
+	DeterministicHeadPodName bool
 	// HeadSidecarContainers and WorkerSidecarContainers are appended to
 	// every head or worker Pod.
 	HeadSidecarContainers   []corev1.Container
@@ -125,8 +128,12 @@ type WorkerReplica struct {
 func BuildHeadPod(cluster *rayv1.RayCluster, opts BuildOptions) corev1.Pod {
 	head := &cluster.Spec.HeadGroupSpec
 	tmpl := head.Template.DeepCopy()
-	tmpl.Name = ""
-	tmpl.GenerateName = podGenerateName(cluster.Name, rayv1.HeadNode)
+	tmpl.Name, tmpl.GenerateName = "", podGenerateName(cluster.Name, rayv1.HeadNode)
+	if opts.DeterministicHeadPodName {
+		// There is one head, so a fixed name cannot collide; a head being
+		// deleted is waited for before the next one is created.
+		tmpl.Name, tmpl.GenerateName = podName(cluster.Name, rayv1.HeadNode), ""
+	}
 	tmpl.Namespace = cluster.Namespace
 
 	params := completeRayStartParams(rayv1.HeadNode, head.RayStartParams, head.Resources, head.Labels, "")
@@ -179,7 +186,7 @@ func BuildWorkerPod(cluster *rayv1.RayCluster, group *rayv1.WorkerGroupSpec, r W
 	configureGCSFaultTolerance(cluster, rayv1.WorkerNode, tmpl, params)
 	ensureMetricsPort(&tmpl.Spec.Containers[0])
 	if cluster.Spec.AutoscalingEnabled() && autoscalerV2(&cluster.Spec) {
-		tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
+		setRestartPolicyNever(&tmpl.Spec)
 	}
 	configureTokenAuth(cluster, &tmpl.Spec)
 	tmpl.Spec.Containers = appendContainers(tmpl.Spec.Containers, opts.WorkerSidecarContainers)
@@ -404,11 +411,17 @@ func ownerReference(cluster *rayv1.RayCluster) metav1.OwnerReference {
 // podGenerateName is "<prefix>-<type>-" with the prefix cut to 50
 // characters, leaving room for the suffix the API server appends.
 func podGenerateName(prefix string, nodeType rayv1.RayNodeType) string {
+	return podName(prefix, nodeType) + "-"
+}
+
+// podName is "<prefix>-<type>" in lower case with the prefix cut to 50
+// characters, KubeRay's utils.PodName for a fixed name.
+func podName(prefix string, nodeType rayv1.RayNodeType) string {
 	const maxPrefix = 50
 	if len(prefix) > maxPrefix {
 		prefix = prefix[:maxPrefix]
 	}
-	return strings.ToLower(prefix + "-" + string(nodeType) + "-")
+	return strings.ToLower(prefix + "-" + string(nodeType))
 }
 
 // checkName shortens s to 50 characters by dropping its start and makes it

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
@@ -23,6 +24,34 @@ import (
 func (r *Reconciler) applyOwned(ctx context.Context, desired client.Object) (created bool, err error) {
 	res, _, err := r.applier.Ensure(ctx, desired)
 	return res == apply.Created, err
+}
+
+// ReasonAutoscalerServiceAccountNotFound is KubeRay's Warning for a head
+// template naming a ServiceAccount that does not exist.
+const ReasonAutoscalerServiceAccountNotFound = "AutoscalerServiceAccountNotFound"
+
+// checkAutoscalerServiceAccount is KubeRay's check of a ServiceAccount the
+// head template names when the autoscaler is on: the user owns that
+// account (an operator-made one breaks RayService's rolling updates,
+// ray-project/kuberay#1123), so a missing one is not created but reported,
+// with KubeRay's event, and the reconcile stops before the Pods. Only
+// Gantry's own ServiceAccounts are cached, so the API server is asked.
+func (r *Reconciler) checkAutoscalerServiceAccount(ctx context.Context, s *scope) error {
+	cluster := s.Object
+	name := cluster.Spec.HeadGroupSpec.Template.Spec.ServiceAccountName
+	if !cluster.Spec.AutoscalingEnabled() || name == "" {
+		return nil
+	}
+	key := client.ObjectKey{Namespace: cluster.Namespace, Name: name}
+	err := r.apiReader.Get(ctx, key, &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}})
+	if err == nil || !apierrors.IsNotFound(err) {
+		return err
+	}
+	msg := fmt.Sprintf("If users specify ServiceAccountName for the head Pod, they need to create a ServiceAccount themselves. "+
+		"However, ServiceAccount %s is not found. Please create one. "+
+		"See the PR description of https://github.com/ray-project/kuberay/pull/1128 for more details.", name)
+	r.recorder.Warning(cluster, ReasonAutoscalerServiceAccountNotFound, "Failed to reconcile RayCluster %s/%s. %s", cluster.Namespace, cluster.Name, msg)
+	return fmt.Errorf("%s: %w", msg, err)
 }
 
 func (r *Reconciler) reconcileAutoscalerRBAC(ctx context.Context, s *scope) error {

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,9 +23,11 @@ const HeadlessServiceSuffix = "headless"
 // defaultServiceAppProtocol is KubeRay's appProtocol on head Service ports.
 const defaultServiceAppProtocol = "tcp"
 
-// ErrNoServePort means the head exposes no port for Ray Serve, so no Serve
-// Service can be built.
-var ErrNoServePort = errors.New("no port named 'serve' on the Ray head container, and port 8000 is taken by another port; the Serve Service cannot be created")
+// ErrNoServePort means the head exposes no port for Ray Serve (its
+// container declares ports, none of them serving ports), so no Serve
+// Service can be built. The message is KubeRay's.
+var ErrNoServePort = errors.New("Please specify a port named 'serve' (or with the prefix 'serve-', e.g. 'serve-grpc') " +
+	"in the Ray head container; otherwise, the Kubernetes service for Ray Serve will not be created.")
 
 // HeadServiceName is the user's headService name if set, else
 // "<cluster>-head-svc".
@@ -150,11 +153,17 @@ func BuildHeadlessService(cluster *rayv1.RayCluster) *corev1.Service {
 }
 
 // BuildServeService returns the Service for Ray Serve traffic on a plain
-// RayCluster: the head's serve port only, selecting every Pod of the
-// cluster (each runs a Serve proxy).
+// RayCluster: every serving port of the head (isServingPort), sorted by
+// name, selecting every Pod of the cluster (each runs a Serve proxy).
 func BuildServeService(cluster *rayv1.RayCluster) (*corev1.Service, error) {
-	port, ok := servicePortNumbers(cluster)[ServingPortName]
-	if !ok {
+	numbers := servicePortNumbers(cluster)
+	var ports []corev1.ServicePort
+	for _, name := range slices.Sorted(maps.Keys(numbers)) {
+		if isServingPort(name) {
+			ports = append(ports, corev1.ServicePort{Name: name, Port: numbers[name], Protocol: corev1.ProtocolTCP})
+		}
+	}
+	if len(ports) == 0 {
 		return nil, ErrNoServePort
 	}
 	meta := builder.NewMetadata(ServeServiceName(cluster), cluster.Namespace).
@@ -169,16 +178,16 @@ func BuildServeService(cluster *rayv1.RayCluster) (*corev1.Service, error) {
 		Meta:     meta,
 		Type:     cluster.Spec.HeadGroupSpec.ServiceType,
 		Selector: map[string]string{rayv1.RayClusterLabelKey: cluster.Name},
-		Ports:    []corev1.ServicePort{{Name: ServingPortName, Port: port, Protocol: corev1.ProtocolTCP}},
+		Ports:    ports,
 	}), nil
 }
 
-// servicePortNumbers maps port names to numbers: the head container's
-// ports (unnamed ones as "<port>-port"), then every default whose name is
-// not defined and whose number is still free.
+// servicePortNumbers maps port names to numbers as KubeRay's
+// getServicePorts: the head container's ports (an unnamed one as
+// "<port>-port"), or KubeRay's defaults when it declares none; then the
+// metrics port, unless one is named so.
 func servicePortNumbers(cluster *rayv1.RayCluster) map[string]int32 {
 	ports := map[string]int32{}
-	used := map[int32]bool{}
 	if cs := cluster.Spec.HeadGroupSpec.Template.Spec.Containers; len(cs) > 0 {
 		for _, p := range cs[0].Ports {
 			name := p.Name
@@ -186,25 +195,27 @@ func servicePortNumbers(cluster *rayv1.RayCluster) map[string]int32 {
 				name = strconv.Itoa(int(p.ContainerPort)) + "-port"
 			}
 			ports[name] = p.ContainerPort
-			used[p.ContainerPort] = true
 		}
 	}
-	defaults := map[string]int32{
-		ClientPortName:    DefaultClientPort,
-		GcsServerPortName: DefaultGcsServerPort,
-		DashboardPortName: DefaultDashboardPort,
-		MetricsPortName:   DefaultMetricsPort,
-		ServingPortName:   DefaultServingPort,
-	}
-	for _, name := range slices.Sorted(maps.Keys(defaults)) {
-		number := defaults[name]
-		if _, defined := ports[name]; defined || used[number] {
-			continue
+	if len(ports) == 0 {
+		ports = map[string]int32{
+			ClientPortName:    DefaultClientPort,
+			GcsServerPortName: DefaultGcsServerPort,
+			DashboardPortName: DefaultDashboardPort,
+			MetricsPortName:   DefaultMetricsPort,
+			ServingPortName:   DefaultServingPort,
 		}
-		ports[name] = number
-		used[number] = true
+	}
+	if _, ok := ports[MetricsPortName]; !ok {
+		ports[MetricsPortName] = DefaultMetricsPort
 	}
 	return ports
+}
+
+// isServingPort reports whether a head port carries Ray Serve traffic:
+// KubeRay's "serve", or "serve-<protocol>" such as serve-grpc.
+func isServingPort(name string) bool {
+	return name == ServingPortName || strings.HasPrefix(name, ServingPortName+"-")
 }
 
 // headServicePorts are the head Service's ports sorted by name, so that

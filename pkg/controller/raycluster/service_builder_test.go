@@ -57,7 +57,9 @@ func TestBuildHeadService(t *testing.T) {
 			wantPorts: defaultHeadPorts,
 		},
 		{
-			name: "container ports replace defaults by name, unnamed ones are named, taken numbers are skipped",
+			// KubeRay v1.6.2 getServicePorts: declared container ports
+			// replace the defaults entirely; only metrics is added.
+			name: "container ports replace the defaults, unnamed ones are named, metrics is added",
 			cluster: raytesting.MakeRayCluster("rc", "default").
 				HeadPort("gcs-server", 6380).
 				HeadPort("my-dashboard", 8265).
@@ -67,11 +69,9 @@ func TestBuildHeadService(t *testing.T) {
 			wantClusterIP: corev1.ClusterIPNone,
 			wantPorts: []corev1.ServicePort{
 				svcPort("9999-port", 9999),
-				svcPort("client", 10001),
 				svcPort("gcs-server", 6380),
 				svcPort("metrics", 8080),
 				svcPort("my-dashboard", 8265),
-				svcPort("serve", 8000),
 			},
 		},
 	}
@@ -250,5 +250,108 @@ func TestBuildServeService(t *testing.T) {
 	if ServeServiceEnabled(raytesting.MakeRayCluster("rc", "default").Obj()) ||
 		!ServeServiceEnabled(raytesting.MakeRayCluster("rc", "default").Annotation(rayv1.EnableServeServiceKey, "true").Obj()) {
 		t.Errorf("ServeServiceEnabled must follow the %s annotation", rayv1.EnableServeServiceKey)
+	}
+}
+
+// TestHeadServicePortsAreTheContainersPlusMetrics follows KubeRay v1.6.2's
+// getServicePorts (common/service.go): the head container's ports (an
+// unnamed one as "<port>-port"), or KubeRay's five defaults when the
+// container declares none, plus metrics:8080 when no port is named
+// metrics. Defaults are not mixed into declared ports.
+func TestHeadServicePortsAreTheContainersPlusMetrics(t *testing.T) {
+	tests := []struct {
+		name      string
+		cluster   *rayv1.RayCluster
+		wantPorts []corev1.ServicePort
+	}{
+		{
+			name:      "no container ports: KubeRay's defaults",
+			cluster:   raytesting.MakeRayCluster("rc", "default").Obj(),
+			wantPorts: defaultHeadPorts,
+		},
+		{
+			name: "declared ports only, plus metrics",
+			cluster: raytesting.MakeRayCluster("rc", "default").
+				HeadPort("gcs-server", 6380).
+				HeadPort("dashboard", 8265).
+				HeadPort("", 9999).
+				Obj(),
+			wantPorts: []corev1.ServicePort{
+				svcPort("9999-port", 9999),
+				svcPort("dashboard", 8265),
+				svcPort("gcs-server", 6380),
+				svcPort("metrics", 8080),
+			},
+		},
+		{
+			name: "a declared metrics port is kept",
+			cluster: raytesting.MakeRayCluster("rc", "default").
+				HeadPort("gcs-server", 6379).
+				HeadPort("metrics", 9090).
+				Obj(),
+			wantPorts: []corev1.ServicePort{
+				svcPort("gcs-server", 6379),
+				svcPort("metrics", 9090),
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := BuildHeadService(tc.cluster, DefaultBuildOptions())
+			if diff := cmp.Diff(tc.wantPorts, svc.Spec.Ports); diff != "" {
+				t.Errorf("ports (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestServeServicePorts follows KubeRay v1.6.2's BuildServeService and
+// isServingPort (common/service.go): every port named "serve" or
+// "serve-<something>" (e.g. serve-grpc), sorted by name here so the
+// object is stable; no serve port means no Serve Service.
+func TestServeServicePorts(t *testing.T) {
+	tests := []struct {
+		name      string
+		cluster   *rayv1.RayCluster
+		wantPorts []corev1.ServicePort
+		wantErr   error
+	}{
+		{
+			name: "serve and serve-grpc",
+			cluster: raytesting.MakeRayCluster("rc", "default").
+				HeadPort("gcs-server", 6379).
+				HeadPort("serve-grpc", 9000).
+				HeadPort("serve", 8000).
+				HeadPort("server", 7000).
+				Obj(),
+			wantPorts: []corev1.ServicePort{
+				{Name: "serve", Port: 8000, Protocol: corev1.ProtocolTCP},
+				{Name: "serve-grpc", Port: 9000, Protocol: corev1.ProtocolTCP},
+			},
+		},
+		{
+			name:      "serve-grpc alone",
+			cluster:   raytesting.MakeRayCluster("rc", "default").HeadPort("serve-grpc", 9000).Obj(),
+			wantPorts: []corev1.ServicePort{{Name: "serve-grpc", Port: 9000, Protocol: corev1.ProtocolTCP}},
+		},
+		{
+			name:    "declared ports without a serve port",
+			cluster: raytesting.MakeRayCluster("rc", "default").HeadPort("gcs-server", 6379).Obj(),
+			wantErr: ErrNoServePort,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			svc, err := BuildServeService(tc.cluster)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tc.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if diff := cmp.Diff(tc.wantPorts, svc.Spec.Ports); diff != "" {
+				t.Errorf("ports (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -323,7 +323,7 @@ func validateGroupIdleTimeout(path *field.Path, group *rayv1.WorkerGroupSpec, sp
 	}
 	// Only autoscaler v2 reads a per-group idle timeout; under v1 it would
 	// be silently ignored.
-	if autoscalerV2Requested(spec) {
+	if autoscalerV2(spec) {
 		return nil
 	}
 	if env, _, ok := headEnv(spec, envEnableAutoscalerV2); ok && (env.Value == "1" || env.Value == "true") {
@@ -416,7 +416,7 @@ func validateAutoscaler(spec *rayv1.RayClusterSpec) error {
 		if spec.AutoscalerOptions != nil && spec.AutoscalerOptions.Version != nil && v2EnvSet {
 			return forbiddenf(v2EnvPath, "both .spec.autoscalerOptions.version and head Pod env var %s are set, please only use the former", envEnableAutoscalerV2)
 		}
-		if autoscalerV2Requested(spec) {
+		if autoscalerV2(spec) {
 			// Autoscaler v2 tells a dead node from a restarting one by the
 			// Pod going away, which a restarting Pod never does.
 			if p := spec.HeadGroupSpec.Template.Spec.RestartPolicy; p != "" && p != corev1.RestartPolicyNever {
@@ -448,8 +448,7 @@ var (
 func validateAuth(spec *rayv1.RayClusterSpec) error {
 	auth := spec.AuthOptions
 	k8sAuth := auth != nil && auth.EnableK8sTokenAuth != nil && *auth.EnableK8sTokenAuth
-	// The API documents an empty mode as token.
-	tokenMode := auth != nil && (auth.Mode == rayv1.AuthModeToken || auth.Mode == "")
+	tokenMode := authEnabled(spec)
 	authPath := specPath.Child("authOptions")
 	versionPath := specPath.Child("rayVersion")
 	if !tokenMode {
@@ -477,13 +476,6 @@ func validateAuth(spec *rayv1.RayClusterSpec) error {
 		}
 	}
 	return nil
-}
-
-// autoscalerV2Requested reports an explicit autoscalerOptions.version v2;
-// KubeRay's validation ignores the Ray-version default here.
-func autoscalerV2Requested(spec *rayv1.RayClusterSpec) bool {
-	o := spec.AutoscalerOptions
-	return o != nil && o.Version != nil && *o.Version == rayv1.AutoscalerVersionV2
 }
 
 // headEnv finds an env var of the head's Ray container (the first one) and

@@ -336,12 +336,20 @@ func TestValidate(t *testing.T) {
 			layer: ValidationLayerSpec, message: "authOptions.mode is 'token' but minimum Ray version is 2.52.0, got 2.51.1",
 		},
 		{
-			name: "empty auth mode means token",
+			// KubeRay v1.6.2 utils.IsAuthEnabled: an empty mode is not token.
+			name: "empty auth mode is not token",
 			mutate: func(c *rayv1.RayCluster) {
 				c.Spec.RayVersion = "2.40.0"
 				c.Spec.AuthOptions = &rayv1.AuthOptions{}
 			},
-			layer: ValidationLayerSpec, message: "authOptions.mode is 'token' but minimum Ray version is 2.52.0, got 2.40.0",
+		},
+		{
+			name: "kubernetes token auth with an empty mode",
+			mutate: func(c *rayv1.RayCluster) {
+				c.Spec.RayVersion = "2.55.0"
+				c.Spec.AuthOptions = &rayv1.AuthOptions{EnableK8sTokenAuth: ptr.To(true)}
+			},
+			layer: ValidationLayerSpec, message: "authOptions.enableK8sTokenAuth is enabled but authOptions.mode not set to 'token'",
 		},
 		{
 			name:   "token auth on Ray 2.52",
