@@ -14,6 +14,7 @@ import (
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/accounting"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/index"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/slurmmetrics"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/loginset"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/nodeset"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/restapi"
@@ -57,14 +58,21 @@ type reconciler interface {
 }
 
 func setup(_ context.Context, mgr ctrl.Manager, opts workload.Options) error {
+	metrics, err := slurmmetrics.New(opts.RegistererOrDefault())
+	if err != nil {
+		return err
+	}
 	clients := restapi.NewClientResolver(mgr.GetClient(), mgr.GetAPIReader(), restapi.ResolverOptions{
 		AllowEndpointOverride: opts.Features != nil && opts.Features.Enabled(SlurmrestdURLOverride),
+		Metrics:               metrics,
 	})
 	for _, build := range []func() (reconciler, error){
 		func() (reconciler, error) { return slurmctld.New(mgr, slurmctld.Options{Options: opts}) },
 		func() (reconciler, error) { return restapi.New(mgr, restapi.Options{Options: opts}) },
 		func() (reconciler, error) { return accounting.New(mgr, accounting.Options{Options: opts}) },
-		func() (reconciler, error) { return nodeset.New(mgr, nodeset.Options{Options: opts, Clients: clients}) },
+		func() (reconciler, error) {
+			return nodeset.New(mgr, nodeset.Options{Options: opts, Clients: clients, Metrics: metrics})
+		},
 		func() (reconciler, error) { return loginset.New(mgr, loginset.Options{Options: opts}) },
 		func() (reconciler, error) { return token.New(mgr, token.Options{Options: opts}) },
 	} {

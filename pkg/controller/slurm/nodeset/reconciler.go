@@ -26,6 +26,7 @@ import (
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/slurmmetrics"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/framework/expectations"
 	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
@@ -78,6 +79,8 @@ type Reconciler struct {
 	Images slinky.Images
 	// clock tells the time of pod failures, deadlines and conditions.
 	clock clock.PassiveClock
+	// metrics may be nil.
+	metrics *slurmmetrics.Metrics
 }
 
 // Options configure a NodeSet Reconciler.
@@ -88,6 +91,8 @@ type Options struct {
 	// Clients gives the Slurm client of a NodeSet's Controller; nil when no
 	// Controller will ever have a RestApi.
 	Clients ClientSource
+	// Metrics publish each NodeSet's pods by state; nil publishes none.
+	Metrics *slurmmetrics.Metrics
 }
 
 // New builds the NodeSet reconciler for mgr.
@@ -96,6 +101,7 @@ func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 	r.Images = o.Images.Or(r.Images)
 	r.Workers = o.Workers()
 	r.clock = o.ClockOrReal()
+	r.metrics = o.Metrics
 	return r, nil
 }
 
@@ -136,6 +142,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, live); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.expectations.Delete(key)
+			r.metrics.ForgetNodeSet(req.Namespace, req.Name)
 		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}

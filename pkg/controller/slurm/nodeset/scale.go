@@ -211,6 +211,9 @@ func (r *Reconciler) deletePod(ctx context.Context, n *slinkyv1beta1.NodeSet, s 
 		r.expectations.CancelDeletions(s.key, expectationGroup, pod.UID)
 		return fmt.Errorf("deleting Pod %s: %w", pod.Name, err)
 	}
+	if why == cordonedForScaleIn || why == cordonedForUpdate || why == cordonedForNodeMismatch {
+		r.observeDrainWait(s, pod)
+	}
 	switch why {
 	case cordonedForScaleIn:
 		s.tally.add(&s.tally.deletedScaleIn, pod)
@@ -224,6 +227,18 @@ func (r *Reconciler) deletePod(ctx context.Context, n *slinkyv1beta1.NodeSet, s 
 		s.tally.add(&s.tally.deletedFinished, pod)
 	}
 	return nil
+}
+
+// observeDrainWait records how long the deleted pod's Slurm node drained:
+// from when Slurm last set its reason (Gantry's drain) until now.
+func (r *Reconciler) observeDrainWait(s *scope, pod *corev1.Pod) {
+	node, ok := s.slurm.node(SlurmNodeName(pod))
+	if !ok || !node.IsDrain() {
+		return
+	}
+	if since, ok := node.ReasonChangedAt.Time(); ok {
+		r.metrics.ObserveDrainWait(s.Object.Namespace, s.Object.Name, r.clock.Now().Sub(since))
+	}
 }
 
 // releaseClaimsOnScaleIn hands the pod's claims to the pod when the

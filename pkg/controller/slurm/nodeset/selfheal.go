@@ -10,6 +10,7 @@ import (
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
+	"github.com/gantry-dev/gantry/pkg/framework/podcond"
 )
 
 // unregisteredGrace is how long a pod may be Ready (and available) with no
@@ -45,7 +46,7 @@ func (r *Reconciler) syncUnregistered(ctx context.Context, s *scope) error {
 		if _, ok := s.slurm.node(name); ok {
 			continue
 		}
-		if wait := grace - now.Sub(podReadyCondition(pod).LastTransitionTime.Time); wait > 0 {
+		if wait := grace - now.Sub(podcond.ReadyCondition(pod).LastTransitionTime.Time); wait > 0 {
 			s.Requeue.After(wait)
 			continue
 		}

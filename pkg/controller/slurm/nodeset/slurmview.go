@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/slurmmetrics"
+	"github.com/gantry-dev/gantry/pkg/framework/podcond"
 	"github.com/gantry-dev/gantry/pkg/slurm"
 )
 
@@ -175,7 +177,7 @@ func (v *slurmView) mayRunJobs(pod *corev1.Pod) bool {
 		// nothing runs there. A Ready one whose node Slurm does not list
 		// registered under another name, or Slurm lost it: either way jobs
 		// may run there, so the pod is kept and the mismatch reported.
-		if !isPodReady(pod) {
+		if !podcond.IsReady(pod) {
 			return false
 		}
 		v.markUnknown(pod, name)
@@ -240,7 +242,7 @@ func (v *slurmView) undrain(ctx context.Context, pod *corev1.Pod) error {
 	update, verb := slurm.UndrainUpdate(), "undraining"
 	switch {
 	case n.IsDown():
-		if !isPodReady(pod) {
+		if !podcond.IsReady(pod) {
 			return nil
 		}
 		update, verb = slurm.ResumeUpdate(), "resuming"
@@ -315,6 +317,29 @@ func (v *slurmView) counts(pods []*corev1.Pod) slurmCounts {
 		}
 		if n.IsDrain() {
 			c.drain++
+		}
+	}
+	return c
+}
+
+// podStates counts the pods whose Slurm node drains with a job still on
+// it, is drained, or runs a job; pods whose node Slurm does not list count
+// in none.
+func (v *slurmView) podStates(pods []*corev1.Pod) slurmmetrics.PodCounts {
+	var c slurmmetrics.PodCounts
+	for _, p := range pods {
+		n, ok := v.node(SlurmNodeName(p))
+		if !ok {
+			continue
+		}
+		switch {
+		case n.IsDrained():
+			c.Drained++
+		case n.IsDrain():
+			c.Draining++
+		}
+		if n.IsBusy() {
+			c.Busy++
 		}
 	}
 	return c

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/slurmmetrics"
 	"github.com/gantry-dev/gantry/pkg/slurm"
 	"github.com/gantry-dev/gantry/pkg/slurm/fake"
 )
@@ -171,5 +172,21 @@ func TestSlurmViewReadsOnce(t *testing.T) {
 	}
 	if c := v.counts(pods); c.idle != 1 || c.allocated != 1 {
 		t.Errorf("counts = %+v", c)
+	}
+}
+
+func TestPodStatesForMetrics(t *testing.T) {
+	client := fake.New(
+		slurmNode("ns-0", "", slurm.NodeStateIdle),
+		slurmNode("ns-1", "x", slurm.NodeStateMixed, slurm.NodeStateDrain),
+		slurmNode("ns-2", "x", slurm.NodeStateIdle, slurm.NodeStateDrain),
+		slurmNode("ns-3", "", slurm.NodeStateAllocated),
+	)
+	view := loadSlurmView(context.Background(), client, t0)
+	pods := []*corev1.Pod{makePod("ns-0").obj(), makePod("ns-1").obj(), makePod("ns-2").obj(), makePod("ns-3").obj(), makePod("ns-4").obj()}
+	got := view.podStates(pods)
+	want := slurmmetrics.PodCounts{Draining: 1, Drained: 1, Busy: 2}
+	if got != want {
+		t.Fatalf("podStates = %+v, want %+v (ns-4 is not listed and counts nowhere)", got, want)
 	}
 }

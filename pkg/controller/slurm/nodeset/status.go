@@ -13,6 +13,7 @@ import (
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
+	"github.com/gantry-dev/gantry/pkg/framework/podcond"
 	"github.com/gantry-dev/gantry/pkg/framework/status"
 )
 
@@ -53,7 +54,7 @@ func countReplicas(n *slinkyv1beta1.NodeSet, pods []*corev1.Pod, hash string, no
 		if p.Labels[slinkyv1beta1.LabelNodeSetRevisionHash] == hash {
 			c.updated++
 		}
-		if p.Status.Phase == corev1.PodRunning && isPodReady(p) {
+		if p.Status.Phase == corev1.PodRunning && podcond.IsReady(p) {
 			c.ready++
 			if isAvailable(p, n.Spec.MinReadySeconds, now) {
 				c.available++
@@ -134,6 +135,11 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope) error {
 		obj.Status = computeStatus(obj, pods, s.slurm, s.revisions, s.daemon, now)
 		return nil
 	})
+	if err == nil {
+		c := s.slurm.podStates(pods)
+		c.Desired, c.Ready = int(n.Status.Desired), int(n.Status.ReadyReplicas)
+		r.metrics.SetNodeSetPods(n.Namespace, n.Name, c)
+	}
 	if wasReachable && s.slurm.configured() && !s.slurm.reachable() {
 		r.Recorder.Warning(n, ReasonSlurmUnreachable, "Slurm is unreachable: %v", s.slurm.err)
 	}

@@ -9,28 +9,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/framework/podcond"
 )
 
 // DefaultMaxUnavailable is the rolling update budget when none is set.
 var DefaultMaxUnavailable = intstr.FromString("25%")
 
-func isPodReady(pod *corev1.Pod) bool {
-	return podReadyCondition(pod) != nil
-}
-
-func podReadyCondition(pod *corev1.Pod) *corev1.PodCondition {
-	for i := range pod.Status.Conditions {
-		c := &pod.Status.Conditions[i]
-		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-			return c
-		}
-	}
-	return nil
-}
-
 // isAvailable reports a pod ready for at least minReadySeconds.
 func isAvailable(pod *corev1.Pod, minReadySeconds int32, now time.Time) bool {
-	c := podReadyCondition(pod)
+	c := podcond.ReadyCondition(pod)
 	if c == nil {
 		return false
 	}
@@ -45,7 +32,7 @@ func isTerminal(pod *corev1.Pod) bool {
 
 // isHealthy is a running, ready pod that is not going away.
 func isHealthy(pod *corev1.Pod) bool {
-	return pod.Status.Phase == corev1.PodRunning && isPodReady(pod) && !isTerminating(pod)
+	return pod.Status.Phase == corev1.PodRunning && podcond.IsReady(pod) && !isTerminating(pod)
 }
 
 func isPodCordoned(pod *corev1.Pod) bool {
@@ -85,7 +72,7 @@ func deleteBefore(a, b *corev1.Pod) bool {
 	if wa, wb := phaseWeight[a.Status.Phase], phaseWeight[b.Status.Phase]; wa != wb {
 		return wa < wb
 	}
-	if ra, rb := isPodReady(a), isPodReady(b); ra != rb {
+	if ra, rb := podcond.IsReady(a), podcond.IsReady(b); ra != rb {
 		return !ra
 	}
 	if ca, cb := deletionCost(a), deletionCost(b); ca != cb {
@@ -100,8 +87,8 @@ func deleteBefore(a, b *corev1.Pod) bool {
 	if oa, ob := ordinalOf(a), ordinalOf(b); oa != ob {
 		return oa > ob
 	}
-	if isPodReady(a) && isPodReady(b) {
-		ta, tb := podReadyCondition(a).LastTransitionTime.Time, podReadyCondition(b).LastTransitionTime.Time
+	if podcond.IsReady(a) && podcond.IsReady(b) {
+		ta, tb := podcond.ReadyCondition(a).LastTransitionTime.Time, podcond.ReadyCondition(b).LastTransitionTime.Time
 		if !ta.Equal(tb) {
 			return afterOrZero(ta, tb)
 		}

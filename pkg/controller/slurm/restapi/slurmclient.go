@@ -16,6 +16,7 @@ import (
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/index"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/slurmmetrics"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
 	"github.com/gantry-dev/gantry/pkg/slurm"
@@ -44,6 +45,7 @@ type ClientResolver struct {
 	registry *slurm.Registry
 	// allowOverride honours AnnotationSlurmrestdURL on RestApis.
 	allowOverride bool
+	metrics       *slurmmetrics.Metrics
 
 	mu   sync.Mutex
 	keys map[types.NamespacedName]cachedKey
@@ -65,6 +67,8 @@ type ResolverOptions struct {
 	// whoever may edit a RestApi could otherwise send the manager's Slurm
 	// tokens to a server of their choosing.
 	AllowEndpointOverride bool
+	// Metrics count each Controller's slurmrestd requests; nil counts none.
+	Metrics *slurmmetrics.Metrics
 }
 
 // NewClientResolver returns a resolver reading cached objects through cache
@@ -77,6 +81,7 @@ func NewClientResolver(cache, secrets client.Reader, opts ResolverOptions) *Clie
 	return &ClientResolver{
 		cache: cache, secrets: secrets, registry: reg,
 		allowOverride: opts.AllowEndpointOverride,
+		metrics:       opts.Metrics,
 		keys:          map[types.NamespacedName]cachedKey{},
 	}
 }
@@ -108,7 +113,8 @@ func (r *ClientResolver) ClientFor(ctx context.Context, controller types.Namespa
 	if err != nil {
 		return nil, ra.Name, err
 	}
-	if _, err := r.registry.Set(controller, slurm.Config{URL: endpoint, JWTKey: key}); err != nil {
+	if _, err := r.registry.Set(controller, slurm.Config{URL: endpoint, JWTKey: key,
+		Observer: r.metrics.Observer(controller.Namespace, controller.Name)}); err != nil {
 		return nil, ra.Name, fmt.Errorf("configuring the Slurm client for Controller %s: %w", controller, err)
 	}
 	sc, _ := r.registry.Get(controller)
