@@ -159,7 +159,7 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, cluster *rayv1.RayClu
 		return ctrl.Result{}, nil
 	}
 
-	s := &scope{Base: syncsteps.Base[*rayv1.RayCluster]{Object: cluster}}
+	s := newScope(cluster)
 	// Owned objects first. The head Pod cannot start without the
 	// autoscaler's account or the auth token Secret, so a failure there
 	// stops the reconcile, as KubeRay's chain does. A Service or Ingress
@@ -217,6 +217,17 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, cluster *rayv1.RayClu
 func podLimitReported(status *rayv1.RayClusterStatus) bool {
 	c := meta.FindStatusCondition(status.Conditions, string(rayv1.RayClusterReplicaFailure))
 	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == ReasonPodLimitExceeded
+}
+
+// reasonReconciled is the reason of the one Normal event of a reconcile
+// that changed objects of several kinds: one event a reconcile keeps a
+// new cluster within its write budget.
+const reasonReconciled = "Reconciled"
+
+func newScope(cluster *rayv1.RayCluster) *scope {
+	s := &scope{Base: syncsteps.Base[*rayv1.RayCluster]{Object: cluster}}
+	s.Events.CombineAs(reasonReconciled)
+	return s
 }
 
 // scope is what the steps of one reconcile share.

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
-	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
+	"github.com/gantry-dev/gantry/pkg/framework/finalizers"
 )
 
 // reconcileGCSFTFinalizer runs the Redis cleanup finalizer's lifecycle for
@@ -27,10 +27,8 @@ func (r *Reconciler) reconcileGCSFTFinalizer(ctx context.Context, cluster *rayv1
 		if !r.cfg.EnableGCSFTRedisCleanup || !cluster.GCSFaultToleranceEnabled() || has {
 			return ctrl.Result{}, false, nil
 		}
-		patch := finalizerPatch(cluster)
-		controllerutil.AddFinalizer(cluster, fin)
-		if err := r.client.Patch(ctx, cluster, patch); err != nil {
-			return ctrl.Result{RequeueAfter: ShortRequeue}, true, fmt.Errorf("adding the %s finalizer: %w", fin, err)
+		if _, err := finalizers.Add(ctx, r.client, cluster, fin); err != nil {
+			return ctrl.Result{RequeueAfter: ShortRequeue}, true, err
 		}
 		return ctrl.Result{RequeueAfter: ShortRequeue}, true, nil
 	}
@@ -40,7 +38,7 @@ func (r *Reconciler) reconcileGCSFTFinalizer(ctx context.Context, cluster *rayv1
 		return ctrl.Result{}, false, nil
 	}
 
-	s := &scope{Base: syncsteps.Base[*rayv1.RayCluster]{Object: cluster}}
+	s := newScope(cluster)
 	// This path writes no status: what changed is reported at its end,
 	// after the finalizer write, if any.
 	defer s.Events.Flush(r.recorder, cluster)
@@ -100,21 +98,10 @@ func (r *Reconciler) reconcileGCSFTFinalizer(ctx context.Context, cluster *rayv1
 // removeGCSFTFinalizer lets a deleted GCS fault-tolerant cluster go.
 func (r *Reconciler) removeGCSFTFinalizer(ctx context.Context, cluster *rayv1.RayCluster) (ctrl.Result, bool, error) {
 	const fin = rayv1.GCSFaultToleranceRedisCleanupFinalizer
-	patch := finalizerPatch(cluster)
-	controllerutil.RemoveFinalizer(cluster, fin)
-	if err := r.client.Patch(ctx, cluster, patch); err != nil {
-		return ctrl.Result{RequeueAfter: ShortRequeue}, true, fmt.Errorf("removing the %s finalizer: %w", fin, err)
+	if _, err := finalizers.Remove(ctx, r.client, cluster, fin); err != nil {
+		return ctrl.Result{RequeueAfter: ShortRequeue}, true, err
 	}
 	return ctrl.Result{}, true, nil
-}
-
-// finalizerPatch is a merge patch for a change of cluster's finalizers that
-// carries the resourceVersion it was computed from. A merge patch replaces
-// the whole list, so without the lock a finalizer another controller added
-// since our read would be dropped; with it the API server answers Conflict
-// and the next reconcile starts from a fresh read.
-func finalizerPatch(cluster *rayv1.RayCluster) client.Patch {
-	return client.MergeFromWithOptions(cluster.DeepCopy(), client.MergeFromWithOptimisticLock{})
 }
 
 func jobFinished(job *batchv1.Job) (finished, failed bool) {

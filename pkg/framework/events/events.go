@@ -12,7 +12,8 @@
 //     a Log, which the reconciler flushes after its status write, as
 //     JobSet's controller does: an event never claims something the status
 //     does not show yet. A Log records at most one event per reason, its
-//     messages joined by "; ": every event is an API write.
+//     messages joined by "; ", or one event in all (CombineAs): every event
+//     is an API write.
 //
 // The recorder is the one controller-runtime's manager hands out from
 // GetEventRecorder (k8s.io/client-go/tools/events); GetEventRecorderFor and
@@ -74,9 +75,12 @@ func (r Recorder) record(regarding runtime.Object, eventType, reason, format str
 // Log collects the Normal events of one reconcile. Safe for concurrent use
 // (steps may run inside slowstart batches); the zero value is empty.
 type Log struct {
-	mu      sync.Mutex
-	reasons []string // in the order first seen
-	lines   map[string][]string
+	mu sync.Mutex
+	// combined, when set, is the reason of the one event a Flush records
+	// when the notes have more than one reason.
+	combined string
+	reasons  []string // in the order first seen
+	lines    map[string][]string
 	// lists holds AddItem's items per reason and lead, in order.
 	lists     map[string]map[string][]string
 	listLeads map[string][]string
@@ -124,6 +128,16 @@ func (l *Log) see(reason string) {
 	}
 }
 
+// CombineAs makes Flush record one event for the whole reconcile, with
+// reason when the notes have different reasons (and their own reason when
+// they share one): for a workload whose every reconcile may create several
+// kinds of objects, where an event per reason would cost writes.
+func (l *Log) CombineAs(reason string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.combined = reason
+}
+
 // Empty reports whether nothing was noted.
 func (l *Log) Empty() bool {
 	l.mu.Lock()
@@ -136,12 +150,23 @@ func (l *Log) Empty() bool {
 func (l *Log) Flush(r Recorder, regarding runtime.Object) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	var all []string
 	for _, reason := range l.reasons {
 		msgs := slices.Clone(l.lines[reason])
 		for _, lead := range l.listLeads[reason] {
 			msgs = append(msgs, lead+" "+strings.Join(l.lists[reason][lead], ", "))
 		}
-		r.Normal(regarding, reason, "%s", strings.Join(msgs, "; "))
+		if l.combined == "" {
+			r.Normal(regarding, reason, "%s", strings.Join(msgs, "; "))
+		}
+		all = append(all, msgs...)
+	}
+	switch {
+	case l.combined == "" || len(l.reasons) == 0:
+	case len(l.reasons) == 1:
+		r.Normal(regarding, l.reasons[0], "%s", strings.Join(all, "; "))
+	default:
+		r.Normal(regarding, l.combined, "%s", strings.Join(all, "; "))
 	}
 	l.reasons, l.lines, l.lists, l.listLeads = nil, nil, nil, nil
 }
