@@ -6,6 +6,7 @@ package bench
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"runtime"
 	"sort"
@@ -26,13 +27,21 @@ import (
 // StartManager runs the Gantry manager in-process with the given
 // integrations, counting its writes. Stop it by cancelling ctx.
 func StartManager(ctx context.Context, cfg *rest.Config, reg *workload.Registry, counter *testenv.WriteCounter) (<-chan error, error) {
-	opts, err := app.ParseFlags([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0"}, reg)
+	opts, err := app.ParseFlags([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--webhook-port=0"}, reg)
 	if err != nil {
 		return nil, err
 	}
 	ctrl.SetLogger(logr.Discard())
 	done := make(chan error, 1)
-	go func() { done <- app.Run(ctx, counter.Wrap(cfg), opts, reg) }()
+	go func() {
+		err := app.Run(ctx, counter.Wrap(cfg), opts, reg)
+		if err != nil && ctx.Err() == nil {
+			// A benchmark waiting for objects would otherwise wait out its
+			// whole timeout for a manager that is gone.
+			fmt.Fprintln(os.Stderr, "bench: the manager stopped:", err)
+		}
+		done <- err
+	}()
 	return done, nil
 }
 

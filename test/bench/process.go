@@ -32,7 +32,7 @@ func StartManagerProcess(env *testenv.Env, dir string, controllers string) (*Man
 		return nil, err
 	}
 	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--controllers", controllers,
-		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--zap-log-level=error")
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--webhook-port=0", "--zap-log-level=error")
 	log, err := os.Create(filepath.Join(dir, "manager.log"))
 	if err != nil {
 		return nil, err

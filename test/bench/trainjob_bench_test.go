@@ -107,24 +107,10 @@ func runTrainJobCreate(b *testing.B, n int, process bool) {
 	if err != nil {
 		b.Fatalf("%d JobSets not created: %v", n, err)
 	}
-	err = Poll(200*time.Millisecond, 20*time.Minute, func() (bool, error) {
-		var list trainer.TrainJobList
-		if err := c.List(ctx, &list, client.InNamespace("bench")); err != nil {
-			return false, err
-		}
-		for _, tj := range list.Items {
-			if len(tj.Status.Conditions) == 0 {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	if err != nil {
-		b.Fatalf("status did not converge: %v", err)
-	}
-	toStatus := time.Since(start)
+	// With Trainer v2.3's condition set (the default) a built job's status
+	// has no condition, and without a JobSet controller nothing reports
+	// jobs: there is no status to wait for.
 	b.ReportMetric(toJobSets.Seconds(), "s-to-all-jobsets")
-	b.ReportMetric(toStatus.Seconds(), "s-to-status")
 	if process {
 		b.ReportMetric(proc.PeakRSSMiB(), "manager-peak-rss-MiB")
 		return
