@@ -21,6 +21,8 @@ import (
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/nodeset"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slurmctld"
+	"github.com/gantry-dev/gantry/pkg/framework/apply"
 	"github.com/gantry-dev/gantry/pkg/framework/builder"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 	"github.com/gantry-dev/gantry/test/testenv"
@@ -173,4 +175,39 @@ func TestAdoptionFromSlinky(t *testing.T) {
 		ContainElement(MatchRegexp(`^Adopted: Adopted \d Pods? made by another operator.*cpu-`)),
 		// Adopting a pod is not creating one.
 		Not(ContainElement(HavePrefix(nodeset.ReasonSuccessfulCreate)))))
+}
+
+// TestUpgradeFromMergePatch: a Service an earlier Gantry made by create and
+// merge patch (manager gantry-slurm, the owned-fields-hash annotation) is
+// moved to server-side apply in place: after the manager's first reconcile
+// it is the same object, applied, with no Update entry of gantry-slurm left
+// in managedFields and without the annotation no Gantry sets any more.
+func TestUpgradeFromMergePatch(t *testing.T) {
+	g := NewWithT(t)
+	env := testenv.Start(t, testenv.Options{AddToScheme: slurm.Integration().AddToScheme})
+	ctx := context.Background()
+	c := env.Client
+	const ns = "upgraded"
+	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	g.Expect(c.Create(ctx, slinkytesting.MakeSecret("keys", ns, map[string]string{"slurm.key": "s3cret-slurm", "jwt.key": "s3cret-jwt"}).Obj())).To(Succeed())
+	ctl := slinkytesting.MakeController("slurm", ns).Keys("keys").Obj()
+	g.Expect(c.Create(ctx, ctl)).To(Succeed())
+
+	old := slurmctld.BuildService(ctl)
+	old.Annotations = map[string]string{"gantry.dev/owned-fields-hash": "0123456789abcdef"}
+	g.Expect(client.WithFieldOwner(c, apply.FieldOwnerSlurm).Create(ctx, old)).To(Succeed())
+
+	managertest.Start(t, env, func(mgr ctrl.Manager) error {
+		return slurm.Integration().SetupWithManager(ctx, mgr, workload.Options{})
+	})
+	g.Eventually(func(g Gomega) {
+		live := &corev1.Service{}
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(old), live)).To(Succeed())
+		g.Expect(live.UID).To(Equal(old.UID))
+		g.Expect(live.Annotations).To(HaveKey(apply.AnnotationAppliedHash))
+		g.Expect(live.Annotations).NotTo(HaveKey("gantry.dev/owned-fields-hash"))
+		for _, e := range live.ManagedFields {
+			g.Expect(e.Manager == apply.FieldOwnerSlurm && e.Operation == metav1.ManagedFieldsOperationUpdate).To(BeFalse(), "managedFields: %+v", live.ManagedFields)
+		}
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 }

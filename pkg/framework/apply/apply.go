@@ -41,6 +41,21 @@ const (
 type Applier struct {
 	Client     client.Client
 	FieldOwner string
+	// Reader, when set, is where Ensure reads live objects instead of
+	// Client: an uncached reader for a kind the cache holds only as
+	// metadata (Secrets).
+	Reader client.Reader
+	// Uncached, when set, is read when the object is not found through
+	// Reader: an object outside the cache's label selector (one the
+	// upstream operator made) is then seen, and taken over in place
+	// rather than applied blind. It also reads managedFields, which the
+	// cache strips, for UpgradeFrom.
+	Uncached client.Reader
+	// UpgradeFrom names the field managers under which this controller
+	// once wrote with create, update or patch. Before the first apply to
+	// an object, their entries become this applier's apply entry
+	// (csaupgrade), so that nothing they wrote is orphaned or fought over.
+	UpgradeFrom []string
 }
 
 // Apply server-side-applies obj and, on success, overwrites obj with the

@@ -9,6 +9,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/util/csaupgrade"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -30,10 +33,13 @@ const (
 var ErrOwnedByOtherController = errors.New("object is controlled by another owner")
 
 // Ensure is the one way a reconciler writes an object it owns: it reads the
-// live object through the applier's client (the cache, for typed objects),
-// refuses one that another controller owns, and applies desired unless the
-// live object already reflects it (ApplyIfChanged), so a converged reconcile
-// sends nothing. An object without a controller is taken over.
+// live object (through Reader or Client, the cache for typed objects, and
+// through Uncached when that does not find it), refuses one that another
+// controller owns, upgrades the managedFields of one it never applied
+// (UpgradeFrom), keeps the live values of fields the API server never lets
+// change, and applies desired unless the live object already reflects it
+// (ApplyIfChanged), so a converged reconcile sends nothing. An object
+// without a controller is taken over.
 //
 // It returns what it did and the live object as read, nil when there was
 // none. When it applied, desired holds the server's object.
@@ -46,6 +52,14 @@ func (a Applier) Ensure(ctx context.Context, desired client.Object) (Result, cli
 		owner := metav1.GetControllerOfNoCopy(live)
 		return "", live, fmt.Errorf("%w: %s %s is controlled by %s %s", ErrOwnedByOtherController,
 			kindOf(desired), desired.GetName(), owner.Kind, owner.Name)
+	}
+	if live != nil && len(a.UpgradeFrom) > 0 && live.GetAnnotations()[AnnotationAppliedHash] == "" {
+		if err := a.upgradeManagedFields(ctx, live); err != nil {
+			return "", live, err
+		}
+	}
+	if live != nil {
+		keepImmutable(live, desired)
 	}
 	sent, err := a.ApplyIfChanged(ctx, desired, live)
 	switch {
@@ -70,24 +84,79 @@ func MayTakeOver(live, desired client.Object) bool {
 	return want != nil && want.UID == owner.UID
 }
 
-// live reads the object named by desired, or returns nil when it does not
-// exist.
+// live reads the object named by desired through Reader (or Client), and
+// through Uncached when that does not find it, or returns nil when it does
+// not exist.
 func (a Applier) live(ctx context.Context, desired client.Object) (client.Object, error) {
-	var live client.Object
-	if u, ok := desired.(*unstructured.Unstructured); ok {
-		lu := &unstructured.Unstructured{}
-		lu.SetGroupVersionKind(u.GroupVersionKind())
-		live = lu
-	} else {
-		live = reflect.New(reflect.TypeOf(desired).Elem()).Interface().(client.Object)
+	var reader client.Reader = a.Client
+	if a.Reader != nil {
+		reader = a.Reader
 	}
-	if err := a.Client.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
+	live, err := get(ctx, reader, desired)
+	if live == nil && err == nil && a.Uncached != nil {
+		live, err = get(ctx, a.Uncached, desired)
+	}
+	return live, err
+}
+
+func get(ctx context.Context, reader client.Reader, desired client.Object) (client.Object, error) {
+	live := emptyLike(desired)
+	if err := reader.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("reading %s %s: %w", kindOf(desired), client.ObjectKeyFromObject(desired), err)
 	}
 	return live, nil
+}
+
+// emptyLike returns a zero object of obj's type (of its kind, for an
+// unstructured one).
+func emptyLike(obj client.Object) client.Object {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		out := &unstructured.Unstructured{}
+		out.SetGroupVersionKind(u.GroupVersionKind())
+		return out
+	}
+	return reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)
+}
+
+// upgradeManagedFields moves the fields that the UpgradeFrom managers wrote
+// with create, update or patch into the applier's own apply entry
+// (csaupgrade), once, before the first apply to an object: an object that
+// carries no applied-hash annotation was never applied by Gantry. Without
+// it the old entries would keep every field they ever wrote: a field that
+// desired no longer sets would stay forever (orphaned), owned by a manager
+// that no longer writes. The cache strips managedFields, so they are read
+// through Uncached when live has none. The patch carries live's
+// resourceVersion, so a concurrent write makes it a Conflict and the
+// reconcile is retried.
+func (a Applier) upgradeManagedFields(ctx context.Context, live client.Object) error {
+	obj := live
+	if len(obj.GetManagedFields()) == 0 && a.Uncached != nil {
+		full, err := get(ctx, a.Uncached, live)
+		if err != nil || full == nil {
+			return err
+		}
+		obj = full
+	}
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(obj, sets.New(a.UpgradeFrom...), a.FieldOwner)
+	if err != nil || patch == nil {
+		return err
+	}
+	if err := a.Client.Patch(ctx, emptyLikeKeyed(obj), client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		return fmt.Errorf("moving the fields of %s %s to server-side apply: %w", kindOf(obj), client.ObjectKeyFromObject(obj), err)
+	}
+	return nil
+}
+
+// emptyLikeKeyed is an object of obj's type and name, for a request whose
+// body is not the object (a JSON patch); the response lands in it.
+func emptyLikeKeyed(obj client.Object) client.Object {
+	out := emptyLike(obj)
+	out.SetNamespace(obj.GetNamespace())
+	out.SetName(obj.GetName())
+	return out
 }
 
 func kindOf(obj client.Object) string {

@@ -9,7 +9,7 @@ import (
 
 // ServiceOptions describe a Service. Fields the API server allocates or
 // defaults (cluster IP, node ports, IP families) are deliberately absent:
-// syncobject keeps the allocated values.
+// an apply that does not set them leaves the allocated values alone.
 type ServiceOptions struct {
 	Meta     metav1.ObjectMeta
 	Type     corev1.ServiceType

@@ -25,7 +25,6 @@ import (
 	"github.com/gantry-dev/gantry/pkg/framework/events"
 	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
 	"github.com/gantry-dev/gantry/pkg/framework/status"
-	"github.com/gantry-dev/gantry/pkg/framework/syncobject"
 	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
 )
 
@@ -42,6 +41,10 @@ type Reconciler struct {
 	// watches only their metadata, so that every Secret of the cluster
 	// (Helm releases, tokens) is not held in memory for the few reads.
 	Secrets *refresolver.Resolver
+	// Applier writes every object the kind owns (Ensure), taking over
+	// in place what the upstream operator made, and moving what Gantry
+	// once wrote by merge patch to server-side apply.
+	Applier apply.Applier
 	// Recorder records the kind's events.
 	Recorder events.Recorder
 	// Reported keeps a reconcile that read a stale status from recording a
@@ -55,49 +58,47 @@ type Reconciler struct {
 // New returns a Reconciler writing through c, reading past the cache
 // through apiReader and recording events with recorder (nil records none).
 func New(c client.Client, apiReader client.Reader, recorder k8sevents.EventRecorder) Reconciler {
+	c = client.WithFieldOwner(c, apply.FieldOwnerSlurm)
 	return Reconciler{
-		Client:    client.WithFieldOwner(c, apply.FieldOwnerSlurm),
+		Client:    c,
 		APIReader: apiReader,
-		Secrets:   refresolver.New(apiReader),
-		Recorder:  events.NewRecorder(recorder),
+		Applier: apply.Applier{
+			Client: c, FieldOwner: apply.FieldOwnerSlurm, Uncached: apiReader,
+			// Gantry wrote these objects by merge patch, under the same
+			// name, until it moved to server-side apply.
+			UpgradeFrom: []string{apply.FieldOwnerSlurm},
+		},
+		Secrets:  refresolver.New(apiReader),
+		Recorder: events.NewRecorder(recorder),
 	}
 }
 
-// Sync converges the live object named by obj towards obj, adopting it
-// from the upstream operator, and notes its creation or change in log.
+// Sync converges the live object named by obj towards obj (Ensure),
+// taking it over from the upstream operator, and notes its creation or
+// change in log.
 func (r *Reconciler) Sync(ctx context.Context, log *events.Log, obj client.Object) error {
-	return r.sync(ctx, r.Client, log, obj)
+	return r.sync(ctx, r.Applier, log, obj)
 }
 
 // SyncUncached is Sync for a kind the manager caches only as metadata
 // (Secrets): the live object is read through APIReader.
 func (r *Reconciler) SyncUncached(ctx context.Context, log *events.Log, obj client.Object) error {
-	return r.sync(ctx, uncachedReads{r.Client, r.APIReader}, log, obj)
+	a := r.Applier
+	a.Reader = r.APIReader
+	return r.sync(ctx, a, log, obj)
 }
 
-func (r *Reconciler) sync(ctx context.Context, c client.Client, log *events.Log, obj client.Object) error {
-	res, err := syncobject.SyncObject(ctx, c, obj, syncobject.AdoptFrom(r.APIReader))
+func (r *Reconciler) sync(ctx context.Context, a apply.Applier, log *events.Log, obj client.Object) error {
+	res, _, err := a.Ensure(ctx, obj)
 	switch {
 	case err != nil:
 		return err
-	case res == syncobject.Created:
+	case res == apply.Created:
 		log.Created(obj)
-	case res == syncobject.Updated:
+	case res == apply.Updated:
 		log.Updated(obj)
 	}
 	return nil
-}
-
-// uncachedReads reads through reader and writes through the embedded
-// client.
-type uncachedReads struct {
-	client.Client
-	reader client.Reader
-}
-
-// Get implements client.Reader.
-func (u uncachedReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	return u.reader.Get(ctx, key, obj, opts...)
 }
 
 // Controller reads the Controller name in obj's namespace, which obj's
