@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -112,6 +113,9 @@ func runNodeSetScale(b *testing.B, n int) {
 	if err := bringUp(ctx, c, ns, slurmFake); err != nil {
 		b.Fatal(err)
 	}
+	if err := waitForSlurmConditions(ctx, c, ns); err != nil {
+		b.Fatalf("Slurm pod conditions not written: %v", err)
+	}
 	settle(counter)
 	before := counter.Total()
 
@@ -168,16 +172,32 @@ func waitForPods(ctx context.Context, c client.Client, ns string, want int) erro
 	})
 }
 
-// settle waits until the manager stops writing and returns its total.
+// settle waits until the manager has sent no write for 3s and returns its
+// total. (Poll runs its condition at once, so the former "total unchanged
+// since the previous poll" check passed on the first call and never waited.)
 func settle(counter *testenv.WriteCounter) int64 {
-	last := counter.Total()
-	_ = Poll(2*time.Second, 2*time.Minute, func() (bool, error) {
-		now := counter.Total()
-		stable := now == last
-		last = now
-		return stable, nil
-	})
+	counter.WaitQuiet(3*time.Second, 2*time.Minute)
 	return counter.Total()
+}
+
+// waitForSlurmConditions waits until every pod shows the Slurm node bringUp
+// registered (SlurmNodeStateIdle), so the manager's condition writes are
+// charged to the bring-up, not to the scale-in.
+func waitForSlurmConditions(ctx context.Context, c client.Client, ns string) error {
+	return Poll(200*time.Millisecond, 2*time.Minute, func() (bool, error) {
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		for _, p := range pods.Items {
+			if !slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+				return c.Type == nodeset.PodConditionPrefix+"Idle" && c.Status == corev1.ConditionTrue
+			}) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 }
 
 // bringUp plays kubelet and slurmd: every pod becomes Running and Ready
