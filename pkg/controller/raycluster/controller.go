@@ -122,14 +122,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // and writes its status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	cluster := &rayv1.RayCluster{}
-	if err := r.client.Get(ctx, req.NamespacedName, cluster); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.expectations.Delete(req.String())
-			if r.metrics != nil {
-				r.metrics.Forget(req.Name, req.Namespace)
-			}
-			return ctrl.Result{}, nil
+	found, err := workload.GetOrForget(ctx, r.client, req, cluster, func() {
+		r.expectations.Delete(req.String())
+		if r.metrics != nil {
+			r.metrics.Forget(req.Namespace, req.Name)
 		}
+	})
+	if !found {
 		return ctrl.Result{}, err
 	}
 	return r.reconcileCluster(ctx, cluster)

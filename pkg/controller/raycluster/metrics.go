@@ -96,7 +96,7 @@ func (m *ClusterMetrics) SetInfo(cluster *rayv1.RayCluster) {
 
 // Forget removes every series of the named cluster, whatever its uid; the
 // reconciler calls it when the cluster is gone.
-func (m *ClusterMetrics) Forget(name, namespace string) {
+func (m *ClusterMetrics) Forget(namespace, name string) {
 	m.provisionedDuration.DeletePartialMatch(prometheus.Labels{"name": name, "namespace": namespace})
 	m.info.Forget(namespace, name)
 	m.conditionProvisioned.Forget(namespace, name)

@@ -152,7 +152,7 @@ func TestForget(t *testing.T) {
 	// A series left by an earlier incarnation with another uid goes too.
 	m.ObserveProvisioned(metricsCluster("gone", "u0", true, nil), 30)
 
-	m.Forget("gone", "ns")
+	m.Forget("ns", "gone")
 
 	all := []string{metricClusterInfo, metricConditionProvisioned, metricProvisionedDuration}
 	assertMetrics(t, reg, []string{

@@ -165,11 +165,8 @@ func (r *Reconciler) setupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler
 // writes its status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	trainJob := &trainer.TrainJob{}
-	if err := r.client.Get(ctx, req.NamespacedName, trainJob); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.metrics.Forget(req.Namespace, req.Name)
-			return ctrl.Result{}, nil
-		}
+	found, err := workload.GetOrForget(ctx, r.client, req, trainJob, func() { r.metrics.Forget(req.Namespace, req.Name) })
+	if !found {
 		return ctrl.Result{}, err
 	}
 	log := ctrl.LoggerFrom(ctx)

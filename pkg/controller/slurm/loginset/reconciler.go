@@ -57,10 +57,7 @@ type Options struct {
 
 // New builds the LoginSet reconciler for mgr.
 func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
-	r := newReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(Name))
-	r.Images = o.Images.Or(r.Images)
-	r.Workers = o.Workers()
-	return r, nil
+	return &Reconciler{Reconciler: core.FromManager(mgr, Name, o.Options), Images: o.Images.Or(DefaultImages())}, nil
 }
 
 // newReconciler returns a reconciler writing through c, reading Secrets

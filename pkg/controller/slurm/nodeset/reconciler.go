@@ -139,12 +139,12 @@ type scope struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	key := req.String()
 	live := &slinkyv1beta1.NodeSet{}
-	if err := r.Client.Get(ctx, req.NamespacedName, live); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.expectations.Delete(key)
-			r.metrics.ForgetNodeSet(req.Namespace, req.Name)
-		}
-		return reconcile.Result{}, client.IgnoreNotFound(err)
+	found, err := workload.GetOrForget(ctx, r.Client, req, live, func() {
+		r.expectations.Delete(key)
+		r.metrics.ForgetNodeSet(req.Namespace, req.Name)
+	})
+	if !found {
+		return reconcile.Result{}, err
 	}
 	n := live.DeepCopy()
 	if err := r.syncFinalizers(ctx, n); err != nil {
@@ -152,7 +152,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 
 	s := &scope{Base: syncsteps.Base[*slinkyv1beta1.NodeSet]{Object: n}, key: key, slurm: r.loadSlurm(ctx, n)}
-	var err error
 	if s.ssh, err = r.loadSsh(ctx, n); err != nil {
 		return reconcile.Result{}, err
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
 	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
-	"github.com/gantry-dev/gantry/pkg/framework/workload"
 )
 
 // Name is the reconciler's name in the manager, its events and logs.
@@ -39,19 +38,12 @@ type Reconciler struct {
 	Images slinky.Images
 }
 
-// Options configure a RestApi Reconciler.
-type Options struct {
-	workload.Options
-	// Images override the default images field by field.
-	Images slinky.Images
-}
+// Options configure the RestApi reconciler.
+type Options = core.Options
 
 // New builds the RestApi reconciler for mgr.
 func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
-	r := newReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(Name))
-	r.Images = o.Images.Or(r.Images)
-	r.Workers = o.Workers()
-	return r, nil
+	return &Reconciler{Reconciler: core.FromManager(mgr, Name, o.Options), Images: o.Images.Or(slinky.DefaultImages())}, nil
 }
 
 // newReconciler returns a reconciler writing through c, reading Secrets

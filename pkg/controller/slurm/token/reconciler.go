@@ -72,10 +72,7 @@ type Options struct {
 
 // New builds the Token reconciler for mgr.
 func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
-	r := newReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(Name))
-	r.Workers = o.Workers()
-	r.clock = o.ClockOrReal()
-	return r, nil
+	return &Reconciler{Reconciler: core.FromManager(mgr, Name, o.Options), clock: o.ClockOrReal()}, nil
 }
 
 // newReconciler returns a reconciler writing through c, reading Secrets

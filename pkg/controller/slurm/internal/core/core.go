@@ -26,6 +26,7 @@ import (
 	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
 	"github.com/gantry-dev/gantry/pkg/framework/status"
 	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
+	"github.com/gantry-dev/gantry/pkg/framework/workload"
 )
 
 // Reconciler is what every Slurm reconciler holds: embed it.
@@ -58,6 +59,10 @@ type Reconciler struct {
 // New returns a Reconciler writing through c, reading past the cache
 // through apiReader and recording events with recorder (nil records none).
 func New(c client.Client, apiReader client.Reader, recorder k8sevents.EventRecorder) Reconciler {
+	return newReconciler(c, apiReader, recorder, 0)
+}
+
+func newReconciler(c client.Client, apiReader client.Reader, recorder k8sevents.EventRecorder, workers int) Reconciler {
 	c = client.WithFieldOwner(c, apply.FieldOwnerSlurm)
 	return Reconciler{
 		Client:    c,
@@ -145,8 +150,8 @@ type Kind[T client.Object, S syncsteps.Scope] struct {
 // owns. What the steps changed is recorded after the status write, so
 // that no event claims what the status does not show.
 func Reconcile[T client.Object, P any, S scope[T, P]](ctx context.Context, r *Reconciler, req ctrl.Request, obj T, k Kind[T, S]) (ctrl.Result, error) {
-	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if found, err := workload.GetOrForget(ctx, r.Client, req, obj, nil); !found {
+		return ctrl.Result{}, err
 	}
 	if obj.GetDeletionTimestamp() != nil {
 		r.Reported.Forget(obj.GetUID())

@@ -6,6 +6,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
+	"github.com/gantry-dev/gantry/pkg/framework/workload"
 )
 
 // Watches adds a kind's watches to b; their mappings read through cache,
@@ -19,4 +22,18 @@ type Watches func(b *builder.Builder, cache client.Reader) *builder.Builder
 func Setup(mgr ctrl.Manager, name string, forObj client.Object, r reconcile.Reconciler, workers int, watch Watches) error {
 	b := ctrl.NewControllerManagedBy(mgr).Named(name).For(forObj)
 	return watch(b, mgr.GetClient()).WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)}).Complete(r)
+}
+
+// Options configure a Slurm kind's reconciler: the workload's options and,
+// for the kinds that run Slinky's images, images that override the
+// defaults field by field.
+type Options struct {
+	workload.Options
+	Images slinky.Images
+}
+
+// FromManager is New over mgr's client, API reader and the event recorder
+// named name, reconciling o.Workers() objects at a time.
+func FromManager(mgr ctrl.Manager, name string, o workload.Options) Reconciler {
+	return newReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(name), o.Workers())
 }
