@@ -67,7 +67,9 @@ func setup(_ context.Context, mgr ctrl.Manager, opts workload.Options) error {
 		Metrics:               metrics,
 	})
 	for _, build := range []func() (reconciler, error){
-		func() (reconciler, error) { return slurmctld.New(mgr, slurmctld.Options{Options: opts}) },
+		func() (reconciler, error) {
+			return slurmctld.New(mgr, slurmctld.Options{Options: opts, Metrics: metrics})
+		},
 		func() (reconciler, error) { return restapi.New(mgr, restapi.Options{Options: opts}) },
 		func() (reconciler, error) { return accounting.New(mgr, accounting.Options{Options: opts}) },
 		func() (reconciler, error) {

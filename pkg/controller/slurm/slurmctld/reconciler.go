@@ -12,12 +12,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	k8sevents "k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/slurmmetrics"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
 	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
@@ -42,6 +44,9 @@ type Reconciler struct {
 	core.Reconciler
 	// Images fill in container images the Controller leaves empty.
 	Images slinky.Images
+	// metrics hold the Controller's slurmrestd request series, dropped
+	// when it is gone.
+	metrics *slurmmetrics.Metrics
 }
 
 // Options configure the Controller reconciler.
@@ -49,7 +54,7 @@ type Options = core.Options
 
 // New builds the Controller reconciler for mgr.
 func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
-	return &Reconciler{Reconciler: core.FromManager(mgr, Name, o.Options), Images: o.Images.Or(slinky.DefaultImages())}, nil
+	return &Reconciler{Reconciler: core.FromManager(mgr, Name, o.Options), Images: o.Images.Or(slinky.DefaultImages()), metrics: o.Metrics}, nil
 }
 
 // newReconciler returns a reconciler writing through c, reading Secrets
@@ -81,6 +86,8 @@ func external(s *scope) bool { return s.Object.Spec.External }
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	return core.Reconcile(ctx, &r.Reconciler, req, &slinkyv1beta1.Controller{}, core.Kind[*slinkyv1beta1.Controller, *scope]{
 		Steps: r.steps(), StepWarnings: true, Status: r.updateStatus, UserError: isUserError,
+		// The slurmrestd request series are the Controller's.
+		Forget: func(key types.NamespacedName) { r.metrics.ForgetController(key.Namespace, key.Name) },
 	})
 }
 

@@ -5,6 +5,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/slurmmetrics"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 )
@@ -55,6 +59,10 @@ func newFakeEnv(t *testing.T, objs ...client.Object) *fakeEnv {
 			Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
 				count()
 				return c.Patch(ctx, o, p, opts...)
+			},
+			Apply: func(ctx context.Context, c client.WithWatch, o runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+				count()
+				return c.Apply(ctx, o, opts...)
 			},
 			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {
 				count()
@@ -248,5 +256,41 @@ func TestServiceMonitorUnavailableWarnsOnce(t *testing.T) {
 	}
 	if cond := meta.FindStatusCondition(cur.Status.Conditions, ConditionServiceMonitor); cond != nil {
 		t.Fatalf("ServiceMonitorReady is %+v on a Controller that asks for no ServiceMonitor", cond)
+	}
+}
+
+// TestDeletedControllerDropsItsMetrics: once a Controller is gone, its
+// slurmrestd request series go too; another Controller's stay.
+func TestDeletedControllerDropsItsMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := slurmmetrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Observer("ns", "gone")("GET nodes", 200, time.Millisecond, nil)
+	m.Observer("ns", "kept")("GET nodes", 200, time.Millisecond, nil)
+	env := newFakeEnv(t)
+	env.r.metrics = m
+	env.reconcile(t, "gone", "ns")
+
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var controllers []string
+	for _, f := range families {
+		if f.GetName() != slurmmetrics.MetricRestAPIRequests {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			for _, l := range s.GetLabel() {
+				if l.GetName() == "name" {
+					controllers = append(controllers, l.GetValue())
+				}
+			}
+		}
+	}
+	if len(controllers) != 1 || controllers[0] != "kept" {
+		t.Errorf("request series left for Controllers %v, want only kept", controllers)
 	}
 }

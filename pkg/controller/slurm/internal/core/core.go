@@ -15,6 +15,7 @@ import (
 	"errors"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	k8sevents "k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -139,6 +140,9 @@ type Kind[T client.Object, S syncsteps.Scope] struct {
 	// Status writes the status after the steps, from what they did and the
 	// error they returned, and records the events of its transitions.
 	Status func(ctx context.Context, s S, syncErr error) error
+	// Forget, when set, drops what the process keeps about an object that
+	// is gone (its metric series).
+	Forget func(key types.NamespacedName)
 	// UserError, when set, reports an error the user must fix. It is
 	// reported by the status (and its event), not retried with back-off:
 	// the watches bring the object back once the user acts.
@@ -150,7 +154,11 @@ type Kind[T client.Object, S syncsteps.Scope] struct {
 // owns. What the steps changed is recorded after the status write, so
 // that no event claims what the status does not show.
 func Reconcile[T client.Object, P any, S scope[T, P]](ctx context.Context, r *Reconciler, req ctrl.Request, obj T, k Kind[T, S]) (ctrl.Result, error) {
-	if found, err := workload.GetOrForget(ctx, r.Client, req, obj, nil); !found {
+	var forget func()
+	if k.Forget != nil {
+		forget = func() { k.Forget(req.NamespacedName) }
+	}
+	if found, err := workload.GetOrForget(ctx, r.Client, req, obj, forget); !found {
 		return ctrl.Result{}, err
 	}
 	if obj.GetDeletionTimestamp() != nil {

@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/slurmmetrics"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 )
@@ -30,6 +31,8 @@ func Setup(mgr ctrl.Manager, name string, forObj client.Object, r reconcile.Reco
 type Options struct {
 	workload.Options
 	Images slinky.Images
+	// Metrics are the workload's metrics; nil records none.
+	Metrics *slurmmetrics.Metrics
 }
 
 // FromManager is New over mgr's client, API reader and the event recorder
