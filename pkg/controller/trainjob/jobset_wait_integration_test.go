@@ -2,6 +2,7 @@ package trainjob
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -15,16 +16,14 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	"sigs.k8s.io/yaml"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
-	"github.com/gantry-dev/gantry/cmd/manager/app"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 	"github.com/gantry-dev/gantry/test/testenv"
+	"github.com/gantry-dev/gantry/test/testenv/managertest"
 )
 
 // TestControllerWaitsForJobSetCRD: on a cluster without JobSet the
@@ -39,26 +38,12 @@ func TestControllerWaitsForJobSetCRD(t *testing.T) {
 	})
 	g.Expect(env.HasResource(jobsetv1alpha2.SchemeGroupVersion.WithKind("JobSet"))).To(gomega.BeFalse())
 
-	cacheOpts, err := app.CacheOptions(nil, nil)
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 env.Scheme,
-		Cache:                  cacheOpts,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	ctx, cancel := context.WithCancel(context.Background())
-	g.Expect(Integration().SetupWithManager(ctx, mgr, workload.Options{MaxConcurrentReconciles: 1})).To(gomega.Succeed(),
-		"a missing JobSet CRD must not fail the manager's setup")
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
+	ctx := context.Background()
+	managertest.Start(t, env, func(mgr ctrl.Manager) error {
+		if err := Integration().SetupWithManager(ctx, mgr, workload.Options{MaxConcurrentReconciles: 1}); err != nil {
+			return fmt.Errorf("a missing JobSet CRD must not fail the manager's setup: %w", err)
 		}
+		return nil
 	})
 
 	c := env.Client

@@ -9,17 +9,14 @@ import (
 	"github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
-	"github.com/gantry-dev/gantry/cmd/manager/app"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 	"github.com/gantry-dev/gantry/test/testenv"
+	"github.com/gantry-dev/gantry/test/testenv/managertest"
 )
 
 // TestRuntimeInUseFinalizerIsRemoved: runtimes an older Trainer marked with
@@ -31,25 +28,9 @@ func TestRuntimeInUseFinalizerIsRemoved(t *testing.T) {
 		WithoutJobSetCRD: true,
 		AddToScheme:      []func(*apiruntime.Scheme) error{trainer.AddToScheme, jobsetv1alpha2.AddToScheme},
 	})
-	cacheOpts, err := app.CacheOptions(nil, nil)
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 env.Scheme,
-		Cache:                  cacheOpts,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	g.Expect(err).NotTo(gomega.HaveOccurred())
-	ctx, cancel := context.WithCancel(context.Background())
-	g.Expect(Integration().SetupWithManager(ctx, mgr, workload.Options{})).To(gomega.Succeed())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
+	ctx := context.Background()
+	managertest.Start(t, env, func(mgr ctrl.Manager) error {
+		return Integration().SetupWithManager(ctx, mgr, workload.Options{})
 	})
 
 	const other = "example.com/keep"

@@ -19,21 +19,28 @@ import (
 	"github.com/gantry-dev/gantry/test/testenv"
 )
 
-// Start runs a manager against env with the Gantry manager's own cache
-// options (label-filtered caches), lets setup register reconcilers (and
-// the field indexes they use), and stops it when the test ends.
-func Start(t *testing.T, env *testenv.Env, setup func(ctrl.Manager) error) ctrl.Manager {
-	t.Helper()
+// New returns a manager for env with the Gantry manager's own cache
+// options (label-filtered caches), not started. Start is what a test
+// usually wants; New is for a harness shared by a package's tests.
+func New(env *testenv.Env) (ctrl.Manager, error) {
 	cacheOpts, err := app.CacheOptions(nil, nil)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+	return ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:     env.Scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Cache:      cacheOpts,
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
+}
+
+// Start runs a manager made by New, lets setup register reconcilers (and
+// the field indexes they use), and stops it when the test ends, failing
+// the test when the manager stopped with an error.
+func Start(t *testing.T, env *testenv.Env, setup func(ctrl.Manager) error) ctrl.Manager {
+	t.Helper()
+	mgr, err := New(env)
 	if err != nil {
 		t.Fatal(err)
 	}
