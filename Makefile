@@ -37,6 +37,7 @@ GOTEST_FLAGS ?=
 GOTEST_RACE ?= -race
 # Which benchmarks `make bench` runs (a -bench regexp).
 BENCH ?= .
+CHAOS ?= .
 # Which e2e specs `make test-e2e` runs: a Ginkgo label filter over the labels
 # ray, trainjob, slurm and manager, e.g. E2E_LABELS=slurm or 'ray || trainjob'.
 # Empty runs them all.
@@ -70,6 +71,13 @@ test: test-assets ## Unit and integration tests (real kube-apiserver + etcd).
 .PHONY: fuzz
 fuzz: ## Run every Go fuzz target for FUZZTIME each (default 1m); make test runs only their seed corpora.
 	FUZZTIME="$(FUZZTIME)" hack/fuzz.sh
+
+# The fault tier: the manager binary killed, failed over and fed API
+# errors while workloads converge; one table per scenario. CHAOS picks
+# scenarios (a go test -run pattern); GANTRY_CHAOS_SEED repeats a run.
+.PHONY: test-chaos
+test-chaos: test-assets manager ## Fault tier: manager kills, leader failover, API errors (see docs/reliability.md).
+	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$(BIN)}" $(GO) test -tags chaos ./test/chaos/ -run '$(CHAOS)' -count=1 -timeout 30m -v $(GOTEST_FLAGS)
 
 .PHONY: bench
 bench: test-assets manager ## Benchmarks against a real API server (GANTRY_BENCH_N objects, default 100).
@@ -169,6 +177,7 @@ verify: generate manifests $(HELM) ## Check generated files are committed, gofmt
 		git status --porcelain -- api config charts; git --no-pager diff --stat -- api config charts; exit 1; fi
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) vet -tags 'e2e chaos' ./test/...
 	$(HELM) lint charts/gantry
 	hack/check-chart.sh $(HELM)
 

@@ -133,7 +133,7 @@ eq "$(count Service)" 2 "Services (metrics, webhook)"
 eq "$(count ClusterTrainingRuntime)" 0 "ClusterTrainingRuntimes before their CRD is served"
 dep=$(docs Deployment gantry $ns)
 for want in '--controllers=all' '--leader-elect=true' "--leader-election-namespace=$ns" \
-  '--leader-elect-lease-duration=15s' '--leader-elect-renew-deadline=10s' '--leader-elect-retry-period=2s' \
+  '--leader-elect-lease-duration=12s' '--leader-elect-renew-deadline=10s' '--leader-elect-retry-period=2s' \
   '--zap-log-level=info' '--zap-encoder=json' '--webhook-port=9443' '--cert-management=self' '--webhook-cert-write' \
   '--webhook-cert-dir=/tmp/k8s-webhook-server/serving-certs' '--webhook-secret-name=gantry-webhook-cert' \
   "--webhook-secret-namespace=$ns" '--webhook-service-name=gantry-webhook' \

@@ -48,9 +48,9 @@ func runRayClusterCreate(b *testing.B, n int, process bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	counter := &testenv.WriteCounter{}
-	var proc *ManagerProcess
+	var proc *testenv.ManagerProcess
 	if process {
-		proc, err = StartManagerProcess(env, b.TempDir(), raycluster.Name)
+		proc, err = testenv.StartManagerProcess(env.KubeConfig(), b.TempDir(), "bench", "--controllers", raycluster.Name)
 		if err != nil {
 			b.Fatal(err)
 		}

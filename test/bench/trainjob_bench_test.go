@@ -67,9 +67,9 @@ func runTrainJobCreate(b *testing.B, n int, process bool) {
 	}
 
 	counter := &testenv.WriteCounter{}
-	var proc *ManagerProcess
+	var proc *testenv.ManagerProcess
 	if process {
-		proc, err = StartManagerProcess(env, b.TempDir(), trainjob.Name)
+		proc, err = testenv.StartManagerProcess(env.KubeConfig(), b.TempDir(), "bench", "--controllers", trainjob.Name)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,0 +1,114 @@
+package testenv
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// ManagerProcess is the real manager binary (bin/manager) running as its
+// own process against a test control plane: its memory is measured alone,
+// and it can be killed the way a node failure kills it.
+type ManagerProcess struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	// Log is the file its output goes to.
+	Log string
+}
+
+// ManagerBinary is bin/manager, built by `make manager` (make bench and
+// make test-chaos depend on it).
+func ManagerBinary() (string, error) {
+	bin := filepath.Join(RepoRoot(), "bin", "manager")
+	if _, err := os.Stat(bin); err != nil {
+		return "", fmt.Errorf("%s is missing; run `make manager`: %w", bin, err)
+	}
+	return bin, nil
+}
+
+// StartManagerProcess runs bin/manager with the kubeconfig written to dir,
+// its metrics, probes and webhooks off, errors only in its log
+// (dir/manager-<name>.log), and args appended.
+func StartManagerProcess(kubeconfig []byte, dir, name string, args ...string) (*ManagerProcess, error) {
+	bin, err := ManagerBinary()
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, "kubeconfig-"+name)
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		return nil, err
+	}
+	all := append([]string{"--kubeconfig", path, "--metrics-bind-address=0", "--health-probe-bind-address=0",
+		"--webhook-port=0", "--zap-log-level=error"}, args...)
+	cmd := exec.Command(bin, all...)
+	logPath := filepath.Join(dir, "manager-"+name+".log")
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		_ = log.Close()
+		return nil, err
+	}
+	p := &ManagerProcess{cmd: cmd, done: make(chan struct{}), Log: logPath}
+	go func() {
+		_ = cmd.Wait()
+		_ = log.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Pid is the process's id.
+func (m *ManagerProcess) Pid() int { return m.cmd.Process.Pid }
+
+// Exited reports whether the process has ended.
+func (m *ManagerProcess) Exited() bool {
+	select {
+	case <-m.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// PeakRSSMiB is the process's peak resident set (VmHWM) so far.
+func (m *ManagerProcess) PeakRSSMiB() float64 {
+	return vmHWM(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
+}
+
+// Kill sends SIGKILL, as a crash or a lost node does, and waits for the
+// process to end.
+func (m *ManagerProcess) Kill() {
+	_ = m.cmd.Process.Signal(syscall.SIGKILL)
+	<-m.done
+}
+
+// Stop sends SIGTERM and waits for the graceful shutdown.
+func (m *ManagerProcess) Stop() {
+	_ = m.cmd.Process.Signal(syscall.SIGTERM)
+	<-m.done
+}
+
+func vmHWM(statusFile string) float64 {
+	f, err := os.Open(statusFile)
+	if err != nil {
+		return 0
+	}
+	defer func() { _ = f.Close() }()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if strings.HasPrefix(s.Text(), "VmHWM:") {
+			if kb, err := strconv.Atoi(strings.Fields(s.Text())[1]); err == nil {
+				return float64(kb) / 1024
+			}
+		}
+	}
+	return 0
+}
