@@ -25,6 +25,8 @@ KUBECTL := $(BIN)/kubectl
 ETCD    := $(BIN)/etcd
 KWOK    := $(BIN)/kwok
 KWOKCTL := $(BIN)/kwokctl
+GOVULNCHECK := $(BIN)/govulncheck
+VULN_MOD := $(CURDIR)/test/tools/vuln
 HELM    := $(BIN)/helm
 # The real JobSet controller for the local control plane (hack/jobset-local.sh).
 JOBSET     := $(BIN)/jobset-controller
@@ -75,6 +77,16 @@ fuzz: ## Run every Go fuzz target for FUZZTIME each (default 1m); make test runs
 # The fault tier: the manager binary killed, failed over and fed API
 # errors while workloads converge; one table per scenario. CHAOS picks
 # scenarios (a go test -run pattern); GANTRY_CHAOS_SEED repeats a run.
+# govulncheck needs https://vuln.go.dev, which CI machines cannot reach;
+# CI runs `go mod verify` (in make verify) instead. Run this before a release.
+.PHONY: vulncheck
+vulncheck: $(GOVULNCHECK) ## Known vulnerabilities in the code Gantry calls (govulncheck; needs https://vuln.go.dev).
+	@if ! curl -fsS --max-time 10 -o /dev/null https://vuln.go.dev/index/db.json; then \
+		echo "vulncheck: https://vuln.go.dev cannot be reached from this machine, so govulncheck cannot run here."; \
+		echo "vulncheck: run 'make vulncheck' where it can be reached (before every release); CI runs 'go mod verify' instead."; \
+		exit 2; fi
+	$(GOVULNCHECK) ./...
+
 .PHONY: test-chaos
 test-chaos: test-assets manager ## Fault tier: manager kills, leader failover, API errors (see docs/reliability.md).
 	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$(BIN)}" $(GO) test -tags chaos ./test/chaos/ -run '$(CHAOS)' -count=1 -timeout 30m -v $(GOTEST_FLAGS)
@@ -178,6 +190,7 @@ verify: generate manifests $(HELM) ## Check generated files are committed, gofmt
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags 'e2e chaos' ./test/...
+	$(GO) mod verify
 	$(HELM) lint charts/gantry
 	hack/check-chart.sh $(HELM)
 
@@ -193,6 +206,9 @@ $(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(KUBECTL):
 $(ETCD):
 	@echo "building etcd (first time only)"
 	cd $(TOOLS_MOD) && $(GO) build -o $@ go.etcd.io/etcd/server/v3
+
+$(GOVULNCHECK):
+	cd $(VULN_MOD) && $(GO) build -o $@ golang.org/x/vuln/cmd/govulncheck
 
 $(KWOK) $(KWOKCTL):
 	@echo "building $(@F) (first time only)"

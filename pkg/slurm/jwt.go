@@ -51,11 +51,16 @@ func SignToken(key []byte, claims TokenClaims) (string, error) {
 	return signingInput + "." + base64.RawURLEncoding.EncodeToString(hs256(key, signingInput)), nil
 }
 
-// VerifyToken checks token's HS256 signature against key and returns its
-// claims. It does not judge expiry: callers compare ExpiresAt with their own
-// clock. It exists so tests (and debugging tools) can prove a token is what
-// slurmctld will accept.
-func VerifyToken(key []byte, token string) (TokenClaims, error) {
+// ErrTokenExpired is VerifyToken's error for a token whose "exp" is not
+// after the time it was asked about.
+var ErrTokenExpired = errors.New("slurm: jwt expired")
+
+// VerifyToken checks token as slurmctld's auth/jwt does at time now: its
+// HS256 signature against key, and an "exp" after now (ErrTokenExpired
+// otherwise). It returns the claims, also with ErrTokenExpired. It exists
+// so tests, fakes and debugging tools can prove a token is what slurmctld
+// will accept.
+func VerifyToken(key []byte, token string, now time.Time) (TokenClaims, error) {
 	var claims TokenClaims
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
@@ -87,6 +92,9 @@ func VerifyToken(key []byte, token string) (TokenClaims, error) {
 	}
 	if err := json.Unmarshal(payload, &claims); err != nil {
 		return claims, fmt.Errorf("slurm: jwt payload: %w", err)
+	}
+	if claims.ExpiresAt <= now.Unix() {
+		return claims, fmt.Errorf("%w at %s", ErrTokenExpired, time.Unix(claims.ExpiresAt, 0).UTC().Format(time.RFC3339))
 	}
 	return claims, nil
 }

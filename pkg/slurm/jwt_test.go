@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -95,7 +96,7 @@ func TestVerifyToken(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			claims, err := VerifyToken(tc.key, tc.token)
+			claims, err := VerifyToken(tc.key, tc.token, time.Unix(19, 0))
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatalf("VerifyToken: %v", err)
@@ -109,6 +110,28 @@ func TestVerifyToken(t *testing.T) {
 				t.Errorf("err = %v, want it to mention %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestVerifyTokenExpiry: a token is valid strictly before its "exp", as
+// slurmctld judges it; at or after, ErrTokenExpired, claims still given.
+func TestVerifyTokenExpiry(t *testing.T) {
+	key := []byte("k")
+	token, err := SignToken(key, TokenClaims{UserName: "slurm", IssuedAt: 10, ExpiresAt: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		at      int64
+		expired bool
+	}{{10, false}, {19, false}, {20, true}, {3600, true}} {
+		claims, err := VerifyToken(key, token, time.Unix(tc.at, 0))
+		if got := errors.Is(err, ErrTokenExpired); got != tc.expired || (!tc.expired && err != nil) {
+			t.Errorf("at %d: err = %v, want expired %v", tc.at, err, tc.expired)
+		}
+		if claims.UserName != "slurm" {
+			t.Errorf("at %d: claims = %+v", tc.at, claims)
+		}
 	}
 }
 
@@ -151,7 +174,7 @@ func TestTokenSourceCachesAndRefreshesBeforeExpiry(t *testing.T) {
 			if fresh := got != first; fresh != tc.wantFresh {
 				t.Fatalf("new token = %v, want %v", fresh, tc.wantFresh)
 			}
-			claims, err := VerifyToken(key, got)
+			claims, err := VerifyToken(key, got, clock.now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -195,7 +218,7 @@ func TestTokenSourceCopiesKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := VerifyToken([]byte("original"), token); err != nil {
+	if _, err := VerifyToken([]byte("original"), token, time.Now()); err != nil {
 		t.Errorf("token not signed with the key given at construction: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -135,7 +136,7 @@ var sampleRuns = map[string]sampleRun{
 			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "slurm-auth-jwt"}, key)).To(Succeed())
 			s := &corev1.Secret{}
 			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "slurm-token-jwt-slurm"}, s)).To(Succeed())
-			claims, err := slurm.VerifyToken(key.Data["jwt.key"], string(s.Data["SLURM_JWT"]))
+			claims, err := slurm.VerifyToken(key.Data["jwt.key"], string(s.Data["SLURM_JWT"]), time.Now())
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(claims.UserName).To(Equal("slurm"))
 		}},

@@ -222,8 +222,8 @@ func (s *Server) authenticated(r *http.Request) bool {
 	if len(s.key) == 0 {
 		return true
 	}
-	claims, err := slurm.VerifyToken(s.key, r.Header.Get(slurm.HeaderUserToken))
-	if err != nil || claims.ExpiresAt <= s.now().Unix() {
+	claims, err := slurm.VerifyToken(s.key, r.Header.Get(slurm.HeaderUserToken), s.now())
+	if err != nil {
 		return false
 	}
 	user := r.Header.Get(slurm.HeaderUserName)

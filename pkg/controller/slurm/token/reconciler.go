@@ -168,7 +168,9 @@ func (r *Reconciler) syncToken(ctx context.Context, s *scope) error {
 
 	var current *slurm.TokenClaims
 	if found {
-		if c, err := slurm.VerifyToken(s.key, string(existing.Data[ref.Key])); err == nil && c.UserName == user {
+		// An expired token is still this Token's: whether it is renewed is
+		// the refresh rule's to say, below.
+		if c, err := slurm.VerifyToken(s.key, string(existing.Data[ref.Key]), now); (err == nil || errors.Is(err, slurm.ErrTokenExpired)) && c.UserName == user {
 			current = &c
 		}
 	}
