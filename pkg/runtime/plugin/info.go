@@ -152,19 +152,71 @@ func (i *Info) PodHostname(trainJobName, replicatedJob string, jobIndex, podInde
 	return fmt.Sprintf("%s-%s-%d-%d.%s", trainJobName, replicatedJob, jobIndex, podIndex, i.Subdomain(trainJobName))
 }
 
-// IsTrainerNodeContainer reports whether a container receives the TrainJob's
-// trainer image, resources and env: the node container of the trainer step
-// and, for MPI, the node container of the worker job (workers must run the
-// launcher's image on the same hardware), plus a container still called
-// launcher when the launcher runs as a node.
+// Where a TrainJob's spec.trainer lands, as in Trainer v2.3.0 (the runtime
+// webhook makes every trainer step have a container "node"):
+//
+//	field              replicated job + container
+//	image,command,args "node" of each job labelled trainjob-ancestor-step=trainer
+//	                   (pkg/runtime/framework/plugins/jobset/builder.go, Builder.Trainer)
+//	env                the same, plus, for MPI with runLauncherAsNode, "node" of the
+//	                   job named "node" (builder.go, Builder.Trainer)
+//	resourcesPerNode   the same two, merged per key onto the runtime's resources
+//	                   (pkg/runtime/core/trainingruntime.go, newRuntimeInfo, with
+//	                   pkg/util/trainingruntime MergeResourceRequirements); the trainer
+//	                   step only when the runtime has an mlPolicy
+//
+// So torch, JAX, XGBoost and plain runtimes change only the trainer step's
+// node container; an MPI launcher (the trainer step of deepspeed-distributed
+// and mlx-distributed) gets everything, and the MPI workers (job "node",
+// running sshd on the runtime's image) get nothing with runLauncherAsNode
+// false, env and resources with it true, never image, command or args.
+
+// TrainerFields says which of spec.trainer's fields a container receives.
+type TrainerFields struct {
+	// ImageCommandArgs: spec.trainer.image, command and args.
+	ImageCommandArgs bool
+	// Env: spec.trainer.env.
+	Env bool
+	// Resources: spec.trainer.resourcesPerNode, merged onto the container's.
+	Resources bool
+}
+
+// TrainerFieldsFor places spec.trainer's fields as Trainer v2.3.0 does; see
+// the table above.
+func TrainerFieldsFor(rJob *jobsetv1alpha2.ReplicatedJob, containerName string, mlPolicy *trainer.MLPolicy) TrainerFields {
+	if IsTrainerNodeContainer(rJob, containerName, mlPolicy) {
+		return TrainerFields{ImageCommandArgs: true, Env: true, Resources: mlPolicy != nil}
+	}
+	if isMPIWorkerRunningAsNode(rJob, containerName, mlPolicy) {
+		return TrainerFields{Env: true, Resources: true}
+	}
+	return TrainerFields{}
+}
+
+// IsTrainerNodeContainer reports whether a container is the trainer step's
+// node container: container "node" of a replicated job labelled as the
+// trainer step. Gantry also accepts a container still called launcher in
+// the trainer step of an MPI runtime that runs the launcher as a node (its
+// runtime webhook admits such runtimes; upstream's rejects them).
 func IsTrainerNodeContainer(rJob *jobsetv1alpha2.ReplicatedJob, containerName string, mlPolicy *trainer.MLPolicy) bool {
-	isTrainerStep := rJob.Template.Labels[trainer.LabelTrainJobAncestor] == trainer.AncestorTrainer
-	mpi := mlPolicy != nil && mlPolicy.MPI != nil
+	if rJob.Template.Labels[trainer.LabelTrainJobAncestor] != trainer.AncestorTrainer {
+		return false
+	}
 	switch containerName {
 	case trainer.TrainerNodeName:
-		return isTrainerStep || (mpi && rJob.Name == trainer.TrainerNodeName)
+		return true
 	case trainer.LauncherName:
-		return isTrainerStep && mpi && mlPolicy.MPI.RunLauncherAsNode != nil && *mlPolicy.MPI.RunLauncherAsNode
+		return runsLauncherAsNode(mlPolicy)
 	}
 	return false
+}
+
+// isMPIWorkerRunningAsNode: container "node" of the replicated job named
+// "node" when the MPI launcher runs as a node, whatever the job's labels.
+func isMPIWorkerRunningAsNode(rJob *jobsetv1alpha2.ReplicatedJob, containerName string, mlPolicy *trainer.MLPolicy) bool {
+	return runsLauncherAsNode(mlPolicy) && rJob.Name == trainer.TrainerNodeName && containerName == trainer.TrainerNodeName
+}
+
+func runsLauncherAsNode(mlPolicy *trainer.MLPolicy) bool {
+	return mlPolicy != nil && mlPolicy.MPI != nil && mlPolicy.MPI.RunLauncherAsNode != nil && *mlPolicy.MPI.RunLauncherAsNode
 }

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"fmt"
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,8 +11,8 @@ import (
 )
 
 // NewInfo resolves a runtime spec and a TrainJob into Info, before any
-// plugin runs: runtime patches merged, the TrainJob's resourcesPerNode put on
-// the trainer node containers (every policy sizes by them), one PodSet per
+// plugin runs: runtime patches merged, the TrainJob's resourcesPerNode merged
+// onto the containers upstream gives them to (TrainerFieldsFor), one PodSet per
 // replicated job. Pod counts start from the runtime (mlPolicy.numNodes for
 // the trainer step, parallelism elsewhere); the ML plugins apply the
 // TrainJob's numNodes. Errors are BuildErrors.
@@ -40,15 +41,18 @@ func NewInfo(trainJob *trainer.TrainJob, spec *trainer.TrainingRuntimeSpec) (*In
 		return nil, &BuildError{Err: err}
 	}
 	if t := trainJob.Spec.Trainer; t != nil && t.ResourcesPerNode != nil {
+		// Upstream's newRuntimeInfo (pkg/runtime/core/trainingruntime.go):
+		// merged onto the runtime's resources, see TrainerFieldsFor.
 		for i := range tmpl.Spec.ReplicatedJobs {
 			rJob := &tmpl.Spec.ReplicatedJobs[i]
 			for j := range rJob.Template.Spec.Template.Spec.Containers {
 				c := &rJob.Template.Spec.Template.Spec.Containers[j]
-				if IsTrainerNodeContainer(rJob, c.Name, info.MLPolicy) {
-					// resourcesPerNode replaces requests and limits; claims
-					// are not part of it and stay as the runtime wrote them.
-					c.Resources.Requests = t.ResourcesPerNode.Requests.DeepCopy()
-					c.Resources.Limits = t.ResourcesPerNode.Limits.DeepCopy()
+				if TrainerFieldsFor(rJob, c.Name, info.MLPolicy).Resources {
+					merged, err := MergeResourceRequirements(c.Resources, *t.ResourcesPerNode)
+					if err != nil {
+						return nil, &BuildError{Err: fmt.Errorf("merging spec.trainer.resourcesPerNode into %s/%s: %w", rJob.Name, c.Name, err)}
+					}
+					c.Resources = merged
 				}
 			}
 		}
@@ -128,7 +132,9 @@ func ApplyTrainerCountAndEnv(info *Info, trainJob *trainer.TrainJob) {
 	ApplyTrainerEnv(info, trainJob)
 }
 
-// ApplyTrainerEnv upserts the TrainJob's trainer env into every trainer node container.
+// ApplyTrainerEnv upserts the TrainJob's trainer env into every container
+// upstream gives it to (TrainerFieldsFor): the trainer node containers and,
+// when an MPI launcher runs as a node, the workers' node container.
 func ApplyTrainerEnv(info *Info, trainJob *trainer.TrainJob) {
 	if trainJob.Spec.Trainer == nil || len(trainJob.Spec.Trainer.Env) == 0 {
 		return
@@ -137,7 +143,7 @@ func ApplyTrainerEnv(info *Info, trainJob *trainer.TrainJob) {
 		rJob := &info.Template.ReplicatedJobs[i]
 		for j := range info.PodSets[i].Containers {
 			c := &info.PodSets[i].Containers[j]
-			if IsTrainerNodeContainer(rJob, c.Name, info.MLPolicy) {
+			if TrainerFieldsFor(rJob, c.Name, info.MLPolicy).Env {
 				UpsertEnv(&c.Env, trainJob.Spec.Trainer.Env...)
 			}
 		}

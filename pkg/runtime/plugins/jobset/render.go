@@ -21,9 +21,10 @@ import (
 //     PodSet, the PodSet's volumes, and each container's env, ports and
 //     volume mounts as the plugins left them; the gang-scheduling pod labels
 //     and annotations on every pod template;
-//   - trainer node containers: the TrainJob's image (and, in the trainer
-//     step only, command and args; an MPI worker keeps running sshd);
-//     resources were applied when Info was built;
+//   - the trainer step's node container: the TrainJob's image, command and
+//     args (MPI workers keep the runtime's image and sshd); env and
+//     resources were placed by the plugins and NewInfo, see
+//     plugin.TrainerFieldsFor;
 //   - initializer containers: STORAGE_URI, env and the credentials Secret
 //     as envFrom;
 //   - the JobSet: the runtime's labels and annotations, suspend, and the
@@ -59,17 +60,18 @@ func renderReplicatedJob(rJob *jobsetv1alpha2.ReplicatedJob, ps *plugin.PodSet, 
 	writeBackContainers(podTemplate.Spec.InitContainers, ps.InitContainers)
 	writeBackContainers(podTemplate.Spec.Containers, ps.Containers)
 
-	isTrainerStep := ps.Ancestor == trainer.AncestorTrainer
 	for j := range podTemplate.Spec.Containers {
 		c := &podTemplate.Spec.Containers[j]
-		if t := trainJob.Spec.Trainer; t != nil && plugin.IsTrainerNodeContainer(rJob, c.Name, info.MLPolicy) {
+		// Upstream's Builder.Trainer (jobset/builder.go): the trainer step's
+		// node container only; MPI workers keep the runtime's image and sshd.
+		if t := trainJob.Spec.Trainer; t != nil && plugin.TrainerFieldsFor(rJob, c.Name, info.MLPolicy).ImageCommandArgs {
 			if t.Image != nil {
 				c.Image = *t.Image
 			}
-			if isTrainerStep && t.Command != nil {
+			if t.Command != nil {
 				c.Command = slices.Clone(t.Command)
 			}
-			if isTrainerStep && t.Args != nil {
+			if t.Args != nil {
 				c.Args = slices.Clone(t.Args)
 			}
 		}

@@ -169,24 +169,11 @@ func slotsPerNode(policy *trainer.MPIMLPolicySource, trainJob *trainer.TrainJob,
 	}
 	slots := max(1, ptr.Deref(policy.NumProcPerNode, defaultSlotsPerNode))
 	if slots == 1 {
-		if gpus := plugin.GPUCount(trainerResources(info)); gpus > 1 {
+		if gpus := plugin.GPUCount(plugin.ResourcesPerNode(info, trainJob)); gpus > 1 {
 			slots = int32(gpus)
 		}
 	}
 	return slots
-}
-
-// trainerResources are the effective resources of the first trainer node container.
-func trainerResources(info *plugin.Info) corev1.ResourceRequirements {
-	for i := range info.PodSets {
-		rJob := &info.Template.ReplicatedJobs[i]
-		for _, c := range info.PodSets[i].Containers {
-			if plugin.IsTrainerNodeContainer(rJob, c.Name, info.MLPolicy) {
-				return c.Resources
-			}
-		}
-	}
-	return corev1.ResourceRequirements{}
 }
 
 func sshAuthVolume(trainJobName string) corev1.Volume {

@@ -103,6 +103,40 @@ func TestCountsAndSlots(t *testing.T) {
 	}
 }
 
+// Slots are sized as upstream's EnforceMLPolicy does: by the TrainJob's
+// resourcesPerNode as written when set, else by the node container of the
+// first replicated job named node or labelled trainer
+// (runtime.ExtractResourcePerNodeFromRuntime), never by the merge of both.
+func TestSlotsSizedByResourcesLikeUpstream(t *testing.T) {
+	gpus := func(n string) corev1.ResourceList {
+		return corev1.ResourceList{"nvidia.com/gpu": resource.MustParse(n)}
+	}
+	cases := map[string]struct {
+		runLauncherAsNode bool
+		job               *trainer.TrainJob
+		wantSlots         string
+	}{
+		"TrainJob resources without GPUs beat the runtime's GPUs": {
+			job:       trainertesting.MakeTrainJob("j", "default").ResourcesPerNode(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}, nil).Obj(),
+			wantSlots: "1",
+		},
+		"without TrainJob resources the first node job counts": {job: trainertesting.MakeTrainJob("j", "default").Obj(), wantSlots: "2"},
+		"same with the launcher as a node":                     {runLauncherAsNode: true, job: trainertesting.MakeTrainJob("j", "default").Obj(), wantSlots: "2"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			spec := trainertesting.MakeRuntimeSpec().MPI(1, tc.runLauncherAsNode).ReplicatedJob(trainertesting.MPIJobs("m")...).Obj()
+			// Workers (job "node", listed first) have 2 GPUs, the launcher 4.
+			spec.Template.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].Resources.Limits = gpus("2")
+			spec.Template.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec.Containers[0].Resources.Limits = gpus("4")
+			info := enforce(t, tc.job, spec)
+			if got := envValue(info.FindPodSetByName("launcher").FindContainer("node"), OpenMPIEnvDefaultSlots); got != tc.wantSlots {
+				t.Errorf("slots = %s, want %s", got, tc.wantSlots)
+			}
+		})
+	}
+}
+
 func envValue(c *plugin.Container, name string) string {
 	for _, e := range c.Env {
 		if e.Name == name {

@@ -62,7 +62,8 @@ func (XGBoost) EnforceMLPolicy(info *plugin.Info, trainJob *trainer.TrainJob) er
 	if err != nil {
 		return err
 	}
-	workersPerNode := max(1, plugin.GPUCount(node.Resources))
+	// Upstream sizes by the TrainJob's resourcesPerNode as written, else the runtime's.
+	workersPerNode := max(1, plugin.GPUCount(plugin.ResourcesPerNode(info, trainJob)))
 	plugin.UpsertEnv(&node.Env,
 		corev1.EnvVar{Name: EnvTrackerURI, Value: info.PodHostname(trainJob.Name, ps.Name, 0, 0)},
 		corev1.EnvVar{Name: EnvTrackerPort, Value: strconv.Itoa(int(trainer.ContainerTrainerPort))},

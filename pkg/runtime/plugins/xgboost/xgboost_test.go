@@ -23,6 +23,10 @@ func TestEnforceMLPolicy(t *testing.T) {
 		"CPU: one worker per node":       {job: trainertesting.MakeTrainJob("x", "default").NumNodes(3), wantWorkers: "3"},
 		"GPU requests from the TrainJob": {job: trainertesting.MakeTrainJob("x", "default").NumNodes(2).ResourcesPerNode(gpu("4"), nil), wantWorkers: "8"},
 		"GPU from the runtime":           {runtimeRequests: gpu("2"), job: trainertesting.MakeTrainJob("x", "default").NumNodes(2), wantWorkers: "4"},
+		// Upstream (xgboost.go EnforceMLPolicy) sizes by the TrainJob's
+		// resourcesPerNode as written when set, not by its merge with the runtime's.
+		"TrainJob resources without GPUs beat the runtime's GPUs": {runtimeRequests: gpu("2"),
+			job: trainertesting.MakeTrainJob("x", "default").NumNodes(2).ResourcesPerNode(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}, nil), wantWorkers: "2"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
