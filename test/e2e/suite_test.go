@@ -103,6 +103,8 @@ func TestE2E(t *testing.T) {
 var _ = SynchronizedBeforeSuite(func(ctx SpecContext) {
 	failOn(newClients())
 	failOn(checkCluster(ctx))
+	// Watched for the whole run, checked after it (secrets_test.go).
+	failOn(seen.start())
 }, func() {
 	if k8s == nil {
 		failOn(newClients())
