@@ -146,8 +146,8 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, cluster *rayv1.RayClu
 			return ctrl.Result{RequeueAfter: InvalidStatusRequeueDelay}, verr
 		}
 		// A user error: retrying cannot fix it and the user's next edit
-		// triggers a reconcile.
-		return ctrl.Result{}, nil
+		// triggers a reconcile. The status says why nothing happens.
+		return ctrl.Result{}, r.writeInvalidStatus(ctx, cluster, verr)
 	}
 
 	if res, handled, err := r.reconcileGCSFTFinalizer(ctx, cluster); handled {
@@ -252,6 +252,20 @@ type scope struct {
 // cached one, or the API server's when a Conflict made status.Update read
 // the cluster again (so a transition another reconcile already wrote is
 // not reported twice).
+// writeInvalidStatus shows a cluster whose metadata or spec is invalid as
+// failed, with the validation message as the reason: `kubectl get
+// raycluster` then says why nothing happens. "failed" is a state KubeRay's
+// API has; the next valid spec's status clears it (CalculateStatus).
+func (r *Reconciler) writeInvalidStatus(ctx context.Context, cluster *rayv1.RayCluster, verr *ValidationError) error {
+	_, err := status.Update(ctx, r.client, cluster, func(c *rayv1.RayCluster) error {
+		InvalidStatus(&c.Status, c.Generation, verr, r.clock.Now())
+		return nil
+	}, status.WithEqual(func(old, updated *rayv1.RayCluster) bool {
+		return !InconsistentRayClusterStatus(old.Status, updated.Status)
+	}))
+	return err
+}
+
 func (r *Reconciler) updateStatus(ctx context.Context, s *scope, reconcileErr error) (changed bool, before rayv1.RayClusterStatus, err error) {
 	cluster := s.Object
 	before = *cluster.Status.DeepCopy()

@@ -433,6 +433,32 @@ func TestGCSFaultToleranceFinalizerInTerminatingNamespace(t *testing.T) {
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no cleanup Job can exist in a terminating namespace (err=%v)", err)
 }
 
+// A cleanup Job that never runs (here: no Job controller at all) holds the
+// deleted cluster only for KubeRay's ray.io/gcs-ft-deletion-timeout, with
+// the ForceDeletedStuckCluster Warning; the requeue at the deadline is what
+// wakes the controller, as nothing else changes.
+func TestGCSFaultToleranceFinalizerTimesOut(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	rc := create(t, raytesting.MakeRayCluster("ft", ns).WorkerGroup("cpu", 1).GCSFaultTolerance("redis:6379").
+		Annotation(raycluster.GCSFTDeletionTimeoutAnnotation, "3").Obj())
+	g.Eventually(func(g Gomega) {
+		g.Expect(get(g, rc).Finalizers).To(ContainElement(rayv1.GCSFaultToleranceRedisCleanupFinalizer))
+	}, timeout).Should(Succeed())
+
+	g.Expect(k8s.Delete(context.Background(), get(g, rc))).To(Succeed())
+	g.Eventually(func() error {
+		return k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "ft-redis-cleanup"}, &batchv1.Job{})
+	}, timeout).Should(Succeed(), "the cleanup Job is created")
+	g.Eventually(func() bool {
+		err := k8s.Get(context.Background(), client.ObjectKeyFromObject(rc), &rayv1.RayCluster{})
+		return apierrors.IsNotFound(err)
+	}, timeout).Should(BeTrue(), "the finalizer is removed after the timeout")
+	g.Eventually(func(g Gomega) {
+		g.Expect(eventMessages(g, rc, raycluster.ReasonForceDeletedStuckCluster)).To(ConsistOf(ContainSubstring("did not finish")))
+	}, timeout).Should(Succeed())
+}
+
 func TestExternallyManagedClusterIsLeftAlone(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(t)
@@ -460,6 +486,27 @@ func TestInvalidSpecGetsWarningAndNoPods(t *testing.T) {
 	g.Consistently(func(g Gomega) { g.Expect(pods(g, rc, nil)).To(BeEmpty()) }, 2*time.Second).Should(Succeed())
 	msgs := eventMessages(g, rc, string(rayv1.InvalidRayClusterSpec))
 	g.Expect(strings.Join(msgs, "\n")).To(ContainSubstring("conflict"))
+
+	// kubectl get shows why nothing happens: state failed (a value of
+	// KubeRay's API) with the validation message as the reason.
+	g.Eventually(func(g Gomega) {
+		st := get(g, rc).Status
+		g.Expect(st.State).To(Equal(rayv1.Failed))
+		g.Expect(st.Reason).To(ContainSubstring("should not be set in both rayStartParams and Resources"))
+	}, timeout).Should(Succeed())
+
+	// Fixed, the cluster leaves the failed state and becomes ready.
+	update(t, rc, func(c *rayv1.RayCluster) { delete(c.Spec.HeadGroupSpec.RayStartParams, "num-cpus") })
+	g.Eventually(func(g Gomega) {
+		g.Expect(pods(g, rc, nil)).To(HaveLen(2))
+		g.Expect(get(g, rc).Status.State).NotTo(Equal(rayv1.Failed))
+	}, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		markReady(g, rc)
+		st := get(g, rc).Status
+		g.Expect(st.State).To(Equal(rayv1.Ready))
+		g.Expect(st.Reason).To(BeEmpty())
+	}, timeout).Should(Succeed())
 }
 
 func TestIngressAndAuthSecret(t *testing.T) {

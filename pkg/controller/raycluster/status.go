@@ -62,6 +62,12 @@ func CalculateStatus(cluster *rayv1.RayCluster, pods []corev1.Pod, headService *
 	status.DesiredGPU = sumGPUResources(desired)
 	status.DesiredTPU = desired[tpuResourceName]
 
+	// Failed is written only for an invalid spec (InvalidStatus); this
+	// spec is valid.
+	if status.State == rayv1.Failed {
+		status.State, status.Reason = "", ""
+	}
+
 	// Ready is sticky: it is only ever replaced by Suspended. KubeRay
 	// deprecated state for conditions but kept this meaning, and scripts
 	// rely on it.
@@ -97,6 +103,23 @@ func CalculateStatus(cluster *rayv1.RayCluster, pods []corev1.Pod, headService *
 		status.StateTransitionTimes[status.State] = &stamp
 	}
 	return status, nil
+}
+
+// InvalidStatus sets st to the status of a cluster of generation whose
+// metadata or spec failed validation: state failed, the validation message
+// as the reason.
+func InvalidStatus(st *rayv1.RayClusterStatus, generation int64, verr *ValidationError, now time.Time) {
+	stamp := metav1.NewTime(now)
+	if st.State != rayv1.Failed {
+		if st.StateTransitionTimes == nil {
+			st.StateTransitionTimes = map[rayv1.ClusterState]*metav1.Time{}
+		}
+		st.StateTransitionTimes[rayv1.Failed] = &stamp
+	}
+	st.State = rayv1.Failed
+	st.Reason = verr.Error()
+	st.ObservedGeneration = generation
+	st.LastUpdateTime = &stamp
 }
 
 // InconsistentRayClusterStatus reports whether newStatus differs from
