@@ -114,6 +114,9 @@ func (r *Runtime) NewObjects(ctx context.Context, trainJob *trainer.TrainJob, sp
 	if err := unsupportedPolicies(spec); err != nil {
 		return nil, err
 	}
+	if errs := ValidateTrainJob(trainJob); len(errs) > 0 {
+		return nil, &plugin.BuildError{Err: errs.ToAggregate()}
+	}
 	if errs := r.Validate(nil, trainJob, spec); len(errs) > 0 {
 		return nil, &plugin.BuildError{Err: errs.ToAggregate()}
 	}

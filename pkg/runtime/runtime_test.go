@@ -302,6 +302,11 @@ func TestNewObjectsErrors(t *testing.T) {
 			spec: trainertesting.MakeRuntimeSpec().Volcano().ReplicatedJob(trainertesting.TrainerJob("t:1")).Obj()},
 		"intel mpi": {job: trainertesting.MakeTrainJob("a", "default").Obj(), wantUnsupported: true,
 			spec: trainertesting.MakeRuntimeSpec().MPI(1, false).MPIImplementation(trainer.MPIImplementationIntel).ReplicatedJob(trainertesting.MPIJobs("m")...).Obj()},
+		// Without the webhook, these would render a one-node, one-process
+		// JobSet, or carry a manager Kueue-style tools cannot match.
+		"zero nodes":                     {job: trainertesting.MakeTrainJob("a", "default").NumNodes(0).Obj(), spec: valid},
+		"zero processes per node":        {job: trainertesting.MakeTrainJob("a", "default").NumProcPerNode(0).Obj(), spec: valid},
+		"patch manager without a domain": {spec: valid, job: trainertesting.MakeTrainJob("a", "default").RuntimePatch("kueue", &trainer.TrainingRuntimeSpecPatch{}).Obj()},
 		"patch of a missing job": {spec: valid, job: trainertesting.MakeTrainJob("a", "default").RuntimePatch("kueue", &trainer.TrainingRuntimeSpecPatch{
 			Template: &trainer.JobSetTemplatePatch{Spec: &trainer.JobSetSpecPatch{ReplicatedJobs: []trainer.ReplicatedJobPatch{{Name: "ghost"}}}}}).Obj()},
 	}

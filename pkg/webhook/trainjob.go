@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -148,10 +147,7 @@ func (v *TrainJobValidator) ValidateDelete(context.Context, *trainer.TrainJob) (
 }
 
 func (v *TrainJobValidator) validate(ctx context.Context, oldJob, newJob *trainer.TrainJob) error {
-	errs := validateTrainerCounts(newJob)
-	for i, p := range newJob.Spec.RuntimePatches {
-		errs = append(errs, validation.IsDomainPrefixedPath(runtimePatchesPath.Index(i).Child("manager"), p.Manager)...)
-	}
+	errs := runtime.ValidateTrainJob(newJob)
 	if oldJob != nil {
 		errs = append(errs, validateTrainJobUpdate(oldJob, newJob)...)
 		patchErrs, err := v.validateRuntimePatchesUpdate(ctx, oldJob, newJob)
@@ -166,23 +162,6 @@ func (v *TrainJobValidator) validate(ctx context.Context, oldJob, newJob *traine
 	}
 	errs = append(errs, runtimeErrs...)
 	return invalid(trainJobGK, newJob.Name, errs)
-}
-
-// validateTrainerCounts rejects counts the runtime plugins would silently
-// raise to 1 (numNodes: 0 renders a one-node JobSet).
-func validateTrainerCounts(job *trainer.TrainJob) field.ErrorList {
-	t := job.Spec.Trainer
-	if t == nil {
-		return nil
-	}
-	var errs field.ErrorList
-	if t.NumNodes != nil && *t.NumNodes < 1 {
-		errs = append(errs, field.Invalid(trainerPath.Child("numNodes"), *t.NumNodes, "must be greater than or equal to 1"))
-	}
-	if t.NumProcPerNode != nil && *t.NumProcPerNode < 1 {
-		errs = append(errs, field.Invalid(trainerPath.Child("numProcPerNode"), *t.NumProcPerNode, "must be greater than or equal to 1"))
-	}
-	return errs
 }
 
 // validateTrainJobUpdate repeats the CRD's immutability rules, so they hold

@@ -98,6 +98,12 @@ func (r *Reconciler) loadSsh(ctx context.Context, n *slinkyv1beta1.NodeSet) (ssh
 		return st, nil
 	}
 	st.hashes.SshdConf = slinky.HashBytes([]byte(BuildSshdConfig(n)))
+	if n.Spec.Ssh.SssdConfRef.Name == "" {
+		// The user's to fix (the webhook refuses it): reported like a
+		// missing Secret, not retried with back-off.
+		st.sssdMissing = fmt.Errorf("%w: ssh is enabled and spec.ssh.sssdConfRef names no Secret; the pods cannot start until it does", errSssdConfMissing)
+		return st, nil
+	}
 	sssd, err := refresolver.New(r.APIReader).GetSecretKey(ctx, n.Namespace, n.Spec.Ssh.SssdConfRef)
 	switch {
 	case refresolver.IsNotFound(err):
