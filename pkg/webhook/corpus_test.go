@@ -86,6 +86,10 @@ func TestCorpusWebhookRejections(t *testing.T) {
 				_, err = (&NodeSetValidator{}).ValidateCreate(ctx, typed[slinkyv1beta1.NodeSet](t, c.Object))
 			case "RestApi":
 				_, err = (&RestApiValidator{}).ValidateCreate(ctx, typed[slinkyv1beta1.RestApi](t, c.Object))
+			case "LoginSet":
+				_, err = (&LoginSetValidator{}).ValidateCreate(ctx, typed[slinkyv1beta1.LoginSet](t, c.Object))
+			case "Accounting":
+				_, err = (&AccountingValidator{}).ValidateCreate(ctx, typed[slinkyv1beta1.Accounting](t, c.Object))
 			default:
 				t.Fatalf("unexpected kind %s", c.Object.GetKind())
 			}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
+	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 	"github.com/gantry-dev/gantry/pkg/controller/raycluster"
 	slurmworkload "github.com/gantry-dev/gantry/pkg/controller/slurm"
 	"github.com/gantry-dev/gantry/pkg/controller/trainjob"
@@ -42,7 +45,11 @@ const (
 // at verbosity 5).
 func TestInvalidObjects(t *testing.T) {
 	env := startControlPlane(t)
-	installRuntimes(t, env.Client)
+	// What the corpus's files say they need ("# Needs the …" lines): the
+	// sample ClusterTrainingRuntime torch-distributed, and in the
+	// namespace of a file that asks, the sample TrainingRuntime
+	// mpi-distributed.
+	installRuntimes(t, env.Client, "torch_distributed.yaml")
 	corpus, err := testenv.InvalidManifests()
 	if err != nil {
 		t.Fatal(err)
@@ -61,6 +68,13 @@ func TestInvalidObjects(t *testing.T) {
 			r.ns = fmt.Sprintf("invalid-%03d", i)
 			namespace(t, env.Client, r.ns)
 			obj.SetNamespace(r.ns)
+			if raw, err := os.ReadFile(c.Path); err == nil && strings.Contains(string(raw), "# Needs the TrainingRuntime mpi-distributed") {
+				rt := sampleTrainingRuntime(t)
+				rt.Namespace = r.ns
+				if err := env.Client.Create(ctx, rt); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
 		if err := env.Client.Create(ctx, obj); err != nil {
 			r.outcome = "refused by the API server"
@@ -111,6 +125,20 @@ func TestInvalidObjects(t *testing.T) {
 	rep.add("hot loops", "%d (more than %d reconciles in %s)", loops, hotLoop, watchInvalid)
 	rep.add("panics", "%d", len(panics))
 	rep.print(t)
+}
+
+// sampleTrainingRuntime is config/samples' TrainingRuntime mpi-distributed.
+func sampleTrainingRuntime(t *testing.T) *trainer.TrainingRuntime {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "samples", "trainer_v1alpha1_trainingruntime.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &trainer.TrainingRuntime{}
+	if err := yaml.UnmarshalStrict(raw, rt); err != nil {
+		t.Fatal(err)
+	}
+	return rt
 }
 
 // hasController reports whether a controller reconciles objects of kind.

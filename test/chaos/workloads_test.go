@@ -201,9 +201,14 @@ type trainJobs struct {
 	violations []string
 }
 
-func installRuntimes(t *testing.T, c client.Client) {
+// installRuntimes installs shipped ClusterTrainingRuntimes (config/runtimes
+// files), torch-distributed and mpi-distributed when none are named.
+func installRuntimes(t *testing.T, c client.Client, files ...string) {
 	t.Helper()
-	for _, f := range []string{"torch_distributed.yaml", "mpi_distributed.yaml"} {
+	if len(files) == 0 {
+		files = []string{"torch_distributed.yaml", "mpi_distributed.yaml"}
+	}
+	for _, f := range files {
 		raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "runtimes", f))
 		if err != nil {
 			t.Fatal(err)

@@ -73,8 +73,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 func (r *Reconciler) steps() []syncsteps.Step[*scope] {
 	return []syncsteps.Step[*scope]{
+		// An external slurmdbd's host and port are checked too: they go
+		// into the Controller's slurm.conf.
+		{Name: "Spec", StopOnError: true, Sync: validateForSync},
 		{Name: "Service", Skip: external, Sync: r.syncService},
-		{Name: "Spec", Skip: external, StopOnError: true, Sync: validateForSync},
 		// The pod cannot start without them; its hashes roll it when one
 		// changes, since slurmdbd reads keys only at start.
 		{Name: "Keys", Skip: external, StopOnError: true, Sync: r.readKeys},
