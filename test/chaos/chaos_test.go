@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gantry-dev/gantry/pkg/controller/raycluster"
+	slurmworkload "github.com/gantry-dev/gantry/pkg/controller/slurm"
 	"github.com/gantry-dev/gantry/pkg/controller/trainjob"
 	"github.com/gantry-dev/gantry/test/testenv"
 )
@@ -21,6 +22,8 @@ import (
 const (
 	objects = 100
 	kills   = 20
+	// faultNodeSetPods is the NodeSet's size under API faults.
+	faultNodeSetPods = 50
 )
 
 // TestKillRayClusters: 100 RayClusters (1 head + 3 workers) are created
@@ -186,8 +189,9 @@ func waitLeader(t *testing.T, c client.Client, previous string) string {
 
 // TestAPIFaults: the manager reaches the API server through a proxy that
 // fails 10 % of its writes (500, 429, 409) and times out 1 % more after
-// doing them, while 100 RayClusters and 100 TrainJobs are created. Both
-// converge with no duplicate and no false status.
+// doing them, while 100 RayClusters and 100 TrainJobs are created and a
+// NodeSet scales 0→50→0 with 5 busy nodes. All three converge with no
+// duplicate, no busy node's pod deleted and no false status.
 func TestAPIFaults(t *testing.T) {
 	r := seed(t)
 	env := startControlPlane(t)
@@ -198,26 +202,42 @@ func TestAPIFaults(t *testing.T) {
 	made := watchCreations(ctx, t, env, rays.ns)
 	jobs := &trainJobs{c: env.Client, ns: namespace(t, env.Client, "trainjob-faults"), n: objects}
 	secretsMade := watchCreationsOf(ctx, t, env, jobs.ns, func() client.ObjectList { return &corev1.SecretList{} })
+	slurmc, _ := newSlurmCluster(t, env.Client, namespace(t, env.Client, "slurm-faults"))
+	slurmPods := watchCreations(ctx, t, env, slurmc.ns)
 	kubelet(ctx, env.Client, rays.ns)
+	kubeletWith(ctx, env.Client, slurmc.ns, slurmc.register)
+	slurmc.watchDeletions(ctx)
 	rays.watchStatus(ctx)
 	jobs.watchStatus(ctx)
 	proxy, kubeconfig := startFaultProxy(t, env, r, 0.10, 0.01)
-	m := newManagers(t, kubeconfig, "--controllers", raycluster.Name+","+trainjob.Name)
+	m := newManagers(t, kubeconfig, "--controllers", raycluster.Name+","+trainjob.Name+","+slurmworkload.Name,
+		"--feature-gates", string(slurmworkload.SlurmrestdURLOverride)+"=true")
 	m.start()
 
 	start := time.Now()
 	done := make(chan struct{})
 	go func() { defer close(done); jobs.create(t, 20*time.Millisecond) }()
+	slurmc.scale(t, faultNodeSetPods)
 	rays.create(t, 20*time.Millisecond, nil)
 	<-done
 	waitConverged(t, "RayClusters", rays.converged)
 	waitConverged(t, "TrainJobs", jobs.converged)
+	slurmc.waitPods(t, faultNodeSetPods, true, converge)
+	live, _, err := slurmc.pods(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := slurmc.occupy(r, live, faultNodeSetPods/10)
+	slurmc.scale(t, 0)
+	slurmc.waitPods(t, len(busy), false, converge)
+	slurmc.release()
+	slurmc.waitPods(t, 0, false, converge)
 	took := time.Since(start)
 
 	dups, orphans := rays.tally(t)
 	secrets := secretsMade.count()
 	rep := &report{scenario: "API faults"}
-	rep.add("objects", "%d RayClusters, %d TrainJobs", objects, objects)
+	rep.add("objects", "%d RayClusters, %d TrainJobs, a NodeSet 0→%d→0 with %d busy nodes", objects, objects, faultNodeSetPods, faultNodeSetPods/10)
 	rep.add("faults", "%s", proxy.summary())
 	rep.add("conflicts retried", "%d", proxy.conflicts)
 	podsMade(t, rep, env, made)
@@ -225,6 +245,8 @@ func TestAPIFaults(t *testing.T) {
 	rep.add("orphans", "%d", orphans)
 	rep.add("JobSets", "%d (want %d)", jobs.jobSets(t), objects)
 	rep.add("SSH Secrets created", "%d (want %d)", secrets, objects/2)
+	rep.add("NodeSet pods created", "%d (want %d)", slurmPods.count(), faultNodeSetPods)
+	rep.add("busy NodeSet pods deleted", "%d", len(slurmc.violations))
 	rep.add("false statuses", "%d", len(rays.violations)+len(jobs.violations))
 	rep.add("converged", "%s", took.Round(100*time.Millisecond))
 	rep.print(t)
@@ -233,6 +255,12 @@ func TestAPIFaults(t *testing.T) {
 	}
 	if secrets != objects/2 {
 		t.Errorf("%d SSH Secrets created, want %d", secrets, objects/2)
+	}
+	if n := slurmPods.count(); n != faultNodeSetPods {
+		t.Errorf("%d NodeSet pods created, want %d", n, faultNodeSetPods)
+	}
+	if len(slurmc.violations) > 0 {
+		t.Errorf("busy nodes lost their pods:\n%s", strings.Join(slurmc.violations, "\n"))
 	}
 	if v := append(rays.violations, jobs.violations...); len(v) > 0 {
 		t.Errorf("statuses claimed what was not so:\n%s", strings.Join(v, "\n"))
