@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -153,10 +154,20 @@ func parseResourcesParam(value string) (map[string]float64, error) {
 }
 
 // quoteResourcesJSON single-quotes the JSON because the command runs under
-// bash; encoding/json sorts map keys, so the value is deterministic.
+// bash, a single quote inside (a resource named with one) closed and
+// reopened around an escaped quote, so the value stays one shell word
+// whatever the names are. A value JSON cannot hold (a quantity beyond
+// float64: +Inf) is left out rather than emptying the whole object.
+// encoding/json sorts map keys, so the value is deterministic.
 func quoteResourcesJSON(resources map[string]float64) string {
-	raw, _ := json.Marshal(resources) // a map[string]float64 of finite values always marshals
-	return "'" + string(raw) + "'"
+	finite := make(map[string]float64, len(resources))
+	for k, v := range resources {
+		if !math.IsInf(v, 0) && !math.IsNaN(v) {
+			finite[k] = v
+		}
+	}
+	raw, _ := json.Marshal(finite) // finite float64 values always marshal
+	return "'" + strings.ReplaceAll(string(raw), "'", `'\''`) + "'"
 }
 
 // isGPUResource matches "<vendor>/gpu"-style names and NVIDIA MIG slices

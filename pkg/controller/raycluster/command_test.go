@@ -2,6 +2,7 @@ package raycluster
 
 import (
 	"maps"
+	"os/exec"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -204,5 +205,36 @@ func TestIsGPUResource(t *testing.T) {
 		if got := isGPUResource(name); got != want {
 			t.Errorf("isGPUResource(%q) = %v, want %v", name, got, want)
 		}
+	}
+}
+
+// TestGroupResourcesStayOneShellWord: a custom resource named with a
+// single quote (or holding one) does not end the --resources word early,
+// and a quantity beyond float64 leaves the others in place instead of an
+// empty value. bash -c echoes what ray start would receive.
+func TestGroupResourcesStayOneShellWord(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash is not installed: the quoting is checked against the shell the Ray container runs")
+	}
+	cases := map[string]struct {
+		resources map[string]string
+		want      string
+	}{
+		"quote in a name": {map[string]string{"it's": "1", "TPU": "2"}, `{"TPU":2,"it's":1}`},
+		"beyond float64":  {map[string]string{"huge": "1e400", "small": "3"}, `{"small":3}`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := map[string]string{}
+			applyGroupResources(p, tc.resources)
+			out, err := exec.Command(bash, "-c", "printf '%s' "+p[paramResources]).Output()
+			if err != nil {
+				t.Fatalf("bash: %v", err)
+			}
+			if string(out) != tc.want {
+				t.Errorf("--resources=%s reaches ray start as %q, want %q", p[paramResources], out, tc.want)
+			}
+		})
 	}
 }
