@@ -21,7 +21,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
@@ -67,14 +69,21 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 	// poke wakes the NodeSet through one of its pods: Slurm sends no event
 	// when a job ends or an administrator acts, and the NodeSet's own Slurm
 	// poll is 30 s.
+	// A pod already gone needs no poke: its deletion woke the NodeSet (the
+	// self-healing can replace a pod before the poke lands).
 	poke := func(ctx context.Context, pod string) {
 		GinkgoHelper()
-		update(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pod}}, func(p *corev1.Pod) {
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			p := &corev1.Pod{}
+			if err := k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: pod}, p); err != nil {
+				return client.IgnoreNotFound(err)
+			}
 			if p.Annotations == nil {
 				p.Annotations = map[string]string{}
 			}
 			p.Annotations["e2e.gantry.dev/poke"] = time.Now().Format(time.RFC3339Nano)
-		})
+			return client.IgnoreNotFound(k8s.Update(ctx, p))
+		})).To(Succeed())
 	}
 	ourNodes := func(g Gomega, ctx context.Context) []string {
 		var out []string
