@@ -4,14 +4,12 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"runtime"
 	"sort"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -53,24 +51,8 @@ func N(def int) int {
 	return def
 }
 
-// PeakRSSMiB is the process's peak resident set (VmHWM), in MiB.
-func PeakRSSMiB() float64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer func() { _ = f.Close() }()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if strings.HasPrefix(s.Text(), "VmHWM:") {
-			fields := strings.Fields(s.Text())
-			if kb, err := strconv.Atoi(fields[1]); err == nil {
-				return float64(kb) / 1024
-			}
-		}
-	}
-	return 0
-}
+// PeakRSSMiB is this process's peak resident set (VmHWM), in MiB.
+func PeakRSSMiB() float64 { return testenv.VmHWMMiB("/proc/self/status") }
 
 // HeapInuseMiB is the Go heap in use after a GC, in MiB.
 func HeapInuseMiB() float64 {

@@ -56,8 +56,9 @@ func TestInvalidObjects(t *testing.T) {
 	}
 	m := newManagers(t, env.KubeConfig(), "--controllers", raycluster.Name+","+trainjob.Name+","+slurmworkload.Name,
 		"--zap-log-level=5")
+	// The objects below may land before the manager's caches sync: the
+	// initial list brings them in as adds all the same.
 	proc := m.start()
-	time.Sleep(3 * time.Second) // the caches sync; creates below are all seen as adds
 
 	var rows []invalidRow
 	ctx := context.Background()

@@ -80,7 +80,7 @@ func (m *ManagerProcess) Exited() bool {
 
 // PeakRSSMiB is the process's peak resident set (VmHWM) so far.
 func (m *ManagerProcess) PeakRSSMiB() float64 {
-	return vmHWM(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
+	return VmHWMMiB(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
 }
 
 // Kill sends SIGKILL, as a crash or a lost node does, and waits for the
@@ -96,7 +96,10 @@ func (m *ManagerProcess) Stop() {
 	<-m.done
 }
 
-func vmHWM(statusFile string) float64 {
+// VmHWMMiB reads a process's peak resident set (VmHWM) in MiB from its
+// /proc/<pid>/status file (/proc/self/status for this process); 0 when it
+// cannot be read.
+func VmHWMMiB(statusFile string) float64 {
 	f, err := os.Open(statusFile)
 	if err != nil {
 		return 0
