@@ -14,11 +14,8 @@ import (
 	clientevents "k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
 	"github.com/gantry-dev/gantry/pkg/framework/apply"
@@ -101,12 +98,7 @@ func newReconciler(c client.Client, apiReader client.Reader, recorder clienteven
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	podOwner := expectations.LabelOwner(rayv1.RayClusterLabelKey, rayv1.RayNodeGroupLabelKey)
 	enqueueOwner := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &rayv1.RayCluster{}, handler.OnlyControllerOwner())
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("raycluster").
-		// Spec, label and annotation changes matter; the controller's own
-		// status writes do not need to trigger another reconcile.
-		For(&rayv1.RayCluster{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+	return workload.NewController(mgr, Name, &rayv1.RayCluster{}, r.workers, workload.SpecChanged).
 		Watches(&corev1.Pod{}, r.expectations.Handler(podOwner, enqueueOwner)).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ServiceAccount{}).
@@ -114,7 +106,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&rbacv1.RoleBinding{}).
 		Owns(&batchv1.Job{}).
 		Owns(&networkingv1.Ingress{}).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.workers}).
 		Complete(r)
 }
 

@@ -11,18 +11,11 @@ import (
 	fwmetrics "github.com/gantry-dev/gantry/pkg/framework/metrics"
 )
 
-// Metric names and labels are KubeRay's, so existing dashboards and alerts
-// work unchanged.
-const (
-	metricProvisionedDuration  = "kuberay_cluster_provisioned_duration_seconds"
-	metricClusterInfo          = "kuberay_cluster_info"
-	metricConditionProvisioned = "kuberay_cluster_condition_provisioned"
+// ownerKindNone is owner_kind for a cluster no RayJob or RayService made.
+const ownerKindNone = "None"
 
-	// ownerKindNone is owner_kind for a cluster no RayJob or RayService made.
-	ownerKindNone = "None"
-)
-
-// ClusterMetrics holds the RayCluster metrics. KubeRay computes info and
+// ClusterMetrics holds the RayCluster metrics. Their names and labels are
+// KubeRay's, so existing dashboards and alerts work unchanged. KubeRay computes info and
 // condition_provisioned by listing every RayCluster at scrape time; Gantry
 // sets them from the reconciler instead, so a scrape costs no API list and
 // the series of a deleted cluster go away with Forget.
@@ -39,15 +32,15 @@ type ClusterMetrics struct {
 func NewClusterMetrics(reg prometheus.Registerer) (*ClusterMetrics, error) {
 	m := &ClusterMetrics{
 		provisionedDuration: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: metricProvisionedDuration,
+			Name: "kuberay_cluster_provisioned_duration_seconds",
 			Help: "The time, in seconds, from a RayCluster's creation until its RayClusterProvisioned condition became true",
 		}, []string{"name", "namespace", "uid"}),
 		info: fwmetrics.NewStateGauge(prometheus.GaugeOpts{
-			Name: metricClusterInfo,
+			Name: "kuberay_cluster_info",
 			Help: "Metadata information about RayCluster custom resources",
 		}, "name", "namespace", "uid", "owner_kind"),
 		conditionProvisioned: fwmetrics.NewStateGauge(prometheus.GaugeOpts{
-			Name: metricConditionProvisioned,
+			Name: "kuberay_cluster_condition_provisioned",
 			Help: "Indicates whether the RayCluster is provisioned",
 		}, "name", "namespace", "uid", "condition"),
 	}

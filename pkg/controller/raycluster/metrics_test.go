@@ -93,7 +93,7 @@ func TestSetInfo(t *testing.T) {
 		`kuberay_cluster_info{name="plain",namespace="ns",owner_kind="None",uid="u1"} 1`,
 		`kuberay_cluster_condition_provisioned{condition="false",name="plain",namespace="ns",uid="u1"} 1`,
 		`kuberay_cluster_condition_provisioned{condition="true",name="from-job",namespace="ns",uid="u2"} 1`,
-	}, metricClusterInfo, metricConditionProvisioned)
+	}, "kuberay_cluster_info", "kuberay_cluster_condition_provisioned")
 
 	// The condition flips and the other cluster is re-created under a new
 	// uid: the old series are replaced, not kept beside the new ones.
@@ -104,7 +104,7 @@ func TestSetInfo(t *testing.T) {
 		`kuberay_cluster_info{name="plain",namespace="ns",owner_kind="None",uid="u1"} 1`,
 		`kuberay_cluster_condition_provisioned{condition="true",name="from-job",namespace="ns",uid="u3"} 1`,
 		`kuberay_cluster_condition_provisioned{condition="true",name="plain",namespace="ns",uid="u1"} 1`,
-	}, metricClusterInfo, metricConditionProvisioned)
+	}, "kuberay_cluster_info", "kuberay_cluster_condition_provisioned")
 }
 
 func TestObserveStatusWrite(t *testing.T) {
@@ -135,7 +135,7 @@ func TestObserveStatusWrite(t *testing.T) {
 			if tc.wantObserved {
 				want = []string{`kuberay_cluster_provisioned_duration_seconds{name="rc",namespace="ns",uid="u1"} 90`}
 			}
-			assertMetrics(t, reg, want, metricProvisionedDuration)
+			assertMetrics(t, reg, want, "kuberay_cluster_provisioned_duration_seconds")
 		})
 	}
 }
@@ -154,7 +154,7 @@ func TestForget(t *testing.T) {
 
 	m.Forget("ns", "gone")
 
-	all := []string{metricClusterInfo, metricConditionProvisioned, metricProvisionedDuration}
+	all := []string{"kuberay_cluster_info", "kuberay_cluster_condition_provisioned", "kuberay_cluster_provisioned_duration_seconds"}
 	assertMetrics(t, reg, []string{
 		`kuberay_cluster_info{name="kept",namespace="ns",owner_kind="None",uid="u2"} 1`,
 		`kuberay_cluster_condition_provisioned{condition="true",name="kept",namespace="ns",uid="u2"} 1`,

@@ -26,9 +26,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -141,12 +139,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // setupWithManager lets tests observe reconciles by wrapping r.
 func (r *Reconciler) setupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler) error {
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("trainjob").
-		// The controller's own status writes do not bump the generation and
-		// need no reconcile; spec, label and annotation edits do.
-		For(&trainer.TrainJob{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+	return workload.NewController(mgr, Name, &trainer.TrainJob{}, r.workers, workload.SpecChanged).
 		Owns(&jobsetv1alpha2.JobSet{}).
 		Owns(&corev1.ConfigMap{}).
 		// Metadata only: owning Secrets must not put every Secret's data in
@@ -157,7 +150,6 @@ func (r *Reconciler) setupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler
 			builder.WithPredicates(createdOnly)).
 		Watches(&trainer.TrainingRuntime{}, handler.EnqueueRequestsFromMapFunc(r.trainJobsWaitingFor(trainer.TrainingRuntimeKind)),
 			builder.WithPredicates(createdOnly)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.workers}).
 		Complete(rec)
 }
 

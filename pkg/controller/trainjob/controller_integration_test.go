@@ -475,7 +475,7 @@ func TestDeletedTrainJobDropsItsMetrics(t *testing.T) {
 
 	g.Expect(h.c.Delete(context.Background(), tj)).To(gomega.Succeed())
 	g.Eventually(series).WithTimeout(20 * time.Second).Should(gomega.BeEmpty())
-	g.Expect(counterValue(t, h.reg, MetricCreated, map[string]string{"namespace": ns})).To(gomega.Equal(1.0))
+	g.Expect(counterValue(t, h.reg, "gantry_trainjob_created_total", map[string]string{"namespace": ns})).To(gomega.Equal(1.0))
 }
 
 // jobNames is for readable failure messages.

@@ -10,15 +10,6 @@ import (
 	fwmetrics "github.com/gantry-dev/gantry/pkg/framework/metrics"
 )
 
-// Metric names. Upstream Trainer exports no workload metrics of its own;
-// these are Gantry's.
-const (
-	MetricStatus    = "gantry_trainjob_status"
-	MetricCreated   = "gantry_trainjob_created_total"
-	MetricCompleted = "gantry_trainjob_completed_total"
-	MetricFailed    = "gantry_trainjob_failed_total"
-)
-
 // States reported by gantry_trainjob_status, most decisive first.
 const (
 	StatePending   = "Pending"
@@ -29,7 +20,8 @@ const (
 	StateFailed    = "Failed"
 )
 
-// Metrics are the TrainJob workload metrics. The per-job gauge has one
+// Metrics are the TrainJob workload metrics; upstream Trainer exports none
+// of its own, so these are Gantry's. The per-job gauge has one
 // series per job (its current state) and is dropped when the job is
 // deleted; the counters count transitions this process wrote, per
 // namespace, and are cumulative by nature.
@@ -49,12 +41,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	m := &Metrics{
 		status: fwmetrics.Add(r, fwmetrics.NewStateGauge(prometheus.GaugeOpts{
-			Name: MetricStatus,
+			Name: "gantry_trainjob_status",
 			Help: "The current state of a TrainJob: 1 for the series whose state label holds",
 		}, fwmetrics.LabelNamespace, fwmetrics.LabelName, "state")),
-		created:   counter(MetricCreated, "TrainJobs whose JobSet was created", fwmetrics.LabelNamespace),
-		completed: counter(MetricCompleted, "TrainJobs that completed", fwmetrics.LabelNamespace),
-		failed:    counter(MetricFailed, "TrainJobs that failed, by reason", fwmetrics.LabelNamespace, "reason"),
+		created:   counter("gantry_trainjob_created_total", "TrainJobs whose JobSet was created", fwmetrics.LabelNamespace),
+		completed: counter("gantry_trainjob_completed_total", "TrainJobs that completed", fwmetrics.LabelNamespace),
+		failed:    counter("gantry_trainjob_failed_total", "TrainJobs that failed, by reason", fwmetrics.LabelNamespace, "reason"),
 	}
 	return m, r.Err()
 }

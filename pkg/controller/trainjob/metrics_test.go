@@ -20,7 +20,7 @@ func gaugeStates(t *testing.T, reg *prometheus.Registry, ns, name string) []stri
 	}
 	var states []string
 	for _, f := range families {
-		if f.GetName() != MetricStatus {
+		if f.GetName() != "gantry_trainjob_status" {
 			continue
 		}
 		for _, m := range f.GetMetric() {
@@ -140,13 +140,13 @@ func TestMetricsFollowTheJob(t *testing.T) {
 	// Observing the same status again is not a transition.
 	m.ObserveTransition(job.Namespace, job.Status.DeepCopy(), &job.Status)
 
-	for metric, want := range map[string]float64{MetricCreated: 1, MetricCompleted: 0} {
+	for metric, want := range map[string]float64{"gantry_trainjob_created_total": 1, "gantry_trainjob_completed_total": 0} {
 		if got := counterValue(t, reg, metric, map[string]string{"namespace": "ns"}); got != want {
 			t.Errorf("%s = %v, want %v", metric, got, want)
 		}
 	}
-	if got := counterValue(t, reg, MetricFailed, map[string]string{"namespace": "ns", "reason": trainer.TrainJobDeadlineExceededReason}); got != 1 {
-		t.Errorf("%s = %v, want 1", MetricFailed, got)
+	if got := counterValue(t, reg, "gantry_trainjob_failed_total", map[string]string{"namespace": "ns", "reason": trainer.TrainJobDeadlineExceededReason}); got != 1 {
+		t.Errorf("%s = %v, want 1", "gantry_trainjob_failed_total", got)
 	}
 
 	m.Forget("ns", "job")

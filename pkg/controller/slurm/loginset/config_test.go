@@ -8,8 +8,9 @@ import (
 	"strings"
 	"syscall"
 
-	"sigs.k8s.io/yaml"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
 func TestBuildSshdConfig(t *testing.T) {

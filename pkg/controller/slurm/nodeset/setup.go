@@ -14,7 +14,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -24,6 +23,7 @@ import (
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/index"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	fwbuilder "github.com/gantry-dev/gantry/pkg/framework/builder"
+	"github.com/gantry-dev/gantry/pkg/framework/workload"
 )
 
 // Field indexes on Pods. The names are this package's own so they cannot
@@ -75,9 +75,7 @@ func RegisterIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 // before creating pods).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	cache := mgr.GetClient()
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(Name).
-		For(&slinkyv1beta1.NodeSet{}).
+	return workload.NewController(mgr, Name, &slinkyv1beta1.NodeSet{}, r.Workers).
 		Watches(&corev1.Pod{}, r.expectations.Handler(podOwnerKey, handler.EnqueueRequestsFromMapFunc(podToNodeSet))).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(sharedToNodeSets)).
 		Watches(&policyv1.PodDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(sharedToNodeSets)).
@@ -86,7 +84,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Node{}, nodeHandler(cache)).
 		Watches(&slinkyv1beta1.Controller{}, handler.EnqueueRequestsFromMapFunc(controllerToNodeSets(cache))).
 		Watches(&slinkyv1beta1.RestApi{}, handler.EnqueueRequestsFromMapFunc(restAPIToNodeSets(cache))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
 		Complete(r)
 }
 

@@ -279,7 +279,7 @@ func TestDeletedControllerDropsItsMetrics(t *testing.T) {
 	}
 	var controllers []string
 	for _, f := range families {
-		if f.GetName() != slurmmetrics.MetricRestAPIRequests {
+		if f.GetName() != "gantry_slurm_restapi_requests_total" {
 			continue
 		}
 		for _, s := range f.GetMetric() {

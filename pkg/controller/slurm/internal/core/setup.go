@@ -4,7 +4,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/slurmmetrics"
@@ -21,8 +20,7 @@ type Watches func(b *builder.Builder, cache client.Reader) *builder.Builder
 // through are registered once for the workload, by the slurm
 // Integration's SetupIndexes, before any kind is set up.
 func Setup(mgr ctrl.Manager, name string, forObj client.Object, r reconcile.Reconciler, workers int, watch Watches) error {
-	b := ctrl.NewControllerManagedBy(mgr).Named(name).For(forObj)
-	return watch(b, mgr.GetClient()).WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)}).Complete(r)
+	return watch(workload.NewController(mgr, name, forObj, workers), mgr.GetClient()).Complete(r)
 }
 
 // Options configure a Slurm kind's reconciler: the workload's options and,

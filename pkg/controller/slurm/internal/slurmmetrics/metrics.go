@@ -14,23 +14,6 @@ import (
 	"github.com/gantry-dev/gantry/pkg/slurm"
 )
 
-// Metric names.
-const (
-	MetricNodeSetPods     = "gantry_slurm_nodeset_pods"
-	MetricDrainWait       = "gantry_slurm_nodeset_drain_wait_seconds"
-	MetricRestAPIRequests = "gantry_slurm_restapi_requests_total"
-	MetricRestAPILatency  = "gantry_slurm_restapi_request_duration_seconds"
-)
-
-// The states of gantry_slurm_nodeset_pods.
-const (
-	StateDesired  = "desired"
-	StateReady    = "ready"
-	StateDraining = "draining"
-	StateDrained  = "drained"
-	StateBusy     = "busy"
-)
-
 // Metrics are the Slurm workload's metrics. Series of a NodeSet or a
 // Controller are dropped when it is deleted.
 type Metrics struct {
@@ -47,20 +30,20 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	object := []string{fwmetrics.LabelNamespace, fwmetrics.LabelName}
 	m := &Metrics{
 		nodeSetPods: fwmetrics.Add(r, fwmetrics.NewObjectGaugeVec(prometheus.GaugeOpts{
-			Name: MetricNodeSetPods,
+			Name: "gantry_slurm_nodeset_pods",
 			Help: "Pods of a NodeSet by state: desired, ready, and of those whose Slurm node is known, draining (drain asked, a job still runs), drained (drain done), busy (running a job)",
 		}, "state")),
 		drainWait: fwmetrics.Add(r, prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    MetricDrainWait,
+			Name:    "gantry_slurm_nodeset_drain_wait_seconds",
 			Help:    "Seconds from Gantry draining a NodeSet pod's Slurm node until the pod was deleted",
 			Buckets: prometheus.ExponentialBuckets(1, 4, 9), // 1 s … ~18 h
 		}, object)),
 		requests: fwmetrics.Add(r, prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: MetricRestAPIRequests,
+			Name: "gantry_slurm_restapi_requests_total",
 			Help: "Requests to a Controller's slurmrestd by operation and HTTP status (0: no answer)",
 		}, append(slices.Clone(object), "operation", "code"))),
 		latency: fwmetrics.Add(r, prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    MetricRestAPILatency,
+			Name:    "gantry_slurm_restapi_request_duration_seconds",
 			Help:    "Latency of requests to a Controller's slurmrestd by operation",
 			Buckets: prometheus.DefBuckets,
 		}, append(slices.Clone(object), "operation"))),
@@ -79,7 +62,7 @@ func (m *Metrics) SetNodeSetPods(namespace, name string, c PodCounts) {
 		return
 	}
 	for state, v := range map[string]int{
-		StateDesired: c.Desired, StateReady: c.Ready, StateDraining: c.Draining, StateDrained: c.Drained, StateBusy: c.Busy,
+		"desired": c.Desired, "ready": c.Ready, "draining": c.Draining, "drained": c.Drained, "busy": c.Busy,
 	} {
 		m.nodeSetPods.Set(namespace, name, float64(v), state)
 	}

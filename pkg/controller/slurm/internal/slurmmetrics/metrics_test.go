@@ -59,28 +59,28 @@ func TestMetrics(t *testing.T) {
 	obs("GET nodes", 200, 20*time.Millisecond, nil)
 	obs("POST node", 0, time.Second, errors.New("connection refused"))
 
-	if got := series(t, reg, MetricNodeSetPods)["cpu|ns|busy"]; got != 2 {
+	if got := series(t, reg, "gantry_slurm_nodeset_pods")["cpu|ns|busy"]; got != 2 {
 		t.Errorf("busy = %v, want 2", got)
 	}
-	if got := series(t, reg, MetricRestAPIRequests)["0|slurm|ns|POST node"]; got != 1 {
+	if got := series(t, reg, "gantry_slurm_restapi_requests_total")["0|slurm|ns|POST node"]; got != 1 {
 		t.Errorf("failed POSTs = %v, want 1", got)
 	}
-	if got := series(t, reg, MetricRestAPILatency); len(got) != 2 || got["slurm|ns|GET nodes"] != 1 {
+	if got := series(t, reg, "gantry_slurm_restapi_request_duration_seconds"); len(got) != 2 || got["slurm|ns|GET nodes"] != 1 {
 		t.Errorf("latency series = %v, want one sample each of 2 operations", got)
 	}
-	if got := series(t, reg, MetricDrainWait); len(got) != 1 || got["cpu|ns"] != 1 {
+	if got := series(t, reg, "gantry_slurm_nodeset_drain_wait_seconds"); len(got) != 1 || got["cpu|ns"] != 1 {
 		t.Errorf("drain wait series = %v", got)
 	}
 
 	m.ForgetNodeSet("ns", "cpu")
-	if got := series(t, reg, MetricNodeSetPods); len(got) != 5 || got["gpu|ns|desired"] != 1 {
+	if got := series(t, reg, "gantry_slurm_nodeset_pods"); len(got) != 5 || got["gpu|ns|desired"] != 1 {
 		t.Errorf("after forgetting cpu: %v, want gpu's 5 series", got)
 	}
-	if got := series(t, reg, MetricDrainWait); len(got) != 0 {
+	if got := series(t, reg, "gantry_slurm_nodeset_drain_wait_seconds"); len(got) != 0 {
 		t.Errorf("drain wait series of a forgotten NodeSet remain: %v", got)
 	}
 	m.ForgetController("ns", "slurm")
-	if n := len(series(t, reg, MetricRestAPIRequests)) + len(series(t, reg, MetricRestAPILatency)); n != 0 {
+	if n := len(series(t, reg, "gantry_slurm_restapi_requests_total")) + len(series(t, reg, "gantry_slurm_restapi_request_duration_seconds")); n != 0 {
 		t.Errorf("series of a forgotten Controller remain: %d", n)
 	}
 

@@ -44,38 +44,26 @@ func Merge(ops []Parameter, extraConf string) []Parameter {
 	return out
 }
 
-// ParseSimpleParameters reads the "Key=value" lines of a slurm.conf snippet
-// (case-insensitive keys, the last declaration wins), joining lines continued
-// with a backslash and skipping comments and lines that declare several
-// keys, such as NodeName= or PartitionName= lines.
+// ParseSimpleParameters returns the values of the simple keys a
+// slurm.conf snippet sets, as the daemon reads them (see Parse): by
+// lower-case key, the last declaration winning. Line keys (NodeName=,
+// PartitionName=, ...) and lines the daemon refuses are left out.
 func ParseSimpleParameters(conf string) map[string]string {
 	out := map[string]string{}
-	var logical strings.Builder
-	flush := func() {
-		line := strings.TrimSpace(logical.String())
-		logical.Reset()
-		key, value, ok := strings.Cut(line, "=")
-		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
-		if !ok || key == "" || value == "" || strings.ContainsAny(value, " \t") {
-			return
-		}
-		out[strings.ToLower(key)] = value
-	}
-	for _, line := range strings.Split(conf, "\n") {
-		line = strings.TrimSuffix(line, "\r")
-		if i := strings.Index(line, "#"); i >= 0 {
-			line = line[:i]
-		}
-		line = strings.TrimRight(line, " \t")
-		if before, ok := strings.CutSuffix(line, `\`); ok {
-			logical.WriteString(before)
+	for _, l := range Parse(conf) {
+		if l.Err != nil || l.LineKey || len(l.Pairs) == 0 {
 			continue
 		}
-		logical.WriteString(line)
-		flush()
+		key, value, _ := strings.Cut(l.Pairs[0], "=")
+		out[strings.ToLower(key)] = value
 	}
-	flush()
 	return out
+}
+
+// Line is the parameter's slurm.conf line, its options joined by commas
+// and written so that the daemon reads them back as they are.
+func (p Parameter) Line() string {
+	return p.Key + "=" + FormatValue(strings.Join(p.Options, ","))
 }
 
 func optionKey(option string) string {
