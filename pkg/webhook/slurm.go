@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/extraconf"
 )
 
 // +kubebuilder:webhook:path=/validate-slinky-slurm-net-v1beta1-controller,mutating=false,failurePolicy=fail,sideEffects=None,groups=slinky.slurm.net,resources=controllers,verbs=create;update,versions=v1beta1,name=vcontroller.slinky.slurm.net,admissionReviewVersions=v1
@@ -240,6 +241,9 @@ func validateNodeSet(n *slinkyv1beta1.NodeSet) field.ErrorList {
 	if cfg := n.Spec.Partition.Config; strings.ContainsAny(cfg, "\r\n") {
 		errs = append(errs, field.Invalid(slurmSpec.Child("partition", "config"), cfg,
 			"must be a single line: it is appended to the partition's line in slurm.conf"))
+	} else if extraconf.ContinuesLine(cfg) {
+		errs = append(errs, field.Invalid(slurmSpec.Child("partition", "config"), cfg,
+			"must not end in an odd number of backslashes: slurmctld would join the next line of slurm.conf to the partition's"))
 	}
 	return errs
 }

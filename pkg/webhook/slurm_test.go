@@ -235,6 +235,15 @@ func TestNodeSetValidator(t *testing.T) {
 			mutate: func(n *slinkyv1beta1.NodeSet) { n.Spec.Partition.Config = "State=UP\nNodeName=evil" },
 			want:   `spec.partition.config: Invalid value: "State=UP\nNodeName=evil": must be a single line`,
 		},
+		{
+			name:   "partition config continuing onto the next line",
+			mutate: func(n *slinkyv1beta1.NodeSet) { n.Spec.Partition.Config = `MaxTime=1 \ ` },
+			want:   `spec.partition.config: Invalid value: "MaxTime=1 \\ ": must not end in an odd number of backslashes`,
+		},
+		{
+			name:   "partition config ending in an escaped backslash",
+			mutate: func(n *slinkyv1beta1.NodeSet) { n.Spec.Partition.Config = `Default=YES MaxTime=UNLIMITED \\` },
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package raycluster_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -42,6 +43,11 @@ var (
 // wiring: label-filtered caches, the raycluster integration) for all tests.
 // There is no kubelet: tests move Pods to Running/Ready themselves.
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if f := flag.Lookup("test.fuzz"); f != nil && f.Value.String() != "" {
+		// make fuzz runs one fuzz target and no test: no API server.
+		os.Exit(m.Run())
+	}
 	env, err := testenv.StartE(testenv.Options{AddToScheme: raycluster.Integration().AddToScheme})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -71,6 +77,9 @@ const timeout = 30 * time.Second
 
 func newNamespace(t *testing.T) string {
 	t.Helper()
+	if k8s == nil {
+		t.Skip("no API server: it is not started when fuzzing (-test.fuzz)")
+	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "rc-"}}
 	if err := k8s.Create(context.Background(), ns); err != nil {
 		t.Fatal(err)

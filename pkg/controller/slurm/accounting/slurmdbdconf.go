@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/extraconf"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/extraconf"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 )
 
@@ -52,7 +52,7 @@ func RenderSlurmdbdConf(a *slinkyv1beta1.Accounting, password string) (string, e
 	w.set("AuthType", slinky.AuthType)
 	w.set("AuthAltTypes", slinky.AuthAltTypes)
 	for _, p := range merged {
-		w.set(p.Key, strings.Join(p.Options, ","))
+		w.raw(p.Line())
 	}
 
 	w.section("STORAGE")
@@ -78,7 +78,7 @@ func RenderSlurmdbdConf(a *slinkyv1beta1.Accounting, password string) (string, e
 		if overrides := extraconf.Merge(merged, a.Spec.ExtraConf); len(overrides) > 0 {
 			w.section("MERGED CONFIG")
 			for _, p := range overrides {
-				w.set(p.Key, strings.Join(p.Options, ","))
+				w.raw(p.Line())
 			}
 		}
 	}

@@ -2,7 +2,7 @@ package slurmctld
 
 import (
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/extraconf"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/extraconf"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 )
 

@@ -79,7 +79,7 @@ func RenderSlurmConf(c *slinkyv1beta1.Controller, in ConfigInputs) string {
 	w.set("CredType", slinky.CredType)
 	w.set("AuthAltTypes", slinky.AuthAltTypes)
 	for _, p := range merged {
-		w.set(p.Key, strings.Join(p.Options, ","))
+		w.raw(p.Line())
 	}
 	if c.Spec.Metrics.Enabled {
 		w.set("MetricsType", "metrics/openmetrics")
@@ -126,7 +126,7 @@ func RenderSlurmConf(c *slinkyv1beta1.Controller, in ConfigInputs) string {
 		if overrides := mergeWithExtraConf(merged, c.Spec.ExtraConf); len(overrides) > 0 {
 			w.section("MERGED CONFIG")
 			for _, p := range overrides {
-				w.set(p.Key, strings.Join(p.Options, ","))
+				w.raw(p.Line())
 			}
 		}
 	}
