@@ -46,7 +46,10 @@ func startFaultProxy(t *testing.T, env *testenv.Env, r *rand.Rand, errorRate, ti
 	if err != nil {
 		t.Fatal(err)
 	}
-	transport, err := rest.TransportFor(env.Config)
+	// The proxy acts as the chart's ServiceAccount for the manager.
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = chartIdentity(t, env)
+	transport, err := rest.TransportFor(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

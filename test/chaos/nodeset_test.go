@@ -210,7 +210,7 @@ func TestKillNodeSet(t *testing.T) {
 	made := watchCreations(ctx, t, env, s.ns)
 	kubeletWith(ctx, env.Client, s.ns, s.register)
 	s.watchDeletions(ctx)
-	m := newManagers(t, env.KubeConfig(), "--controllers", slurmworkload.Name,
+	m := newManagers(t, chartKubeconfig(t, env), "--controllers", slurmworkload.Name,
 		"--feature-gates", string(slurmworkload.SlurmrestdURLOverride)+"=true")
 
 	start := time.Now()
