@@ -16,6 +16,13 @@
 //	kubectl kustomize "$jobset_dir/config/default" |
 //	  go run ./hack/webhookurl --url https://localhost:9445 --ca-file .run/jobset/certs/ca.crt
 //
+// With --keep-group G (repeatable) only the webhooks whose rules name one of
+// the groups are kept, and a configuration left without any is dropped:
+// hack/kueue-local.sh keeps Kueue's own and its RayCluster and TrainJob
+// webhooks, so Kueue never sits in the path of a Pod. With --crds the
+// CustomResourceDefinitions are written too, a conversion webhook's
+// clientConfig rewritten the same way.
+//
 // It fails when no webhook configuration was found or a webhook has no path
 // to keep, so a changed upstream layout is noticed instead of applied half.
 package main
@@ -30,6 +37,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -39,6 +47,12 @@ import (
 func main() {
 	base := flag.String("url", "", "base URL of the webhook server, e.g. https://localhost:9445 (required)")
 	caFile := flag.String("ca-file", "", "PEM file of the CA that signed the webhook server's certificate (required)")
+	var o options
+	flag.BoolVar(&o.crds, "crds", false, "also write the CustomResourceDefinitions, their conversion webhooks pointed at --url")
+	flag.Func("keep-group", "keep only the webhooks whose rules name this API group (repeatable; \"\" is the core group); default: all", func(g string) error {
+		o.keepGroups = append(o.keepGroups, g)
+		return nil
+	})
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: %s --url URL --ca-file FILE < manifests.yaml\n", os.Args[0])
 		flag.PrintDefaults()
@@ -53,7 +67,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "webhookurl:", err)
 		os.Exit(1)
 	}
-	if err := rewrite(os.Stdin, os.Stdout, *base, ca); err != nil {
+	o.base, o.ca = *base, ca
+	if err := rewrite(os.Stdin, os.Stdout, o); err != nil {
 		fmt.Fprintln(os.Stderr, "webhookurl:", err)
 		os.Exit(1)
 	}
@@ -64,10 +79,26 @@ var webhookKinds = map[string]bool{
 	"ValidatingWebhookConfiguration": true,
 }
 
+// options say what rewrite writes.
+type options struct {
+	// base is the webhook server, scheme://host[:port] without a path; ca
+	// the PEM CA bundle its certificate is signed by.
+	base string
+	ca   []byte
+	// keepGroups, when set, keep only the webhooks whose rules name one of
+	// these API groups; a configuration left with none is dropped. A
+	// component with many integrations (Kueue) then only intercepts the
+	// kinds it is run for.
+	keepGroups []string
+	// crds: CustomResourceDefinitions are written too, a conversion
+	// webhook's clientConfig rewritten like an admission webhook's.
+	crds bool
+}
+
 // rewrite copies the webhook configurations in the YAML stream r to w with
-// every clientConfig pointed at base (scheme://host[:port], no path) and
-// trusting the PEM CA bundle ca.
-func rewrite(r io.Reader, w io.Writer, base string, ca []byte) error {
+// every clientConfig pointed at o.base and trusting o.ca.
+func rewrite(r io.Reader, w io.Writer, o options) error {
+	base, ca := o.base, o.ca
 	u, err := url.Parse(base)
 	if err != nil {
 		return fmt.Errorf("--url: %w", err)
@@ -100,24 +131,53 @@ func rewrite(r io.Reader, w io.Writer, base string, ca []byte) error {
 		}
 		kind, _ := obj["kind"].(string)
 		apiVersion, _ := obj["apiVersion"].(string)
-		if !webhookKinds[kind] || apiVersion != "admissionregistration.k8s.io/v1" {
-			continue
-		}
 		name := objectName(obj)
-		webhooks, _ := obj["webhooks"].([]any)
-		for i, wh := range webhooks {
-			hook, ok := wh.(map[string]any)
-			if !ok {
-				return fmt.Errorf("%s %s: webhooks[%d] is not an object", kind, name, i)
-			}
-			path, err := webhookPath(hook["clientConfig"])
+		clientConfig := func(what string, cc any) (map[string]any, error) {
+			path, err := webhookPath(cc)
 			if err != nil {
-				return fmt.Errorf("%s %s: webhook %v: %w", kind, name, hook["name"], err)
+				return nil, fmt.Errorf("%s %s: %s: %w", kind, name, what, err)
 			}
-			hook["clientConfig"] = map[string]any{
-				"url":      base + path,
-				"caBundle": caBundle,
+			return map[string]any{"url": base + path, "caBundle": caBundle}, nil
+		}
+		switch {
+		case webhookKinds[kind] && apiVersion == "admissionregistration.k8s.io/v1":
+			webhooks, _ := obj["webhooks"].([]any)
+			var kept []any
+			for i, wh := range webhooks {
+				hook, ok := wh.(map[string]any)
+				if !ok {
+					return fmt.Errorf("%s %s: webhooks[%d] is not an object", kind, name, i)
+				}
+				if len(o.keepGroups) > 0 && !namesGroup(hook, o.keepGroups) {
+					continue
+				}
+				if hook["clientConfig"], err = clientConfig(fmt.Sprintf("webhook %v", hook["name"]), hook["clientConfig"]); err != nil {
+					return err
+				}
+				kept = append(kept, hook)
 			}
+			if len(kept) == 0 {
+				continue
+			}
+			obj["webhooks"] = kept
+		case o.crds && kind == "CustomResourceDefinition" && apiVersion == "apiextensions.k8s.io/v1":
+			spec, _ := obj["spec"].(map[string]any)
+			conversion, _ := spec["conversion"].(map[string]any)
+			if hook, ok := conversion["webhook"].(map[string]any); ok && conversion["strategy"] == "Webhook" {
+				if hook["clientConfig"], err = clientConfig("conversion webhook", hook["clientConfig"]); err != nil {
+					return err
+				}
+			}
+			out, err := yaml.Marshal(obj)
+			if err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintf(w, "---\n%s", out); err != nil {
+				return err
+			}
+			continue
+		default:
+			continue
 		}
 		out, err := yaml.Marshal(obj)
 		if err != nil {
@@ -132,6 +192,22 @@ func rewrite(r io.Reader, w io.Writer, base string, ca []byte) error {
 		return errors.New("no MutatingWebhookConfiguration or ValidatingWebhookConfiguration in the input")
 	}
 	return nil
+}
+
+// namesGroup reports whether one of the webhook's rules names one of
+// groups.
+func namesGroup(hook map[string]any, groups []string) bool {
+	rules, _ := hook["rules"].([]any)
+	for _, r := range rules {
+		rule, _ := r.(map[string]any)
+		apiGroups, _ := rule["apiGroups"].([]any)
+		for _, g := range apiGroups {
+			if s, ok := g.(string); ok && slices.Contains(groups, s) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // webhookPath is the HTTP path a clientConfig calls: service.path, or the

@@ -82,7 +82,7 @@ webhooks:
 
 func TestRewrite(t *testing.T) {
 	var out bytes.Buffer
-	if err := rewrite(strings.NewReader(input), &out, "https://localhost:9446/", []byte(testCA)); err != nil {
+	if err := rewrite(strings.NewReader(input), &out, options{base: "https://localhost:9446/", ca: []byte(testCA)}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -178,10 +178,62 @@ func TestRewriteErrors(t *testing.T) {
 		"bad yaml":                  {"a: [\n", "https://localhost:1", testCA, "parsing document"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			err := rewrite(strings.NewReader(tc.in), io.Discard, tc.url, []byte(tc.ca))
+			err := rewrite(strings.NewReader(tc.in), io.Discard, options{base: tc.url, ca: []byte(tc.ca)})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestKeepGroupsAndCRDs: the Kueue shape. Only the webhooks of the kept
+// groups remain (a configuration left empty is dropped), and with crds a
+// CRD's conversion webhook is pointed at the local server too.
+func TestKeepGroupsAndCRDs(t *testing.T) {
+	crd := `---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: workloads.kueue.x-k8s.io
+spec:
+  conversion:
+    strategy: Webhook
+    webhook:
+      clientConfig:
+        service: {name: kueue-webhook-service, namespace: kueue-system, path: /convert}
+      conversionReviewVersions: [v1]
+  group: kueue.x-k8s.io
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: topologies.kueue.x-k8s.io
+spec:
+  group: kueue.x-k8s.io
+`
+	var out bytes.Buffer
+	err := rewrite(strings.NewReader(input+crd), &out, options{base: "https://localhost:9447", ca: []byte(testCA), keepGroups: []string{"jobset.x-k8s.io"}, crds: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := out.String()
+	for _, want := range []string{"name: mjobset.kb.io", "url: https://localhost:9447/convert", "name: topologies.kueue.x-k8s.io"} {
+		if !strings.Contains(written, want) {
+			t.Errorf("missing %q in:\n%s", want, written)
+		}
+	}
+	// mpod.kb.io has no rules naming jobset.x-k8s.io, vjobset.kb.io no rules
+	// at all: both go, and with it the validating configuration.
+	for _, gone := range []string{"mpod.kb.io", "vjobset.kb.io", "ValidatingWebhookConfiguration", "kueue-webhook-service"} {
+		if strings.Contains(written, gone) {
+			t.Errorf("%q was kept:\n%s", gone, written)
+		}
+	}
+	out.Reset()
+	if err := rewrite(strings.NewReader(input+crd), &out, options{base: "https://localhost:9447", ca: []byte(testCA)}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "CustomResourceDefinition") {
+		t.Error("CRDs written without crds")
 	}
 }
