@@ -2,6 +2,7 @@ package raycluster
 
 import (
 	"errors"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -200,7 +201,52 @@ func headPodReadyCondition(headPod *corev1.Pod) metav1.Condition {
 		case podCond.Status == corev1.ConditionTrue:
 			c.Reason = rayv1.HeadPodRunningAndReady
 		}
+		if c.Reason == containersNotReady {
+			refineContainersNotReady(&c, headPod)
+		}
 		break
 	}
 	return c
+}
+
+// containersNotReady is the kubelet's Ready reason while a container is
+// not ready.
+const containersNotReady = "ContainersNotReady"
+
+// maxConditionMessage is the API server's limit on a condition's message.
+const maxConditionMessage = 32768
+
+// conditionReason is the pattern the API server holds a condition's
+// reason to.
+var conditionReason = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
+
+// refineContainersNotReady says why, as KubeRay 1.6 does: the reason and
+// message of the first container that is waiting (CrashLoopBackOff,
+// ImagePullBackOff, ...) or has terminated (OOMKilled, Error, ...). Unlike
+// KubeRay, an empty or malformed container reason leaves the condition as
+// it is: the API server would refuse the status.
+func refineContainersNotReady(c *metav1.Condition, pod *corev1.Pod) {
+	for _, cs := range pod.Status.ContainerStatuses {
+		var reason, message string
+		switch {
+		case cs.State.Waiting != nil:
+			reason, message = cs.State.Waiting.Reason, cs.State.Waiting.Message
+		case cs.State.Terminated != nil:
+			reason, message = cs.State.Terminated.Reason, cs.State.Terminated.Message
+		default:
+			continue
+		}
+		if !conditionReason.MatchString(reason) {
+			return
+		}
+		c.Reason = reason
+		if c.Message != "" {
+			c.Message += "; "
+		}
+		c.Message += cs.Name + ": " + message
+		if len(c.Message) > maxConditionMessage {
+			c.Message = c.Message[:maxConditionMessage]
+		}
+		return
+	}
 }

@@ -315,13 +315,49 @@ func TestConditionsGateOff(t *testing.T) {
 }
 
 func TestHeadPodReadyCondition(t *testing.T) {
+	notReady := []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady",
+		Message: "containers with unready status: [ray-head]"}}
 	tests := []struct {
-		name       string
-		podConds   []corev1.PodCondition
-		wantStatus metav1.ConditionStatus
-		wantReason string
+		name        string
+		podConds    []corev1.PodCondition
+		containers  []corev1.ContainerStatus
+		wantStatus  metav1.ConditionStatus
+		wantReason  string
+		wantMessage string
 	}{
 		{name: "no Ready condition yet", wantStatus: metav1.ConditionFalse, wantReason: rayv1.UnknownReason},
+		// KubeRay v1.6's refinement (utils.FindHeadPodReadyCondition): the
+		// first container that waits or has terminated says why.
+		{
+			name:     "ContainersNotReady refined by a waiting container",
+			podConds: notReady,
+			containers: []corev1.ContainerStatus{
+				{Name: "sidecar", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
+				{Name: "ray-head", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 40s restarting failed container"}}},
+			},
+			wantStatus: metav1.ConditionFalse, wantReason: "CrashLoopBackOff",
+			wantMessage: "containers with unready status: [ray-head]; ray-head: back-off 40s restarting failed container",
+		},
+		{
+			name:     "ContainersNotReady refined by a terminated container",
+			podConds: notReady,
+			containers: []corev1.ContainerStatus{
+				{Name: "ray-head", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}}},
+			},
+			wantStatus: metav1.ConditionFalse, wantReason: "OOMKilled",
+			wantMessage: "containers with unready status: [ray-head]; ray-head: ",
+		},
+		{
+			// Better than upstream: an empty container reason would make an
+			// invalid condition, which the API server refuses.
+			name:     "a waiting container without a reason keeps ContainersNotReady",
+			podConds: notReady,
+			containers: []corev1.ContainerStatus{
+				{Name: "ray-head", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{}}},
+			},
+			wantStatus: metav1.ConditionFalse, wantReason: "ContainersNotReady",
+			wantMessage: "containers with unready status: [ray-head]",
+		},
 		{
 			name:       "ready without a reason",
 			podConds:   []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}, {Type: corev1.PodReady, Status: corev1.ConditionTrue}},
@@ -340,10 +376,13 @@ func TestHeadPodReadyCondition(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pod := &corev1.Pod{Status: corev1.PodStatus{Conditions: tc.podConds}}
+			pod := &corev1.Pod{Status: corev1.PodStatus{Conditions: tc.podConds, ContainerStatuses: tc.containers}}
 			c := headPodReadyCondition(pod)
 			if c.Type != condHeadReady || c.Status != tc.wantStatus || c.Reason != tc.wantReason {
 				t.Errorf("got %s %s/%s, want %s/%s", c.Type, c.Status, c.Reason, tc.wantStatus, tc.wantReason)
+			}
+			if tc.wantMessage != "" && c.Message != tc.wantMessage {
+				t.Errorf("message %q, want %q", c.Message, tc.wantMessage)
 			}
 		})
 	}

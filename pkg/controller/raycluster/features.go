@@ -14,7 +14,8 @@ const (
 	// for managing each replica's numOfHosts Pods as one unit.
 	RayMultiHostIndexing featuregate.Feature = "RayMultiHostIndexing"
 	// RayJobDeletionPolicy is KubeRay's gate that allows suspending single
-	// worker groups (RayJob's deletion policy uses it).
+	// worker groups (RayJob's deletion policy uses it); beta and on by
+	// default since KubeRay 1.6.
 	RayJobDeletionPolicy featuregate.Feature = "RayJobDeletionPolicy"
 )
 
@@ -24,6 +25,6 @@ func FeatureGates() map[featuregate.Feature]featuregate.FeatureSpec {
 	return map[featuregate.Feature]featuregate.FeatureSpec{
 		RayClusterStatusConditions: {Default: true, PreRelease: featuregate.Beta},
 		RayMultiHostIndexing:       {Default: true, PreRelease: featuregate.Beta},
-		RayJobDeletionPolicy:       {Default: false, PreRelease: featuregate.Alpha},
+		RayJobDeletionPolicy:       {Default: true, PreRelease: featuregate.Beta},
 	}
 }
