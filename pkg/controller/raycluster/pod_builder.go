@@ -244,7 +244,7 @@ func buildPod(cluster *rayv1.RayCluster, tmpl *corev1.PodTemplateSpec, nodeType 
 		opts:        opts,
 	})
 	if opts.InjectProbes {
-		setDefaultProbes(ray, nodeType, params, creator, opts.Probes)
+		setDefaultProbes(ray, nodeType, params, creator, cluster.Spec.RayVersion, opts.Probes)
 	}
 	return pod
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/version"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
 )
@@ -65,15 +67,23 @@ func wgetHealthCommand(timeoutSeconds int32, port int32, path string) string {
 // only where the user set none: a user probe is never changed. The head
 // checks raylet and GCS, workers the raylet; RayService workers must also
 // have a healthy Serve proxy to receive traffic.
-func setDefaultProbes(c *corev1.Container, nodeType rayv1.RayNodeType, params map[string]string, creator string, s ProbeSettings) {
+//
+// From Ray 2.53.0 (rayVersion) a node answers one HTTP health endpoint for
+// all of that, /api/healthz on the dashboard agent, and the probes GET it
+// instead of running wget in the container, as KubeRay 1.6 does.
+func setDefaultProbes(c *corev1.Container, nodeType rayv1.RayNodeType, params map[string]string, creator, rayVersion string, s ProbeSettings) {
 	agentPort := portParam(params, paramDashboardAgentListenPort, DefaultDashboardAgentListenPort)
 	checks := []string{wgetHealthCommand(s.ReadinessTimeoutSeconds, agentPort, rayletHealthPath)}
 	if nodeType == rayv1.HeadNode {
 		dashboardPort := portParam(params, paramDashboardPort, DefaultDashboardPort)
 		checks = append(checks, wgetHealthCommand(s.ReadinessFailureThreshold, dashboardPort, gcsHealthPath))
 	}
-	exec := func(cmds []string) *corev1.ExecAction {
-		return &corev1.ExecAction{Command: []string{"bash", "-c", strings.Join(cmds, " && ")}}
+	exec := func(cmds []string) corev1.ProbeHandler {
+		return corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"bash", "-c", strings.Join(cmds, " && ")}}}
+	}
+	handler := exec(checks)
+	if hasUnifiedHealthCheck(rayVersion) {
+		handler = corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: nodeHealthPath, Port: intstr.FromInt32(agentPort)}}
 	}
 
 	if c.LivenessProbe == nil {
@@ -82,7 +92,7 @@ func setDefaultProbes(c *corev1.Container, nodeType rayv1.RayNodeType, params ma
 			timeout = s.HeadLivenessTimeoutSeconds
 		}
 		c.LivenessProbe = &corev1.Probe{
-			ProbeHandler:        corev1.ProbeHandler{Exec: exec(checks)},
+			ProbeHandler:        handler,
 			InitialDelaySeconds: s.LivenessInitialDelaySeconds,
 			TimeoutSeconds:      timeout,
 			PeriodSeconds:       s.LivenessPeriodSeconds,
@@ -95,17 +105,17 @@ func setDefaultProbes(c *corev1.Container, nodeType rayv1.RayNodeType, params ma
 		if nodeType == rayv1.HeadNode {
 			timeout = s.HeadReadinessTimeoutSeconds
 		}
-		readiness := checks
+		readiness := handler
 		failureThreshold := s.ReadinessFailureThreshold
 		if creator == "RayService" && nodeType == rayv1.WorkerNode {
 			// The head's proxy is checked by the RayService controller
 			// instead, so that the head keeps serving the dashboard.
 			servePort := containerPort(c, ServingPortName, DefaultServingPort)
-			readiness = append(readiness[:len(readiness):len(readiness)], wgetHealthCommand(s.ReadinessInitialDelaySeconds, servePort, serveProxyHealthPath))
+			readiness = exec(append(checks[:len(checks):len(checks)], wgetHealthCommand(s.ReadinessInitialDelaySeconds, servePort, serveProxyHealthPath)))
 			failureThreshold = s.ServeWorkerReadinessFailureLimit
 		}
 		c.ReadinessProbe = &corev1.Probe{
-			ProbeHandler:        corev1.ProbeHandler{Exec: exec(readiness)},
+			ProbeHandler:        readiness,
 			InitialDelaySeconds: s.ReadinessInitialDelaySeconds,
 			TimeoutSeconds:      timeout,
 			PeriodSeconds:       s.ReadinessPeriodSeconds,
@@ -113,6 +123,18 @@ func setDefaultProbes(c *corev1.Container, nodeType rayv1.RayNodeType, params ma
 			FailureThreshold:    failureThreshold,
 		}
 	}
+}
+
+// nodeHealthPath is the one health endpoint of a Ray node from 2.53.0.
+const nodeHealthPath = "/api/healthz"
+
+// unifiedHealthCheckVersion is the first Ray release with nodeHealthPath.
+var unifiedHealthCheckVersion = version.MustParseGeneric("2.53.0")
+
+// hasUnifiedHealthCheck: rayVersion parses and is at least 2.53.0.
+func hasUnifiedHealthCheck(rayVersion string) bool {
+	v, err := version.ParseGeneric(rayVersion)
+	return err == nil && v.AtLeast(unifiedHealthCheckVersion)
 }
 
 func portParam(params map[string]string, key string, def int32) int32 {

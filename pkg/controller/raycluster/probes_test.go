@@ -137,3 +137,54 @@ func TestProbeSettingsFromOptions(t *testing.T) {
 		t.Errorf("probes ignore configured settings: liveness %+v readiness %+v", c.LivenessProbe, c.ReadinessProbe)
 	}
 }
+
+// TestHTTPProbesFromRay253: from Ray 2.53.0 the default probes are one HTTP
+// GET of the dashboard agent's /api/healthz, as in KubeRay v1.6
+// (common/pod.go initLivenessAndReadinessProbe); a RayService worker's
+// readiness keeps the exec check, which adds the Serve proxy.
+func TestHTTPProbesFromRay253(t *testing.T) {
+	head := func(version string) *corev1.Container {
+		return &BuildHeadPod(raytesting.MakeRayCluster("rc", "default").RayVersion(version).Obj(), DefaultBuildOptions()).Spec.Containers[0]
+	}
+	worker := func(version string, edit func(*raytesting.RayClusterWrapper) *raytesting.RayClusterWrapper) *corev1.Container {
+		w := edit(raytesting.MakeRayCluster("rc", "default").RayVersion(version).WorkerGroup("cpu", 1))
+		return &BuildWorkerPod(w.Obj(), w.Group("cpu"), WorkerReplica{}, DefaultBuildOptions()).Spec.Containers[0]
+	}
+	httpGet := func(t *testing.T, what string, p *corev1.Probe, port int32) {
+		t.Helper()
+		if p == nil || p.HTTPGet == nil || p.Exec != nil {
+			t.Fatalf("%s: want an HTTP GET probe only, got %+v", what, p)
+		}
+		if p.HTTPGet.Path != "/api/healthz" || p.HTTPGet.Port.IntValue() != int(port) {
+			t.Errorf("%s: GET %s on port %s, want /api/healthz on %d", what, p.HTTPGet.Path, p.HTTPGet.Port.String(), port)
+		}
+	}
+
+	for _, v := range []string{"2.53.0", "2.54.1", "3.0.0"} {
+		c := head(v)
+		httpGet(t, v+" head liveness", c.LivenessProbe, 52365)
+		httpGet(t, v+" head readiness", c.ReadinessProbe, 52365)
+		if c.LivenessProbe.TimeoutSeconds != 5 || c.ReadinessProbe.FailureThreshold != 10 {
+			t.Errorf("%s: timings changed: %+v %+v", v, c.LivenessProbe, c.ReadinessProbe)
+		}
+	}
+	c := worker("2.53.0", func(w *raytesting.RayClusterWrapper) *raytesting.RayClusterWrapper {
+		return w.WorkerStartParam("cpu", "dashboard-agent-listen-port", "6000")
+	})
+	httpGet(t, "worker liveness", c.LivenessProbe, 6000)
+	httpGet(t, "worker readiness", c.ReadinessProbe, 6000)
+
+	c = worker("2.53.0", func(w *raytesting.RayClusterWrapper) *raytesting.RayClusterWrapper {
+		return w.Label(rayv1.RayOriginatedFromCRDLabelKey, "RayService")
+	})
+	httpGet(t, "RayService worker liveness", c.LivenessProbe, 52365)
+	if cmd := probeCommand(c.ReadinessProbe); c.ReadinessProbe.HTTPGet != nil || !strings.Contains(cmd, "-/healthz") || !strings.Contains(cmd, "api/local_raylet_healthz") {
+		t.Errorf("RayService worker readiness = %+v, want the exec check of the raylet and the Serve proxy", c.ReadinessProbe)
+	}
+
+	for _, v := range []string{"2.52.1", "2.46.0", "latest", ""} {
+		if c := head(v); c.LivenessProbe.HTTPGet != nil || probeCommand(c.ReadinessProbe) == "" {
+			t.Errorf("rayVersion %q: want the exec probes, got %+v", v, c.ReadinessProbe)
+		}
+	}
+}
