@@ -122,6 +122,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !found {
 		return ctrl.Result{}, err
 	}
+	if r.metrics != nil {
+		// Every cluster has its info series, as with KubeRay's collector:
+		// also those skipped below (another manager, invalid, deleting).
+		r.metrics.SetInfo(cluster)
+	}
 	return r.reconcileCluster(ctx, cluster)
 }
 
@@ -188,6 +193,7 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, cluster *rayv1.RayClu
 		r.recorder.Warning(cluster, ReasonPodLimitExceeded, "%s", replicaFailureMessage(s.podLimit))
 	}
 	if r.metrics != nil {
+		// Again: the status just written may have turned provisioned.
 		r.metrics.SetInfo(cluster)
 	}
 
