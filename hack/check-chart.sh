@@ -326,6 +326,20 @@ eq "$(grep -c 'name: GOMEMLIMIT' <<<"$(docs Deployment)")" 1 "GOMEMLIMIT entries
 has 'value: 100MiB' "$(docs Deployment)"
 render no-memory-limit --set resources.limits=null
 lacks 'GOMEMLIMIT' "$(docs Deployment)"
+# --- RayCluster: KubeRay's Configuration file (sidecars, default env vars) --------------
+render default
+eq "$(count ConfigMap gantry-raycluster-config $ns)" 0 "RayCluster config ConfigMaps without sidecars or env vars"
+lacks 'GANTRY_RAYCLUSTER_CONFIG' "$(docs Deployment)"
+render raycluster-config --set-json 'raycluster.workerSidecarContainers=[{"name":"fluentbit","image":"fluent/fluent-bit:3.2"}]' \
+  --set-json 'raycluster.defaultContainerEnvs=[{"name":"RAY_LOG_TO_STDERR","value":"1"}]'
+cm=$(docs ConfigMap gantry-raycluster-config $ns)
+has 'apiVersion: config.ray.io/v1alpha1' "$cm"; has 'kind: Configuration' "$cm"; has 'workerSidecarContainers:' "$cm"
+has 'name: RAY_LOG_TO_STDERR' "$cm"; lacks 'headSidecarContainers' "$cm"
+dep=$(docs Deployment)
+has 'name: GANTRY_RAYCLUSTER_CONFIG' "$dep"; has 'value: /etc/gantry/raycluster/config.yaml' "$dep"
+has 'mountPath: /etc/gantry/raycluster' "$dep"; has 'name: gantry-raycluster-config' "$dep"
+has 'gantry.dev/raycluster-config-checksum:' "$dep"; has 'name: webhook-cert' "$dep"
+refuse raycluster-sidecar-without-image "image" --set-json 'raycluster.headSidecarContainers=[{"name":"x"}]'
 render runtimes-prefix --set trainingRuntimes.namePrefix=gantry- "${served[@]}"
 eq "$(count ClusterTrainingRuntime gantry-torch-distributed)" 1 "ClusterTrainingRuntime gantry-torch-distributed"
 eq "$(count ClusterTrainingRuntime torch-distributed)" 0 "ClusterTrainingRuntime torch-distributed"

@@ -192,3 +192,32 @@ second list element. */ -}}
 {{- if eq .name $name -}}true{{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+"true" when the RayCluster controller gets KubeRay's Configuration file:
+any of raycluster.headSidecarContainers, workerSidecarContainers or
+defaultContainerEnvs is set. Empty otherwise.
+*/}}
+{{- define "gantry.raycluster.configEnabled" -}}
+{{- with .Values.raycluster -}}
+{{- if or .headSidecarContainers .workerSidecarContainers .defaultContainerEnvs -}}true{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The body of KubeRay's Configuration file for the RayCluster controller. */}}
+{{- define "gantry.raycluster.config" -}}
+apiVersion: config.ray.io/v1alpha1
+kind: Configuration
+{{- with .Values.raycluster.headSidecarContainers }}
+headSidecarContainers:
+{{- toYaml . | nindent 0 }}
+{{- end }}
+{{- with .Values.raycluster.workerSidecarContainers }}
+workerSidecarContainers:
+{{- toYaml . | nindent 0 }}
+{{- end }}
+{{- with .Values.raycluster.defaultContainerEnvs }}
+defaultContainerEnvs:
+{{- toYaml . | nindent 0 }}
+{{- end }}
+{{- end -}}

@@ -27,6 +27,18 @@ func Integration() workload.Integration {
 func setup(_ context.Context, mgr ctrl.Manager, opts workload.Options) error {
 	// KubeRay's environment variables are honoured, read once here.
 	cfg := ConfigFromEnv(os.Getenv, opts.Features)
+	if path := os.Getenv(ConfigFileEnv); path != "" {
+		ignored, err := LoadConfigFile(path, &cfg)
+		if err != nil {
+			return err
+		}
+		log := ctrl.Log.WithName(Name)
+		log.Info("read the KubeRay configuration file", "path", path, "headSidecars", len(cfg.Build.HeadSidecarContainers),
+			"workerSidecars", len(cfg.Build.WorkerSidecarContainers), "defaultContainerEnvs", len(cfg.Build.DefaultContainerEnvs))
+		if len(ignored) > 0 {
+			log.Info("ignored the KubeRay operator settings of the configuration file: the manager's flags set them", "keys", ignored)
+		}
+	}
 	cfg.AllowWorkerGroupSuspend = SpecValidationOptionsFromGates(opts.Features).AllowWorkerGroupSuspend
 	if opts.RayMaxPodsPerCluster > 0 {
 		cfg.MaxPodsPerCluster = opts.RayMaxPodsPerCluster
