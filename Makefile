@@ -31,6 +31,9 @@ HELM    := $(BIN)/helm
 # The real JobSet controller for the local control plane (hack/jobset-local.sh).
 JOBSET     := $(BIN)/jobset-controller
 JOBSET_MOD := $(CURDIR)/test/tools/jobset
+# Real Kueue for the e2e tier's kueue specs (hack/kueue-local.sh).
+KUEUE     := $(BIN)/kueue
+KUEUE_MOD := $(CURDIR)/test/tools/kueue
 
 # Go test flags; override e.g. `make test GOTEST_FLAGS=-v`.
 GOTEST_FLAGS ?=
@@ -41,7 +44,7 @@ GOTEST_RACE ?= -race
 BENCH ?= .
 CHAOS ?= .
 # Which e2e specs `make test-e2e` runs: a Ginkgo label filter over the labels
-# ray, trainjob, slurm and manager, e.g. E2E_LABELS=slurm or 'ray || trainjob'.
+# ray, trainjob, slurm, kueue and manager, e.g. E2E_LABELS=slurm or 'ray || trainjob'.
 # Empty runs them all.
 E2E_LABELS ?=
 
@@ -104,7 +107,7 @@ bench: test-assets manager ## Benchmarks against a real API server (GANTRY_BENCH
 test-e2e: E2E_GINKGO = $(BIN)/ginkgo -tags e2e --procs=4 --timeout 25m \
 	--output-dir=$(CURDIR)/_artifacts --junit-report=junit-e2e.xml \
 	$(if $(strip $(E2E_LABELS)),--label-filter='$(E2E_LABELS)') $(GOTEST_FLAGS) ./test/e2e
-test-e2e: $(BIN)/ginkgo ## End-to-end tests on `make run`'s control plane (started and stopped); USE_EXISTING_CLUSTER=true uses $KUBECONFIG; E2E_LABELS=slurm runs one label.
+test-e2e: $(BIN)/ginkgo $(KUEUE) ## End-to-end tests on `make run`'s control plane (started and stopped); USE_EXISTING_CLUSTER=true uses $KUBECONFIG; E2E_LABELS=slurm runs one label.
 	@mkdir -p $(CURDIR)/_artifacts
 	@if [ "$${USE_EXISTING_CLUSTER:-false}" = "true" ]; then \
 		: "$${KUBECONFIG:?USE_EXISTING_CLUSTER=true needs KUBECONFIG}"; \
@@ -220,6 +223,12 @@ $(JOBSET):
 	@echo "building jobset-controller (first time only)"
 	cd $(JOBSET_MOD) && $(GO) build -ldflags "-X sigs.k8s.io/jobset/pkg/version.GitVersion=$$($(GO) list -m -f '{{.Version}}' sigs.k8s.io/jobset)" -o $@ sigs.k8s.io/jobset
 
+# Kueue's manager, run out of cluster beside the local control plane by
+# hack/kueue-local.sh for the e2e kueue specs.
+$(KUEUE):
+	@echo "building kueue (first time only)"
+	cd $(KUEUE_MOD) && $(GO) build -o $@ sigs.k8s.io/kueue/cmd/kueue
+
 $(HELM):
 	@echo "building helm $(HELM_VERSION) (first time only)"
 	GOBIN=$(BIN) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
@@ -232,4 +241,4 @@ $(BIN)/ginkgo: go.mod
 	$(GO) build -o $@ github.com/onsi/ginkgo/v2/ginkgo
 
 .PHONY: tools
-tools: $(KUBE_APISERVER) $(ETCD) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(KUBECTL) $(KWOK) $(KWOKCTL) $(JOBSET) $(HELM) ## Build every tool.
+tools: $(KUBE_APISERVER) $(ETCD) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(KUBECTL) $(KWOK) $(KWOKCTL) $(JOBSET) $(KUEUE) $(HELM) ## Build every tool.

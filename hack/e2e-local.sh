@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# `make test-e2e` on the local control plane: starts `make run`'s cluster and
-# a real Slurm (slurmctld + slurmrestd from test/slurm/start.sh, which the
-# Slurm specs reach through the RestApi endpoint override), runs the ginkgo
-# command given as arguments against them, and stops both on every exit
-# path. The exit status is the suite's.
+# `make test-e2e` on the local control plane: starts `make run`'s cluster,
+# real Kueue (hack/kueue-local.sh) and a real Slurm (slurmctld + slurmrestd
+# from test/slurm/start.sh, which the Slurm specs reach through the RestApi
+# endpoint override), runs the ginkgo command given as arguments against
+# them, and stops all of them on every exit path. The exit status is the
+# suite's.
 #
 # Real Slurm needs root and debootstrap (CI has both). Where start.sh says it
 # cannot run here (exit 3), the real-Slurm specs skip and print its reason;
@@ -14,11 +15,17 @@ cd "$(dirname "$0")/.."
 
 cleanup() {
   test/slurm/stop.sh >/dev/null 2>&1 || true
+  KUBECONFIG="$(cat .run/kubeconfig-path 2>/dev/null)" hack/kueue-local.sh down >/dev/null 2>&1 || true
   make --no-print-directory run-down
 }
 trap cleanup EXIT
 
 make --no-print-directory run
+
+# Real Kueue for the kueue specs: only its RayCluster and TrainJob
+# integrations, and only for objects that name a queue.
+KUEUE_STATE_DIR=.run/kueue KUBECONFIG="$(cat .run/kubeconfig-path)" hack/kueue-local.sh up | sed 's/^/e2e: /'
+export GANTRY_KUEUE=true
 
 mkdir -p .run
 status=0

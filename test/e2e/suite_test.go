@@ -8,7 +8,8 @@ package e2e
 // Writing a spec (e.g. a new file slurm_real_test.go):
 //
 //   - Put it in a Describe that carries exactly one workload label:
-//     Label(labelRay), Label(labelTrainJob), Label(labelSlurm) or
+//     Label(labelRay), Label(labelTrainJob), Label(labelSlurm),
+//     Label(labelKueue) (workloads queued by real Kueue) or
 //     Label(labelManager) (admission, the invalid-manifest corpus, releases,
 //     the manager's endpoints). `make test-e2e E2E_LABELS=slurm` selects by
 //     label; a spec with none or two of them fails the suite (see the
@@ -84,9 +85,11 @@ const (
 	labelTrainJob = "trainjob"
 	labelSlurm    = "slurm"
 	labelManager  = "manager"
+	// labelKueue: RayClusters and TrainJobs queued by real Kueue.
+	labelKueue = "kueue"
 )
 
-var workloadLabels = []string{labelRay, labelTrainJob, labelSlurm, labelManager}
+var workloadLabels = []string{labelRay, labelTrainJob, labelSlurm, labelManager, labelKueue}
 
 // managerLogLines is how much of the manager log a failed spec shows.
 const managerLogLines = 60

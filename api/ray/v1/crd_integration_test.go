@@ -36,6 +36,7 @@ func TestRayClusterCRD(t *testing.T) {
 	t.Run("samples are accepted unchanged and defaulted", func(t *testing.T) { testSamples(t, c) })
 	t.Run("invalid specs are rejected", func(t *testing.T) { testInvalidSpecs(t, c) })
 	t.Run("managedBy is immutable", func(t *testing.T) { testManagedByImmutable(t, c) })
+	t.Run("rayStartParams may be null", func(t *testing.T) { testRayStartParamsNull(t, c) })
 	t.Run("status is a subresource", func(t *testing.T) { testStatusSubresource(t, c) })
 }
 
@@ -209,6 +210,40 @@ func testInvalidSpecs(t *testing.T, c client.Client) {
 				t.Errorf("create error = %q, want it to mention %q", err.Error(), tc.wantMsg)
 			}
 		})
+	}
+}
+
+// testRayStartParamsNull: Kueue's RayCluster webhook (v0.17, built on
+// KubeRay v1.6.0's Go types, whose rayStartParams has no omitempty) answers
+// a cluster created without rayStartParams, which is optional, with a patch
+// that sets it to null. The API server prunes a null from a request body
+// but not from a webhook's patch, which it validates as it is: the schema
+// must allow null there (the kueue e2e specs create RayClusters that way).
+func testRayStartParamsNull(t *testing.T, c client.Client) {
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := c.Get(context.Background(), client.ObjectKey{Name: "rayclusters.ray.io"}, &crd); err != nil {
+		t.Fatal(err)
+	}
+	spec := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
+	head := spec.Properties["headGroupSpec"].Properties["rayStartParams"]
+	worker := spec.Properties["workerGroupSpecs"].Items.Schema.Properties["rayStartParams"]
+	if !head.Nullable || !worker.Nullable {
+		t.Errorf("rayStartParams nullable: head %v, worker %v; want both", head.Nullable, worker.Nullable)
+	}
+
+	obj := loadSample(t, "ray_v1_raycluster_minimal.yaml")
+	obj.SetNamespace("default")
+	obj.SetName("null-start-params")
+	setField(nil, "spec", "headGroupSpec", "rayStartParams")(obj.Object)
+	if err := c.Create(context.Background(), obj); err != nil {
+		t.Fatalf("creating a cluster whose rayStartParams are null: %v", err)
+	}
+	var rc rayv1.RayCluster
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), &rc); err != nil {
+		t.Fatal(err)
+	}
+	if len(rc.Spec.HeadGroupSpec.RayStartParams) != 0 {
+		t.Errorf("rayStartParams read back as %v, want none", rc.Spec.HeadGroupSpec.RayStartParams)
 	}
 }
 

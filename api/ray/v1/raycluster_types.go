@@ -167,7 +167,10 @@ type HeadGroupSpec struct {
 	Labels map[string]string `json:"labels,omitempty"`
 
 	// RayStartParams become `ray start` flags (key without the leading --).
+	// Null is accepted as none: Kueue's RayCluster webhook sends null
+	// for an omitted rayStartParams.
 	// +optional
+	// +nullable
 	RayStartParams map[string]string `json:"rayStartParams,omitempty"`
 
 	// ServiceType is the type of the head Service (ClusterIP by default).
@@ -217,7 +220,10 @@ type WorkerGroupSpec struct {
 	Labels map[string]string `json:"labels,omitempty"`
 
 	// RayStartParams become `ray start` flags for this group's Pods.
+	// Null is accepted as none: Kueue's RayCluster webhook sends null
+	// for an omitted rayStartParams.
 	// +optional
+	// +nullable
 	RayStartParams map[string]string `json:"rayStartParams,omitempty"`
 
 	// Template is the worker Pod template; the Ray container must be the
