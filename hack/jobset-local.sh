@@ -69,14 +69,7 @@ write_config() {
   cat >"$STATE/config.yaml" <<CONFIG
 apiVersion: config.jobset.x-k8s.io/v1alpha1
 kind: Configuration
-leaderElection:
-  leaderElect: false
-internalCertManagement:
-  enable: false
-webhook:
-  host: 127.0.0.1
-  port: $WEBHOOK_PORT
-  certDir: $CERTS
+$(config_out_of_cluster)
 metrics:
   bindAddress: "$METRICS_ADDR"
   certDir: $CERTS
@@ -126,27 +119,11 @@ up() {
   case $PROBE_ADDR in 0 | "") die "JOBSET_PROBE_ADDR must be an address: readiness is read from it" ;; esac
   SECONDS=0
   JOBSET_VERSION=$(cd "$root" && go list -m -f '{{.Version}}' sigs.k8s.io/jobset)
-  check_binary sigs.k8s.io/jobset "$JOBSET_VERSION"
-  mkdir -p "$STATE"
-  stop_controller
-  ensure_certs
-  install_manifests
-  write_config
-  start_controller
-  wait_ready "$PROBE_ADDR" dry_run_jobset
+  component_up sigs.k8s.io/jobset "$JOBSET_VERSION" dry_run_jobset
   log "JobSet controller $JOBSET_VERSION ready in ${SECONDS}s (pid $(cat "$STATE/controller.pid"), webhooks https://localhost:$WEBHOOK_PORT, readyz http://$PROBE_ADDR/readyz, log $STATE/controller.log)"
 }
 
-down() {
-  stop_controller
-  if [ -n "${KUBECONFIG:-}" ] && [ -x "$BIN/kubectl" ]; then
-    if kubectl delete --ignore-not-found --request-timeout=10s "${WEBHOOK_CONFIGS[@]}" >/dev/null 2>&1; then
-      log "deleted JobSet's webhook configurations"
-    else
-      log "could not delete JobSet's webhook configurations (cluster unreachable?)"
-    fi
-  fi
-}
+down() { component_down; }
 
 case "${1:-}" in
   up) up ;;

@@ -71,14 +71,7 @@ write_config() {
 apiVersion: config.kueue.x-k8s.io/v1beta2
 kind: Configuration
 namespace: $NAMESPACE
-leaderElection:
-  leaderElect: false
-internalCertManagement:
-  enable: false
-webhook:
-  host: 127.0.0.1
-  port: $WEBHOOK_PORT
-  certDir: $CERTS
+$(config_out_of_cluster)
 metrics:
   bindAddress: "0"
 health:
@@ -129,27 +122,13 @@ up() {
   : "${KUBECONFIG:?hack/kueue-local.sh up needs KUBECONFIG (an admin kubeconfig)}"
   SECONDS=0
   KUEUE_VERSION=$(cd "$TOOLS_MOD" && go list -m -f '{{.Version}}' sigs.k8s.io/kueue)
-  check_binary sigs.k8s.io/kueue "$KUEUE_VERSION"
-  mkdir -p "$STATE"
-  stop_controller
-  ensure_certs
-  install_manifests
-  write_config
-  start_controller
-  wait_ready "$PROBE_ADDR" dry_run_clusterqueue
+  component_up sigs.k8s.io/kueue "$KUEUE_VERSION" dry_run_clusterqueue
   log "Kueue $KUEUE_VERSION ready in ${SECONDS}s (pid $(cat "$STATE/controller.pid"), webhooks https://localhost:$WEBHOOK_PORT, log $STATE/controller.log)"
 }
 
 down() {
-  stop_controller
+  component_down
   rm -f "$METRICS_CERTS/tls.crt" "$METRICS_CERTS/tls.key" 2>/dev/null || true
-  if [ -n "${KUBECONFIG:-}" ] && [ -x "$BIN/kubectl" ]; then
-    if kubectl delete --ignore-not-found --request-timeout=10s "${WEBHOOK_CONFIGS[@]}" >/dev/null 2>&1; then
-      log "deleted Kueue's webhook configurations"
-    else
-      log "could not delete Kueue's webhook configurations (cluster unreachable?)"
-    fi
-  fi
 }
 
 case "${1:-}" in

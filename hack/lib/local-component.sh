@@ -130,3 +130,49 @@ wait_ready() {
   tail -n 5 "$STATE/dry-run.log" >&2
   die "the $NAME controller was not ready within 2 minutes (readyz: $readyz); see $STATE/controller.log"
 }
+
+# component_up MODULE VERSION CHECK: the start sequence. The sourcing script
+# defines install_manifests, write_config and start_controller; CHECK is
+# the wait_ready check; PROBE_ADDR is the controller's readyz address.
+component_up() {
+  check_binary "$1" "$2"
+  mkdir -p "$STATE"
+  stop_controller
+  ensure_certs
+  install_manifests
+  write_config
+  start_controller
+  wait_ready "$PROBE_ADDR" "$3"
+}
+
+# component_down stops the controller and deletes $WEBHOOK_CONFIGS: their
+# failurePolicy is Fail, so left behind they would reject every request they
+# match. CRDs are kept.
+component_down() {
+  stop_controller
+  if [ -n "${KUBECONFIG:-}" ] && [ -x "$BIN/kubectl" ]; then
+    if kubectl delete --ignore-not-found --request-timeout=10s "${WEBHOOK_CONFIGS[@]}" >/dev/null 2>&1; then
+      log "deleted the webhook configurations"
+    else
+      log "could not delete the webhook configurations (cluster unreachable?)"
+    fi
+  fi
+}
+
+# config_out_of_cluster prints the part of a kubebuilder-style
+# Configuration file (JobSet's, Kueue's) that runs the controller on this
+# machine: no leader election, no internal cert management (the
+# certificates are the ones ensure_certs made), the webhook server on
+# 127.0.0.1:$WEBHOOK_PORT.
+config_out_of_cluster() {
+  cat <<CONFIG
+leaderElection:
+  leaderElect: false
+internalCertManagement:
+  enable: false
+webhook:
+  host: 127.0.0.1
+  port: $WEBHOOK_PORT
+  certDir: $CERTS
+CONFIG
+}
