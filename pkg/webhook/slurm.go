@@ -233,7 +233,15 @@ func validateNodeSet(n *slinkyv1beta1.NodeSet) field.ErrorList {
 		errs = append(errs, field.Required(slurmSpec.Child("ssh", "sssdConfRef", "name"), "must be set when ssh is enabled"))
 	}
 	if hostname := n.Spec.Template.Spec.Hostname; hostname != "" {
-		for _, msg := range apivalidation.NameIsDNSSubdomain(hostname, true) {
+		msgs := apivalidation.NameIsDNSSubdomain(hostname, true)
+		if len(msgs) == 0 {
+			// NameIsDNSSubdomain's prefix rule masks the last two
+			// characters of "x-", so " -" passed; the prefix without its
+			// dashes must be a DNS label itself (it names the NodeSet's
+			// Slurm nodes).
+			msgs = validation.IsDNS1123Label(strings.TrimRight(hostname, "-"))
+		}
+		for _, msg := range msgs {
 			errs = append(errs, field.Invalid(slurmSpec.Child("template", "spec", "hostname"), hostname, msg))
 		}
 	}

@@ -236,6 +236,16 @@ func TestNodeSetValidator(t *testing.T) {
 			want:   `spec.partition.config: Invalid value: "State=UP\nNodeName=evil": must be a single line`,
 		},
 		{
+			// The prefix rule of NameIsDNSSubdomain alone lets it pass.
+			name:   "hostname of a space and a dash",
+			mutate: func(n *slinkyv1beta1.NodeSet) { n.Spec.Template.Spec.Hostname = " -" },
+			want:   `spec.template.spec.hostname: Invalid value: " -"`,
+		},
+		{
+			name:   "hostname prefix ending in a dash",
+			mutate: func(n *slinkyv1beta1.NodeSet) { n.Spec.Template.Spec.Hostname = "gpu-" },
+		},
+		{
 			name:   "partition config continuing onto the next line",
 			mutate: func(n *slinkyv1beta1.NodeSet) { n.Spec.Partition.Config = `MaxTime=1 \ ` },
 			want:   `spec.partition.config: Invalid value: "MaxTime=1 \\ ": must not end in an odd number of backslashes`,

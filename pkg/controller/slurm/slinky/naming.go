@@ -66,7 +66,11 @@ func AccountingPodName(accounting string) string { return AccountingName(account
 // sets one, else the NodeSet's name.
 func SlurmNodeSetName(n *slinkyv1beta1.NodeSet) string {
 	if fields := strings.Fields(n.Spec.Template.Spec.Hostname); len(fields) > 0 {
-		return strings.Trim(fields[0], "-")
+		// A hostname of dashes alone names nothing: slurm.conf would get
+		// "NodeSet= Feature=", which slurmctld reads as one empty pair.
+		if name := strings.Trim(fields[0], "-"); name != "" {
+			return name
+		}
 	}
 	return n.Name
 }

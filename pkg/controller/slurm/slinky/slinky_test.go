@@ -16,6 +16,8 @@ func TestNames(t *testing.T) {
 	ext.Spec.External, ext.Spec.ExternalConfig = true, &slinkyv1beta1.ExternalConfig{Host: "ctld", Port: 7000}
 	named := &slinkyv1beta1.NodeSet{ObjectMeta: metav1.ObjectMeta{Name: "gpu-set"}}
 	named.Spec.Template.Spec.Hostname = "gpu-"
+	dashes := &slinkyv1beta1.NodeSet{ObjectMeta: metav1.ObjectMeta{Name: "cpu"}}
+	dashes.Spec.Template.Spec.Hostname = " -"
 	tests := []struct {
 		name, got, want string
 	}{
@@ -29,6 +31,7 @@ func TestNames(t *testing.T) {
 		{"restapi", RestApiName("slurm"), "slurm-restapi"},
 		{"nodeset name", SlurmNodeSetName(&slinkyv1beta1.NodeSet{ObjectMeta: metav1.ObjectMeta{Name: "cpu"}}), "cpu"},
 		{"nodeset hostname prefix", SlurmNodeSetName(named), "gpu"},
+		{"nodeset hostname of dashes", SlurmNodeSetName(dashes), "cpu"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
