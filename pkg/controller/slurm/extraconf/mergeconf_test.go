@@ -98,7 +98,7 @@ func TestFormatValueReadsBack(t *testing.T) {
 			t.Errorf("FormatValue(%q) = %q, read back as %q", v, FormatValue(v), got)
 		}
 	}
-	for _, s := range []string{`a\`, "a \\ \t", `\\\`} {
+	for _, s := range []string{`a\`, "a \\ \t", `\\\`, "a \\\x00b \\\\"} {
 		if !ContinuesLine(s) {
 			t.Errorf("%q continues the line, ContinuesLine says no", s)
 		}

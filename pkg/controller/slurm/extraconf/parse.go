@@ -82,8 +82,12 @@ func Parse(conf string) []Line {
 
 // ContinuesLine reports whether slurm.conf text ending with s joins the
 // physical line after it: s ends in an odd run of backslashes, trailing
-// white space aside.
+// white space aside. As for Slurm (fgets, then strlen), a NUL ends the
+// line there, newline included.
 func ContinuesLine(s string) bool {
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		s = s[:i]
+	}
 	_, continued := stripContinuation(s)
 	return continued
 }
