@@ -24,7 +24,9 @@
 # kustomize, of which only the CRDs (conversion webhooks rewritten) and the
 # webhook configurations (rewritten by hack/webhookurl to this machine, kept
 # to the kueue.x-k8s.io, ray.io and trainer.kubeflow.org groups) are
-# applied. Kueue runs with the caller's admin kubeconfig, as a third-party
+# applied. The RayCluster and TrainJob webhooks get an objectSelector on
+# the queue-name label: Kueue's TrainJob webhook otherwise validates every
+# TrainJob (queued or not) and answers first, in its own words. Kueue runs with the caller's admin kubeconfig, as a third-party
 # test dependency; Gantry's manager is the one held to its chart's RBAC.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -50,7 +52,8 @@ install_manifests() {
   dir=$(module_dir sigs.k8s.io/kueue "$TOOLS_MOD")
   rendered=$("$BIN/kubectl" kustomize "$dir/config/default" 2>/dev/null |
     (cd "$root" && go run ./hack/webhookurl --url "https://localhost:$WEBHOOK_PORT" --ca-file "$CERTS/ca.crt" \
-      --crds --keep-group kueue.x-k8s.io --keep-group ray.io --keep-group trainer.kubeflow.org))
+      --crds --keep-group kueue.x-k8s.io --keep-group ray.io --keep-group trainer.kubeflow.org \
+      --require-label ray.io=kueue.x-k8s.io/queue-name --require-label trainer.kubeflow.org=kueue.x-k8s.io/queue-name))
   kubectl create namespace "$NAMESPACE" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
   # Server-side apply: the CRDs exceed client-side apply's 256 KiB annotation.
   kubectl apply --server-side --force-conflicts --field-manager="$FIELD_MANAGER" -f - <<<"$rendered" >/dev/null

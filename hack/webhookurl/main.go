@@ -21,7 +21,8 @@
 // hack/kueue-local.sh keeps Kueue's own and its RayCluster and TrainJob
 // webhooks, so Kueue never sits in the path of a Pod. With --crds the
 // CustomResourceDefinitions are written too, a conversion webhook's
-// clientConfig rewritten the same way.
+// clientConfig rewritten the same way. With --require-label GROUP=KEY the
+// webhooks of GROUP get an objectSelector requiring the label KEY.
 //
 // It fails when no webhook configuration was found or a webhook has no path
 // to keep, so a changed upstream layout is noticed instead of applied half.
@@ -48,6 +49,17 @@ func main() {
 	base := flag.String("url", "", "base URL of the webhook server, e.g. https://localhost:9445 (required)")
 	caFile := flag.String("ca-file", "", "PEM file of the CA that signed the webhook server's certificate (required)")
 	var o options
+	flag.Func("require-label", "GROUP=KEY: the webhooks whose rules name GROUP see only objects that carry the label KEY (an objectSelector; repeatable)", func(v string) error {
+		group, key, ok := strings.Cut(v, "=")
+		if !ok || key == "" {
+			return fmt.Errorf("want GROUP=KEY, got %q", v)
+		}
+		if o.requireLabel == nil {
+			o.requireLabel = map[string]string{}
+		}
+		o.requireLabel[group] = key
+		return nil
+	})
 	flag.BoolVar(&o.crds, "crds", false, "also write the CustomResourceDefinitions, their conversion webhooks pointed at --url")
 	flag.Func("keep-group", "keep only the webhooks whose rules name this API group (repeatable; \"\" is the core group); default: all", func(g string) error {
 		o.keepGroups = append(o.keepGroups, g)
@@ -90,6 +102,10 @@ type options struct {
 	// component with many integrations (Kueue) then only intercepts the
 	// kinds it is run for.
 	keepGroups []string
+	// requireLabel, by API group: the webhooks whose rules name the group
+	// get an objectSelector requiring that label key to exist, so Kueue
+	// only sees the jobs that name a queue.
+	requireLabel map[string]string
 	// crds: CustomResourceDefinitions are written too, a conversion
 	// webhook's clientConfig rewritten like an admission webhook's.
 	crds bool
@@ -154,6 +170,11 @@ func rewrite(r io.Reader, w io.Writer, o options) error {
 				if hook["clientConfig"], err = clientConfig(fmt.Sprintf("webhook %v", hook["name"]), hook["clientConfig"]); err != nil {
 					return err
 				}
+				for group, key := range o.requireLabel {
+					if namesGroup(hook, []string{group}) {
+						requireLabel(hook, key)
+					}
+				}
 				kept = append(kept, hook)
 			}
 			if len(kept) == 0 {
@@ -208,6 +229,19 @@ func namesGroup(hook map[string]any, groups []string) bool {
 		}
 	}
 	return false
+}
+
+// requireLabel adds "key Exists" to the webhook's objectSelector. The API
+// server matches an update when the old or the new object carries it, so
+// adding or removing the label is still seen.
+func requireLabel(hook map[string]any, key string) {
+	sel, _ := hook["objectSelector"].(map[string]any)
+	if sel == nil {
+		sel = map[string]any{}
+	}
+	exprs, _ := sel["matchExpressions"].([]any)
+	sel["matchExpressions"] = append(exprs, map[string]any{"key": key, "operator": "Exists"})
+	hook["objectSelector"] = sel
 }
 
 // webhookPath is the HTTP path a clientConfig calls: service.path, or the

@@ -212,12 +212,14 @@ spec:
   group: kueue.x-k8s.io
 `
 	var out bytes.Buffer
-	err := rewrite(strings.NewReader(input+crd), &out, options{base: "https://localhost:9447", ca: []byte(testCA), keepGroups: []string{"jobset.x-k8s.io"}, crds: true})
+	err := rewrite(strings.NewReader(input+crd), &out, options{base: "https://localhost:9447", ca: []byte(testCA), keepGroups: []string{"jobset.x-k8s.io"}, crds: true,
+		requireLabel: map[string]string{"jobset.x-k8s.io": "kueue.x-k8s.io/queue-name"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	written := out.String()
-	for _, want := range []string{"name: mjobset.kb.io", "url: https://localhost:9447/convert", "name: topologies.kueue.x-k8s.io"} {
+	for _, want := range []string{"name: mjobset.kb.io", "url: https://localhost:9447/convert", "name: topologies.kueue.x-k8s.io",
+		"objectSelector:\n    matchExpressions:\n    - key: kueue.x-k8s.io/queue-name\n      operator: Exists"} {
 		if !strings.Contains(written, want) {
 			t.Errorf("missing %q in:\n%s", want, written)
 		}

@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
@@ -105,6 +106,18 @@ func queuedTrainJob(rt *trainerv1alpha1.TrainingRuntime, name, queue string) *tr
 		}},
 	}
 	return tj
+}
+
+// createQueuedTrainJob creates tj, retrying while Kueue's TrainJob webhook
+// answers that its runtime is not found: Kueue reads runtimes from its own
+// cache, which sees a just-created TrainingRuntime a moment later. A
+// GitOps tool retries the same way.
+func createQueuedTrainJob(ctx context.Context, tj *trainerv1alpha1.TrainJob) {
+	GinkgoHelper()
+	Eventually(ctx, func(g Gomega) {
+		err := k8s.Create(ctx, tj.DeepCopy())
+		g.Expect(err == nil || apierrors.IsAlreadyExists(err)).To(BeTrue(), "creating TrainJob %s: %v", tj.Name, err)
+	}).Should(Succeed())
 }
 
 func suspended(ctx context.Context, g Gomega, obj client.Object) bool {
@@ -213,8 +226,8 @@ var _ = Describe("Kueue", Label(labelKueue), func() {
 		queue := clusterQueue(ctx, ns, "1500m") // one 1-CPU node, not two
 		rt := torchRuntimeWithPodAnnotations(ctx, ns, "torch-runs-10s", map[string]string{"gantry.dev/kwok-run-seconds": "10"})
 		a, b := queuedTrainJob(rt, "train-a", queue), queuedTrainJob(rt, "train-b", queue)
-		createStrict(ctx, a)
-		createStrict(ctx, b)
+		createQueuedTrainJob(ctx, a)
+		createQueuedTrainJob(ctx, b)
 		objs := []client.Object{a, b}
 		first := expectAdmittedAlone(ctx, objs...)
 		expectTrainJobCondition(ctx, first.(*trainerv1alpha1.TrainJob), trainerv1alpha1.TrainJobComplete)
@@ -243,7 +256,7 @@ var _ = Describe("Kueue", Label(labelKueue), func() {
 		rt := torchRuntimeWithPodAnnotations(ctx, ns, "torch-runs-long", map[string]string{"gantry.dev/kwok-run-seconds": "600"})
 		low := queuedTrainJob(rt, "low", queue)
 		low.Labels[kueuePriorityLabel] = ns + "-low"
-		createStrict(ctx, low)
+		createQueuedTrainJob(ctx, low)
 		Eventually(ctx, func(g Gomega) {
 			g.Expect(suspended(ctx, g, low)).To(BeFalse())
 			pods := podsOf(ctx, g, low)
@@ -255,7 +268,7 @@ var _ = Describe("Kueue", Label(labelKueue), func() {
 
 		high := queuedTrainJob(rt, "high", queue)
 		high.Labels[kueuePriorityLabel] = ns + "-high"
-		createStrict(ctx, high)
+		createQueuedTrainJob(ctx, high)
 		Eventually(ctx, func(g Gomega) {
 			g.Expect(suspended(ctx, g, low)).To(BeTrue(), "the low-priority job was not preempted")
 			g.Expect(podsOf(ctx, g, low)).To(BeEmpty(), "the preempted job's pods are still there")
