@@ -340,6 +340,12 @@ has 'name: GANTRY_RAYCLUSTER_CONFIG' "$dep"; has 'value: /etc/gantry/raycluster/
 has 'mountPath: /etc/gantry/raycluster' "$dep"; has 'name: gantry-raycluster-config' "$dep"
 has 'gantry.dev/raycluster-config-checksum:' "$dep"; has 'name: webhook-cert' "$dep"
 refuse raycluster-sidecar-without-image "image" --set-json 'raycluster.headSidecarContainers=[{"name":"x"}]'
+# --- RayCluster: the batch scheduler (KubeRay's --batch-scheduler) ---------------------
+render default
+lacks 'batch-scheduler' "$(docs Deployment)"
+render batch-scheduler --set raycluster.batchScheduler=volcano
+hasitem --batch-scheduler=volcano "$(docs Deployment)"
+refuse batch-scheduler-unknown "batchScheduler" --set raycluster.batchScheduler=kueue
 render runtimes-prefix --set trainingRuntimes.namePrefix=gantry- "${served[@]}"
 eq "$(count ClusterTrainingRuntime gantry-torch-distributed)" 1 "ClusterTrainingRuntime gantry-torch-distributed"
 eq "$(count ClusterTrainingRuntime torch-distributed)" 0 "ClusterTrainingRuntime torch-distributed"

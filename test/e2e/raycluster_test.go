@@ -65,7 +65,7 @@ var _ = Describe("RayCluster", Label(labelRay), func() {
 	// The minimal sample on real scheduling: its worker group is scaled and
 	// the cluster deleted, leaving the Pods and Services to the cluster's
 	// garbage collector — the part envtest cannot show.
-	It("runs the minimal sample, scales it and leaves its deletion to the garbage collector", func(ctx SpecContext) {
+	It("runs the minimal sample, scales it up and down and leaves its deletion to the garbage collector", func(ctx SpecContext) {
 		ns := newNamespace(ctx, "ray")
 		rc := createMinimalRayCluster(ctx, ns)
 
@@ -108,6 +108,11 @@ var _ = Describe("RayCluster", Label(labelRay), func() {
 		for i := range services.Items {
 			expectControlledBy(Default, &services.Items[i], rc)
 		}
+
+		// Scaling down deletes the surplus workers (no autoscaler here).
+		update(ctx, rc, func(rc *rayv1.RayCluster) { rc.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](2) })
+		Eventually(ctx, func(g Gomega) { expectClusterPodsReady(g, ctx, rc, 2) }).Should(Succeed())
+		Eventually(ctx, func(g Gomega) { expectClusterReady(g, ctx, rc, 2) }).Should(Succeed())
 
 		Expect(k8s.Delete(ctx, rc, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 		Eventually(ctx, func(g Gomega) {

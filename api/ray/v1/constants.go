@@ -27,6 +27,13 @@ const (
 	RayOriginatedFromCRNameLabelKey = "ray.io/originated-from-cr-name"
 	RayOriginatedFromCRDLabelKey    = "ray.io/originated-from-crd"
 
+	// Batch-scheduler labels read from the RayCluster (KubeRay v1.6).
+	// RayPriorityClassName goes onto Volcano's PodGroup and Pods;
+	// RayGangSchedulingEnabled (any value) asks YuniKorn and
+	// scheduler-plugins for gang scheduling.
+	RayPriorityClassName     = "ray.io/priority-class-name"
+	RayGangSchedulingEnabled = "ray.io/gang-scheduling-enabled"
+
 	// Multi-host worker group labels. RayWorkerReplicaNameKey groups the
 	// numOfHosts Pods of one replica so they are deleted together;
 	// RayWorkerReplicaIndexKey is the replica's ordinal within the group

@@ -224,6 +224,14 @@
   - update
   - watch
 - apiGroups:
+  - scheduling.volcano.sh
+  resources:
+  - podgroups
+  verbs:
+  - create
+  - get
+  - update
+- apiGroups:
   - scheduling.x-k8s.io
   resources:
   - podgroups

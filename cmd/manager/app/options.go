@@ -36,7 +36,11 @@ type Options struct {
 	// RayMaxPodsPerCluster caps one RayCluster's Pods (head and workers),
 	// at admission and in the reconciler.
 	RayMaxPodsPerCluster int32
-	Zap                  zap.Options
+	// RayBatchScheduler is KubeRay's --batch-scheduler (after the
+	// deprecated --enable-batch-scheduler is folded in): the scheduler
+	// every Ray Pod is given to, or "" for the default one.
+	RayBatchScheduler string
+	Zap               zap.Options
 
 	// Leader-election timings (controller-runtime's defaults: 15s/10s/2s).
 	LeaseDuration time.Duration
@@ -84,6 +88,10 @@ func ParseFlags(args []string, reg *workload.Registry) (*Options, error) {
 	fs.Int32Var(&o.RayMaxPodsPerCluster, "ray-max-pods-per-cluster", raycluster.DefaultMaxPodsPerCluster,
 		"The most Pods (head and workers: replicas × numOfHosts summed over groups) one RayCluster may have. Admission refuses a RayCluster over it; "+
 			"for one admitted before, the reconciler keeps the head, creates no workers and sets the ReplicaFailure condition (reason PodLimitExceeded).")
+	fs.StringVar(&o.RayBatchScheduler, "batch-scheduler", "",
+		fmt.Sprintf("KubeRay's batch scheduler for RayCluster Pods: one of %s, or empty for the default scheduler. Volcano and scheduler-plugins also get a PodGroup per cluster.", strings.Join(raycluster.BatchSchedulers, ", ")))
+	var legacyBatchScheduler bool
+	fs.BoolVar(&legacyBatchScheduler, "enable-batch-scheduler", false, "Deprecated (KubeRay's): the same as --batch-scheduler=volcano.")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 12*time.Second, "How long a non-leader waits before taking over an unrenewed leadership (longer than the renew deadline, so a leader that cannot renew steps down before another takes over).")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew before it gives up leadership.")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "How often leader-election clients retry.")
@@ -115,6 +123,10 @@ func ParseFlags(args []string, reg *workload.Registry) (*Options, error) {
 	}
 	if o.MaxConcurrentReconciles < 1 {
 		return nil, fmt.Errorf("--max-concurrent-reconciles must be at least 1")
+	}
+	var err error
+	if o.RayBatchScheduler, err = raycluster.ValidateBatchScheduler(o.RayBatchScheduler, legacyBatchScheduler); err != nil {
+		return nil, err
 	}
 	if o.RayMaxPodsPerCluster < 1 {
 		return nil, fmt.Errorf("--ray-max-pods-per-cluster must be at least 1 (the head Pod)")

@@ -156,3 +156,26 @@ func TestParseFlagsRayMaxPodsPerCluster(t *testing.T) {
 		}
 	}
 }
+
+// TestParseFlagsBatchScheduler: KubeRay's --batch-scheduler names, and its
+// deprecated --enable-batch-scheduler meaning Volcano; an unknown name, or
+// both flags, stop the manager.
+func TestParseFlagsBatchScheduler(t *testing.T) {
+	for _, args := range [][]string{{"--batch-scheduler=slurm"}, {"--batch-scheduler=yunikorn", "--enable-batch-scheduler"}} {
+		if _, err := ParseFlags(append([]string{"--webhook-port=0"}, args...), testRegistry(t)); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+	for args, want := range map[string]string{"": "", "--enable-batch-scheduler": "volcano", "--batch-scheduler=kai-scheduler": "kai-scheduler"} {
+		argv := []string{"--webhook-port=0"}
+		if args != "" {
+			argv = append(argv, args)
+		}
+		o, err := ParseFlags(argv, testRegistry(t))
+		if err != nil {
+			t.Errorf("%q: %v", args, err)
+		} else if o.RayBatchScheduler != want {
+			t.Errorf("%q: RayBatchScheduler %q, want %q", args, o.RayBatchScheduler, want)
+		}
+	}
+}

@@ -160,6 +160,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options, reg *workload.Regist
 		Features:                o.Features.Reader(),
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 		RayMaxPodsPerCluster:    o.RayMaxPodsPerCluster,
+		RayBatchScheduler:       o.RayBatchScheduler,
 	}
 	for _, in := range ins {
 		if err := in.SetupWithManager(ctx, mgr, wopts); err != nil {

@@ -31,6 +31,8 @@ type configFile struct {
 	HeadSidecarContainers   []corev1.Container `json:"headSidecarContainers,omitempty"`
 	WorkerSidecarContainers []corev1.Container `json:"workerSidecarContainers,omitempty"`
 	DefaultContainerEnvs    []corev1.EnvVar    `json:"defaultContainerEnvs,omitempty"`
+	BatchScheduler          string             `json:"batchScheduler,omitempty"`
+	EnableBatchScheduler    bool               `json:"enableBatchScheduler,omitempty"`
 }
 
 // managerLevelKeys are the other keys of KubeRay's Configuration: the
@@ -38,7 +40,7 @@ type configFile struct {
 // (--namespaces, --leader-elect, --kube-api-qps, ...). A file that carries
 // them is read and they are reported as ignored.
 var managerLevelKeys = []string{
-	"batchScheduler", "burst", "deleteRayJobAfterJobFinishes", "enableBatchScheduler", "enableLeaderElection",
+	"burst", "deleteRayJobAfterJobFinishes", "enableLeaderElection",
 	"enableMetrics", "leaderElectionNamespace", "logFile", "logFileEncoder", "logStdoutEncoder", "metricsAddr",
 	"probeAddr", "qps", "reconcileConcurrency", "useKubernetesProxy", "watchNamespace",
 }
@@ -89,6 +91,10 @@ func LoadConfigFile(path string, cfg *Config) (ignored []string, err error) {
 			problems = append(problems, fmt.Sprintf("defaultContainerEnvs[%d] needs a name", i))
 		}
 	}
+	scheduler, err := ValidateBatchScheduler(f.BatchScheduler, f.EnableBatchScheduler)
+	if err != nil {
+		problems = append(problems, err.Error())
+	}
 	if len(problems) > 0 {
 		slices.Sort(problems)
 		return nil, fmt.Errorf("%s: %s", path, strings.Join(problems, "; "))
@@ -96,5 +102,6 @@ func LoadConfigFile(path string, cfg *Config) (ignored []string, err error) {
 	cfg.Build.HeadSidecarContainers = f.HeadSidecarContainers
 	cfg.Build.WorkerSidecarContainers = f.WorkerSidecarContainers
 	cfg.Build.DefaultContainerEnvs = f.DefaultContainerEnvs
+	cfg.Build.BatchScheduler = scheduler
 	return ignored, nil
 }

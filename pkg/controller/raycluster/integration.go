@@ -2,6 +2,7 @@ package raycluster
 
 import (
 	"context"
+	"fmt"
 	"os"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -40,6 +41,14 @@ func setup(_ context.Context, mgr ctrl.Manager, opts workload.Options) error {
 		}
 	}
 	cfg.AllowWorkerGroupSuspend = SpecValidationOptionsFromGates(opts.Features).AllowWorkerGroupSuspend
+	if cfg.Build.BatchScheduler == "" {
+		cfg.Build.BatchScheduler = opts.RayBatchScheduler
+	} else if opts.RayBatchScheduler != "" && opts.RayBatchScheduler != cfg.Build.BatchScheduler {
+		return fmt.Errorf("--batch-scheduler=%s and the KubeRay configuration file's batch scheduler %s disagree; set one", opts.RayBatchScheduler, cfg.Build.BatchScheduler)
+	}
+	if cfg.Build.BatchScheduler != "" {
+		ctrl.Log.WithName(Name).Info("RayCluster Pods go to a batch scheduler", "batchScheduler", cfg.Build.BatchScheduler)
+	}
 	if opts.RayMaxPodsPerCluster > 0 {
 		cfg.MaxPodsPerCluster = opts.RayMaxPodsPerCluster
 	}

@@ -90,6 +90,9 @@ type BuildOptions struct {
 	// DefaultContainerEnvs are added to every Ray container that does not
 	// set them.
 	DefaultContainerEnvs []corev1.EnvVar
+	// BatchScheduler is --batch-scheduler (BatchSchedulers, or "" for
+	// none): every Pod gets that scheduler's name, labels and annotations.
+	BatchScheduler string
 }
 
 // KubeRayCompatibleVersion is the KubeRay release whose behaviour Gantry
@@ -154,6 +157,7 @@ func BuildHeadPod(cluster *rayv1.RayCluster, opts BuildOptions) corev1.Pod {
 	// from (the hash leaves upgradeStrategy out).
 	pod.Annotations[rayv1.UpgradeStrategyRecreateHashKey] = SpecHash(&cluster.Spec)
 	pod.Annotations[rayv1.KubeRayVersion] = opts.OperatorVersion
+	decorateForBatchScheduler(opts.BatchScheduler, cluster, &pod, rayv1.RayNodeHeadGroupLabelValue)
 	return pod
 }
 
@@ -191,7 +195,9 @@ func BuildWorkerPod(cluster *rayv1.RayCluster, group *rayv1.WorkerGroupSpec, r W
 	configureTokenAuth(cluster, &tmpl.Spec)
 	tmpl.Spec.Containers = appendContainers(tmpl.Spec.Containers, opts.WorkerSidecarContainers)
 
-	return buildPod(cluster, tmpl, rayv1.WorkerNode, params, &opts)
+	pod := buildPod(cluster, tmpl, rayv1.WorkerNode, params, &opts)
+	decorateForBatchScheduler(opts.BatchScheduler, cluster, &pod, group.GroupName)
+	return pod
 }
 
 // buildPod finishes a head or worker template that is already private to

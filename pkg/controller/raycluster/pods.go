@@ -49,6 +49,12 @@ func (r *Reconciler) reconcilePods(ctx context.Context, s *scope) error {
 		return r.deleteAllPods(ctx, s, nil, "the RayCluster spec changed and upgradeStrategy is Recreate")
 	}
 
+	// A gang scheduler's PodGroup exists before the first Pod asks for it.
+	if err := r.reconcilePodGroup(ctx, s); err != nil {
+		r.recorder.Warning(cluster, "FailedToSyncPodGroup", "Failed to sync the PodGroup for batch scheduler %s: %v", r.cfg.Build.BatchScheduler, err)
+		return err
+	}
+
 	// Over the pod limit the head is still kept (one Pod), but no worker is
 	// created; scale-down and replacement deletions go on.
 	s.podLimit = podLimitError(&cluster.Spec, r.cfg.MaxPodsPerCluster)

@@ -38,6 +38,9 @@ type Options struct {
 	// (head and workers) one RayCluster may have; 0 means the RayCluster
 	// integration's default.
 	RayMaxPodsPerCluster int32
+	// RayBatchScheduler is --batch-scheduler: the batch scheduler every
+	// RayCluster Pod is given to; "" means the default scheduler.
+	RayBatchScheduler string
 
 	// Clock is the reconcilers' clock; nil means the real one. Tests pin it.
 	Clock clock.PassiveClock
