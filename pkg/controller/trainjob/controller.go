@@ -210,6 +210,9 @@ type scope struct {
 	jobSet *jobsetv1alpha2.JobSet
 	// spec is the resolved runtime's spec.
 	spec *trainer.TrainingRuntimeSpec
+	// fromSnapshot: spec is the runtime the job started with, not the
+	// live runtime.
+	fromSnapshot bool
 	// objects is what the runtime built from the TrainJob and its runtime.
 	objects *runtime.Result
 }
@@ -225,11 +228,22 @@ func (r *Reconciler) steps() []syncsteps.Step[*scope] {
 	}
 }
 
-// build renders the TrainJob and its runtime into objects.
+// build renders the TrainJob and its runtime into objects, and records the
+// runtime on the JobSet that runs the job (stampRuntimeSnapshot).
 func (r *Reconciler) build(ctx context.Context, s *scope) error {
 	objs, err := r.runtime.NewObjects(ctx, s.Object, s.spec)
 	s.objects = objs
-	return err
+	if err != nil {
+		return err
+	}
+	for _, comp := range objs.Components {
+		if js, ok := comp.Object.(*jobsetv1alpha2.JobSet); ok {
+			if err := s.stampRuntimeSnapshot(js); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // apply writes the built objects and notes what it created.
@@ -348,11 +362,17 @@ func terminalFailure(err error) (metav1.Condition, bool) {
 	return runtime.FailedCondition(err)
 }
 
-// resolveRuntime reads the referenced runtime from the cache. A miss is
-// checked against the API server: a runtime created just before its
-// TrainJob (one `kubectl apply` of both) may not be cached yet, and failing
-// the job for good on a stale cache would be wrong.
+// resolveRuntime takes the runtime the job started with (its snapshot), or
+// else reads the referenced runtime from the cache. A miss is checked
+// against the API server: a runtime created just before its TrainJob (one
+// `kubectl apply` of both) may not be cached yet, and failing the job for
+// good on a stale cache would be wrong.
 func (r *Reconciler) resolveRuntime(ctx context.Context, s *scope) error {
+	snap, err := readRuntimeSnapshot(s.jobSet)
+	if err != nil || snap != nil {
+		s.spec, s.fromSnapshot = snap, snap != nil
+		return err
+	}
 	spec, err := runtime.ResolveSpec(ctx, r.client, s.Object)
 	if runtime.IsRuntimeNotFound(err) && r.apiReader != nil {
 		spec, err = runtime.ResolveSpec(ctx, r.apiReader, s.Object)

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -350,6 +351,57 @@ func TestSuspendAndResumeReachTheJobSet(t *testing.T) {
 	setSuspend(true)
 	g.Eventually(jobSetSuspended).WithTimeout(20 * time.Second).Should(gomega.BeTrue())
 	h.eventuallyCondition(t, ns, "pause", trainer.TrainJobSuspended, metav1.ConditionTrue, trainer.TrainJobSuspendedReason)
+}
+
+// TestResumeUsesTheRuntimeTheJobStartedWith: a job that ran, was suspended
+// (as Kueue's preemption does) and resumed comes back built from the
+// runtime as it was when the job first ran, kept on its JobSet; the
+// runtime's edit meanwhile does not reach it. A job that never ran takes
+// the runtime as it is when it first runs.
+func TestResumeUsesTheRuntimeTheJobStartedWith(t *testing.T) {
+	h := startHarness(t)
+	g := gomega.NewWithT(t)
+	ns := h.newNamespace(t)
+	rtName := h.clusterRuntime(t, ns, "torch", torchRuntimeSpec())
+	h.create(t, newTrainJob(ns, "ran", rtName).Obj(), newTrainJob(ns, "queued", rtName).Suspend(true).Obj())
+	image := func(name string) string {
+		return container(h.eventuallyJobSet(t, ns, name), trainer.TrainerNodeName, trainer.TrainerNodeName).Image
+	}
+	g.Expect(image("ran")).To(gomega.Equal("torch:runtime"))
+	g.Expect(h.eventuallyJobSet(t, ns, "ran").Annotations).To(gomega.HaveKeyWithValue(RuntimeSnapshotAnnotation,
+		gomega.And(gomega.ContainSubstring(`"kind":"ClusterTrainingRuntime"`), gomega.ContainSubstring(`"torch:runtime"`))))
+	g.Expect(h.eventuallyJobSet(t, ns, "queued").Annotations).NotTo(gomega.HaveKey(RuntimeSnapshotAnnotation), "a job that never ran has no snapshot")
+
+	setSuspend := func(name string, v bool) {
+		g.Eventually(func() error {
+			tj := h.trainJob(g, ns, name)
+			tj.Spec.Suspend = ptr.To(v)
+			return h.c.Update(context.Background(), tj)
+		}).WithTimeout(10 * time.Second).Should(gomega.Succeed())
+	}
+	setSuspend("ran", true)
+	g.Eventually(func() bool { return ptr.Deref(h.eventuallyJobSet(t, ns, "ran").Spec.Suspend, false) }).
+		WithTimeout(20 * time.Second).Should(gomega.BeTrue())
+
+	g.Eventually(func() error {
+		rt := &trainer.ClusterTrainingRuntime{}
+		if err := h.c.Get(context.Background(), types.NamespacedName{Name: rtName}, rt); err != nil {
+			return err
+		}
+		rt.Spec.Template.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0].Image = "torch:edited"
+		return h.c.Update(context.Background(), rt)
+	}).WithTimeout(10 * time.Second).Should(gomega.Succeed())
+
+	setSuspend("ran", false)
+	g.Eventually(func() bool { return ptr.Deref(h.eventuallyJobSet(t, ns, "ran").Spec.Suspend, true) }).
+		WithTimeout(20 * time.Second).Should(gomega.BeFalse())
+	g.Expect(image("ran")).To(gomega.Equal("torch:runtime"), "the resumed job runs the runtime it started with")
+
+	setSuspend("queued", false)
+	g.Eventually(func() bool { return ptr.Deref(h.eventuallyJobSet(t, ns, "queued").Spec.Suspend, true) }).
+		WithTimeout(20 * time.Second).Should(gomega.BeFalse())
+	g.Expect(image("queued")).To(gomega.Equal("torch:edited"), "a job that never ran starts with the runtime as it is")
+	g.Expect(h.eventuallyJobSet(t, ns, "queued").Annotations).To(gomega.HaveKeyWithValue(RuntimeSnapshotAnnotation, gomega.ContainSubstring(`"torch:edited"`)))
 }
 
 func TestActiveDeadlineFailsTheJobAndDeletesTheJobSet(t *testing.T) {
