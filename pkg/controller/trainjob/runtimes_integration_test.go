@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/onsi/gomega"
@@ -17,7 +18,7 @@ import (
 // upstreamRuntimeNames are the ClusterTrainingRuntimes Kubeflow Trainer
 // ships; upstream examples reference them by name.
 var upstreamRuntimeNames = []string{
-	"torch-distributed", "deepspeed-distributed", "mpi-distributed", "jax-distributed", "xgboost-distributed",
+	"torch-distributed", "deepspeed-distributed", "mlx-distributed", "mpi-distributed", "jax-distributed", "xgboost-distributed",
 }
 
 // TestShippedRuntimesRunATrainJob loads every runtime in config/runtimes,
@@ -45,6 +46,16 @@ func TestShippedRuntimesRunATrainJob(t *testing.T) {
 			g.Expect(ctr.Kind).To(gomega.Equal(trainer.ClusterTrainingRuntimeKind))
 			g.Expect(ctr.Labels).To(gomega.HaveKey(trainer.LabelRuntimeFramework))
 			names = append(names, ctr.Name)
+			// Every image is pinned to a tag: an untagged image is :latest,
+			// and a job's pods would run whatever was pushed last.
+			for _, rj := range ctr.Spec.Template.Spec.ReplicatedJobs {
+				pod := rj.Template.Spec.Template.Spec
+				for _, c := range append(pod.InitContainers, pod.Containers...) {
+					name := c.Image[strings.LastIndex(c.Image, "/")+1:]
+					g.Expect(name).To(gomega.MatchRegexp(`^[^:@]+[:@][^:]+$`), "%s: job %s container %s image %q has no tag", ctr.Name, rj.Name, c.Name, c.Image)
+					g.Expect(name).NotTo(gomega.HaveSuffix(":latest"), "%s: container %s", ctr.Name, c.Name)
+				}
+			}
 			h.create(t, ctr)
 			t.Cleanup(func() {
 				_ = h.c.Delete(context.Background(), &trainer.ClusterTrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: ctr.Name}})
