@@ -148,6 +148,35 @@ func TestNewObjectsTorchGolden(t *testing.T) {
 	}
 }
 
+// TestNewObjectsTorchTuneCommand: a `tune run` TrainJob's trainer container
+// runs the completed command, with the TrainJob's args, and the TrainJob
+// itself is not changed.
+func TestNewObjectsTorchTuneCommand(t *testing.T) {
+	node := trainertesting.MakeContainer("node", "torchtune-trainer:v2.3.0").
+		Command("tune", "run", "full_finetune_distributed", "--config", "llama3_2/1B_full", "output_dir=/workspace/output").
+		Resources(nil, corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")}).Obj()
+	spec := trainertesting.MakeRuntimeSpec().Torch(nil).
+		ReplicatedJob(trainertesting.ReplicatedJob("node", "trainer", node)).Obj()
+	job := trainertesting.MakeTrainJob("tune", "default").RuntimeRef(trainer.ClusterTrainingRuntimeKind, "torchtune-llama3.2-1b").
+		Command("tune", "run").Args("epochs=1").Obj()
+	before := job.DeepCopy()
+	res, err := newRuntime(t).NewObjects(context.Background(), job, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jobSetOf(t, res.Components).Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers[0]
+	want := []string{"tune", "run", "full_finetune_single_device", "--config", "llama3_2/1B_full_single_device", "output_dir=/workspace/output"}
+	if diff := cmp.Diff(want, c.Command); diff != "" {
+		t.Errorf("command (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"epochs=1"}, c.Args); diff != "" {
+		t.Errorf("args (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(before, job); diff != "" {
+		t.Errorf("the TrainJob changed (-before +after):\n%s", diff)
+	}
+}
+
 func TestNewObjectsMPIGolden(t *testing.T) {
 	spec := trainertesting.MakeRuntimeSpec().NumNodes(1).MPI(2, false).ReplicatedJob(trainertesting.MPIJobs("mpi:1")...).Obj()
 	job := trainertesting.MakeTrainJob("mj", "default").NumNodes(3).Obj()

@@ -6,12 +6,14 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -169,9 +171,10 @@ var _ = Describe("TrainJob", Label(labelTrainJob), func() {
 			To(Succeed(), "the chart installs the shipped runtime %s", shipped.Name)
 		ns := newNamespace(ctx, "runtimes")
 		tj := &trainerv1alpha1.TrainJob{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "on-" + shipped.Name},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "on-" + strings.ReplaceAll(shipped.Name, ".", "-")},
 			Spec:       trainerv1alpha1.TrainJobSpec{RuntimeRef: trainerv1alpha1.RuntimeRef{Name: shipped.Name}},
 		}
+		provideForRuntime(ctx, ns, tj.Name, shipped)
 		createStrict(ctx, tj)
 		if shipped.Spec.MLPolicy != nil && shipped.Spec.MLPolicy.MPI != nil {
 			Eventually(ctx, func(g Gomega) {
@@ -238,6 +241,44 @@ var _ = Describe("TrainJob", Label(labelTrainJob), func() {
 
 // shippedRuntimeEntries names each entry after its runtime (the file name
 // when it does not decode; the entry then fails).
+// provideForRuntime gives a runtime's job what the local control plane
+// lacks: a kwok node with GPUs when a container asks for nvidia.com/gpu, and
+// for each of the JobSet's volumeClaimPolicies a PersistentVolume of the
+// size asked, bound ahead to the claim JobSet will make
+// (<template>-<jobset>), so no other spec's claim takes it.
+func provideForRuntime(ctx SpecContext, ns, jobSet string, rt *trainerv1alpha1.ClusterTrainingRuntime) {
+	GinkgoHelper()
+	for _, rj := range rt.Spec.Template.Spec.ReplicatedJobs {
+		for _, c := range rj.Template.Spec.Template.Spec.Containers {
+			if _, ok := c.Resources.Limits["nvidia.com/gpu"]; ok {
+				gpu := corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"),
+					corev1.ResourcePods: resource.MustParse("110"), "nvidia.com/gpu": resource.MustParse("8"),
+				}
+				addKwokNode(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: ns + "-gpu"}, Status: corev1.NodeStatus{Capacity: gpu, Allocatable: gpu}})
+				break
+			}
+		}
+	}
+	for _, policy := range rt.Spec.Template.Spec.VolumeClaimPolicies {
+		for _, tmpl := range policy.Templates {
+			pv := &corev1.PersistentVolume{
+				ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + tmpl.Name},
+				Spec: corev1.PersistentVolumeSpec{
+					StorageClassName:              "",
+					Capacity:                      corev1.ResourceList{corev1.ResourceStorage: tmpl.Spec.Resources.Requests[corev1.ResourceStorage]},
+					AccessModes:                   tmpl.Spec.AccessModes,
+					PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+					PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/" + ns + "-" + tmpl.Name}},
+					ClaimRef:                      &corev1.ObjectReference{Namespace: ns, Name: tmpl.Name + "-" + jobSet},
+				},
+			}
+			Expect(k8s.Create(ctx, pv)).To(Succeed())
+			DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, pv))).To(Succeed()) })
+		}
+	}
+}
+
 func shippedRuntimeEntries() []TableEntry {
 	entries := make([]TableEntry, 0, len(shippedRuntimeFiles))
 	for _, f := range shippedRuntimeFiles {

@@ -19,6 +19,7 @@ import (
 // ships; upstream examples reference them by name.
 var upstreamRuntimeNames = []string{
 	"torch-distributed", "deepspeed-distributed", "mlx-distributed", "mpi-distributed", "jax-distributed", "xgboost-distributed",
+	"torchtune-llama3.2-1b", "torchtune-llama3.2-3b", "torchtune-qwen2.5-1.5b",
 }
 
 // TestShippedRuntimesRunATrainJob loads every runtime in config/runtimes,
@@ -61,7 +62,7 @@ func TestShippedRuntimesRunATrainJob(t *testing.T) {
 				_ = h.c.Delete(context.Background(), &trainer.ClusterTrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: ctr.Name}})
 			})
 
-			job := ctr.Name
+			job := strings.ReplaceAll(ctr.Name, ".", "-") // a TrainJob name is a DNS label
 			h.create(t, newTrainJob(ns, job, ctr.Name).NumNodes(2).Obj())
 			h.eventuallyCreated(t, ns, job)
 			js := h.eventuallyJobSet(t, ns, job)

@@ -40,6 +40,11 @@ type Info struct {
 
 	Scheduler Scheduler
 
+	// TrainerCommand, when set, replaces spec.trainer.command on the
+	// containers that take it: a plugin completed the command (torchtune's
+	// `tune run`). The TrainJob itself is never changed.
+	TrainerCommand []string
+
 	// Warnings are conditions worth an event that do not stop the build,
 	// e.g. a gang-scheduling policy whose CRD is not installed.
 	Warnings []string

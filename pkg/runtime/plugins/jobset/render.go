@@ -68,7 +68,10 @@ func renderReplicatedJob(rJob *jobsetv1alpha2.ReplicatedJob, ps *plugin.PodSet, 
 			if t.Image != nil {
 				c.Image = *t.Image
 			}
-			if t.Command != nil {
+			switch {
+			case info.TrainerCommand != nil:
+				c.Command = slices.Clone(info.TrainerCommand)
+			case t.Command != nil:
 				c.Command = slices.Clone(t.Command)
 			}
 			if t.Args != nil {

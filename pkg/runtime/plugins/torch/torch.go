@@ -62,6 +62,9 @@ func (Torch) Validate(info *plugin.Info, _, newJob *trainer.TrainJob) field.Erro
 				fmt.Sprintf("must not set the torchrun variables %v, the runtime sets them", sets.List(reservedEnvNames))))
 		}
 	}
+	if isTorchTune(newJob) {
+		errs = append(errs, validateTorchTune(info, newJob)...)
+	}
 	if inj := info.MLPolicy.Torch.EnvInjection; inj != nil {
 		path := field.NewPath("spec", "mlPolicy", "torch", "envInjection", "targets")
 		for _, target := range inj.Targets {
@@ -92,14 +95,24 @@ func (Torch) EnforceMLPolicy(info *plugin.Info, trainJob *trainer.TrainJob) erro
 	if err != nil {
 		return err
 	}
-	env := []corev1.EnvVar{
+	nproc := numProcPerNode(info.MLPolicy.Torch, trainJob, node.Resources)
+	pet := []corev1.EnvVar{
 		{Name: trainer.TorchEnvNumNodes, Value: strconv.Itoa(int(ps.Count))},
-		{Name: trainer.TorchEnvNumProcPerNode, Value: numProcPerNode(info.MLPolicy.Torch, trainJob, node.Resources)},
+		{Name: trainer.TorchEnvNumProcPerNode, Value: nproc},
 		plugin.CompletionIndexEnv(trainer.TorchEnvNodeRank),
+	}
+	master := []corev1.EnvVar{
 		{Name: trainer.TorchEnvMasterAddr, Value: info.PodHostname(trainJob.Name, ps.Name, 0, 0)},
 		{Name: trainer.TorchEnvMasterPort, Value: strconv.Itoa(int(trainer.ContainerTrainerPort))},
 	}
-	plugin.UpsertEnv(&node.Env, env...)
+	env := append(slices.Clone(pet), master...)
+	if isTorchTune(trainJob) {
+		// torchtune takes its rendezvous from the command, not PET_MASTER_*.
+		plugin.UpsertEnv(&node.Env, pet...)
+		info.TrainerCommand = torchTuneCommand(info, trainJob, ps, nproc, resourcesPerNode(trainJob, node.Resources))
+	} else {
+		plugin.UpsertEnv(&node.Env, env...)
+	}
 	plugin.UpsertPorts(&node.Ports, corev1.ContainerPort{ContainerPort: trainer.ContainerTrainerPort})
 
 	if inj := info.MLPolicy.Torch.EnvInjection; inj != nil {
