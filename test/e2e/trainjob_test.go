@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -34,7 +35,12 @@ const (
 
 // The shipped runtimes, read when the spec tree is built so that each is a
 // table entry of its own; a read error fails the "has ..." spec.
-var shippedRuntimeFiles, shippedRuntimeFilesErr = filepath.Glob(filepath.Join(repoRoot, "config", "runtimes", "*_distributed.yaml"))
+// shippedRuntimeFiles are the ClusterTrainingRuntimes of config/runtimes:
+// every YAML file but the kustomization.
+var shippedRuntimeFiles, shippedRuntimeFilesErr = func() ([]string, error) {
+	files, err := filepath.Glob(filepath.Join(repoRoot, "config", "runtimes", "*.yaml"))
+	return slices.DeleteFunc(files, func(f string) bool { return filepath.Base(f) == "kustomization.yaml" }), err
+}()
 
 var _ = Describe("TrainJob", Label(labelTrainJob), func() {
 	// The sample TrainJob on the shipped torch-distributed runtime becomes a

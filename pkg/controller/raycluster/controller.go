@@ -51,6 +51,7 @@ type Reconciler struct {
 	apiReader    client.Reader
 	recorder     events.Recorder
 	expectations *expectations.Expectations
+	adoptions    adoptionScans
 	applier      apply.Applier
 	metrics      *ClusterMetrics
 	cfg          Config
@@ -117,6 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	cluster := &rayv1.RayCluster{}
 	found, err := workload.GetOrForget(ctx, r.client, req, cluster, func() {
 		r.expectations.Delete(req.String())
+		r.adoptions.forget(req.NamespacedName)
 		if r.metrics != nil {
 			r.metrics.Forget(req.Namespace, req.Name)
 		}

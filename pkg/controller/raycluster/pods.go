@@ -49,6 +49,12 @@ func (r *Reconciler) reconcilePods(ctx context.Context, s *scope) error {
 		return r.deleteAllPods(ctx, s, nil, "the RayCluster spec changed and upgradeStrategy is Recreate")
 	}
 
+	// Pods KubeRay made before Gantry took over are Gantry's from now on;
+	// once the cache sees them, the next reconcile counts them.
+	if adopted, err := r.adoptKubeRayPods(ctx, s); err != nil || adopted > 0 {
+		return err
+	}
+
 	// A gang scheduler's PodGroup exists before the first Pod asks for it.
 	if err := r.reconcilePodGroup(ctx, s); err != nil {
 		r.recorder.Warning(cluster, "FailedToSyncPodGroup", "Failed to sync the PodGroup for batch scheduler %s: %v", r.cfg.Build.BatchScheduler, err)

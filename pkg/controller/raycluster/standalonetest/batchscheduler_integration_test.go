@@ -1,7 +1,8 @@
-// Package batchschedulertest runs the RayCluster controller under each
-// --batch-scheduler against a real API server: a manager per test, one
-// test at a time, as the scheduler is chosen per manager.
-package batchschedulertest
+// Package standalonetest holds RayCluster tests that each need a manager of
+// their own, against a real API server: one per --batch-scheduler (chosen
+// per manager), and one started only after the objects it must find exist
+// (adoption). Tests run one at a time.
+package standalonetest
 
 import (
 	"context"
