@@ -340,6 +340,12 @@ has 'name: GANTRY_RAYCLUSTER_CONFIG' "$dep"; has 'value: /etc/gantry/raycluster/
 has 'mountPath: /etc/gantry/raycluster' "$dep"; has 'name: gantry-raycluster-config' "$dep"
 has 'gantry.dev/raycluster-config-checksum:' "$dep"; has 'name: webhook-cert' "$dep"
 refuse raycluster-sidecar-without-image "image" --set-json 'raycluster.headSidecarContainers=[{"name":"x"}]'
+# --- TrainJob progress endpoint (feature gate TrainJobStatus) ----------------------------
+render default
+lacks 'trainjob-status' "$(docs Service)"
+render trainjob-status --set featureGates.TrainJobStatus=true
+has 'name: trainjob-status' "$(docs Service)"; has 'port: 10443' "$(docs Service)"
+has 'containerPort: 10443' "$(docs Deployment)"; hasitem --feature-gates=TrainJobStatus=true "$(docs Deployment)"
 # --- RayCluster: the batch scheduler (KubeRay's --batch-scheduler) ---------------------
 render default
 lacks 'batch-scheduler' "$(docs Deployment)"

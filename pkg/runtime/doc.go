@@ -20,8 +20,9 @@
 //  3. MPI          ML policy: SSH Secret, hostfile ConfigMap, OpenMPI env
 //  4. JAX          ML policy: JAX_* env
 //  5. XGBoost      ML policy: DMLC_* env
-//  6. Coscheduling gang scheduling: PodGroup and pod label
-//  7. JobSet       pod network, the JobSet itself, status mapping
+//  6. TrainJobStatus progress endpoint env, token and CA (gate TrainJobStatus)
+//  7. Coscheduling gang scheduling: PodGroup and pod label
+//  8. JobSet       pod network, the JobSet itself, status mapping
 //
 // At most one ML plugin is active for a runtime (the API allows one policy),
 // so their relative order only fixes the order of validation messages.

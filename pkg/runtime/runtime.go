@@ -20,6 +20,7 @@ import (
 	"github.com/gantry-dev/gantry/pkg/runtime/plugins/mpi"
 	"github.com/gantry-dev/gantry/pkg/runtime/plugins/plainml"
 	"github.com/gantry-dev/gantry/pkg/runtime/plugins/torch"
+	"github.com/gantry-dev/gantry/pkg/runtime/plugins/trainjobstatus"
 	"github.com/gantry-dev/gantry/pkg/runtime/plugins/xgboost"
 )
 
@@ -52,6 +53,9 @@ type Options struct {
 	// status has Trainer's condition set, which the Kubeflow SDK needs: it
 	// reports a job Running only while its status has no condition.
 	ProgressConditions bool
+	// StatusServer, when set (feature gate TrainJobStatus), tells trainer
+	// containers where to report progress (plugin trainjobstatus).
+	StatusServer *trainjobstatus.Config
 }
 
 // Runtime builds and validates TrainJobs with the fixed plugin order
@@ -85,6 +89,7 @@ func New(opts Options) (*Runtime, error) {
 		mpi.MPI{},
 		jax.JAX{},
 		xgboost.XGBoost{},
+		trainjobstatus.TrainJobStatus{Config: opts.StatusServer},
 		coscheduling.New(opts.RESTMapper),
 		jobset.JobSet{},
 	)

@@ -47,7 +47,7 @@ func newRuntime(t testing.TB, objs ...client.Object) *Runtime {
 
 func TestPluginOrderIsFixed(t *testing.T) {
 	rt := newRuntime(t)
-	want := []string{"PlainML", "Torch", "MPI", "JAX", "XGBoost", "Coscheduling", "JobSet"}
+	want := []string{"PlainML", "Torch", "MPI", "JAX", "XGBoost", "TrainJobStatus", "Coscheduling", "JobSet"}
 	for range 3 {
 		if diff := cmp.Diff(want, rt.PluginNames()); diff != "" {
 			t.Fatalf("plugin order (-want +got):\n%s", diff)

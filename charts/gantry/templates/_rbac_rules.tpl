@@ -20,6 +20,12 @@
   - list
   - watch
 - apiGroups:
+  - authentication.k8s.io
+  resources:
+  - tokenreviews
+  verbs:
+  - create
+- apiGroups:
   - trainer.kubeflow.org
   resources:
   - clustertrainingruntimes

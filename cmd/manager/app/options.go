@@ -40,7 +40,12 @@ type Options struct {
 	// deprecated --enable-batch-scheduler is folded in): the scheduler
 	// every Ray Pod is given to, or "" for the default one.
 	RayBatchScheduler string
-	Zap               zap.Options
+	// TrainJobStatusPort serves the TrainJob progress endpoint (feature
+	// gate TrainJobStatus); TrainJobStatusURL is how trainer pods reach it
+	// (default https://<webhook service>.<namespace>.svc:<port>).
+	TrainJobStatusPort int
+	TrainJobStatusURL  string
+	Zap                zap.Options
 
 	// Leader-election timings (controller-runtime's defaults: 15s/10s/2s).
 	LeaseDuration time.Duration
@@ -92,6 +97,8 @@ func ParseFlags(args []string, reg *workload.Registry) (*Options, error) {
 		fmt.Sprintf("KubeRay's batch scheduler for RayCluster Pods: one of %s, or empty for the default scheduler. Volcano and scheduler-plugins also get a PodGroup per cluster.", strings.Join(raycluster.BatchSchedulers, ", ")))
 	var legacyBatchScheduler bool
 	fs.BoolVar(&legacyBatchScheduler, "enable-batch-scheduler", false, "Deprecated (KubeRay's): the same as --batch-scheduler=volcano.")
+	fs.IntVar(&o.TrainJobStatusPort, "trainjob-status-port", 10443, "Port of the TrainJob progress endpoint (feature gate TrainJobStatus), served with the webhook certificate.")
+	fs.StringVar(&o.TrainJobStatusURL, "trainjob-status-url", "", "How trainer pods reach the progress endpoint; default https://<--webhook-service-name>.<namespace>.svc:<--trainjob-status-port>.")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 12*time.Second, "How long a non-leader waits before taking over an unrenewed leadership (longer than the renew deadline, so a leader that cannot renew steps down before another takes over).")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew before it gives up leadership.")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "How often leader-election clients retry.")

@@ -161,6 +161,7 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options, reg *workload.Regist
 		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 		RayMaxPodsPerCluster:    o.RayMaxPodsPerCluster,
 		RayBatchScheduler:       o.RayBatchScheduler,
+		TrainJobStatus:          o.trainJobStatusEndpoint(),
 	}
 	for _, in := range ins {
 		if err := in.SetupWithManager(ctx, mgr, wopts); err != nil {
@@ -236,4 +237,17 @@ func names(ins []workload.Integration) []string {
 		out = append(out, in.Name)
 	}
 	return out
+}
+
+// trainJobStatusEndpoint is where the TrainJob progress endpoint serves:
+// with the webhook certificate, so only when webhooks are served.
+func (o *Options) trainJobStatusEndpoint() workload.StatusEndpoint {
+	if o.WebhookPort == 0 || o.TrainJobStatusPort == 0 {
+		return workload.StatusEndpoint{}
+	}
+	url := o.TrainJobStatusURL
+	if url == "" {
+		url = fmt.Sprintf("https://%s.%s.svc:%d", o.Certs.ServiceName, o.Certs.SecretNamespace, o.TrainJobStatusPort)
+	}
+	return workload.StatusEndpoint{Port: o.TrainJobStatusPort, CertDir: o.Certs.CertDir, BaseURL: url}
 }

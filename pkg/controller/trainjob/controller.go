@@ -36,6 +36,7 @@ import (
 	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 	"github.com/gantry-dev/gantry/pkg/runtime"
+	"github.com/gantry-dev/gantry/pkg/runtime/plugins/trainjobstatus"
 )
 
 // ControllerName names the controller in logs and events.
@@ -63,6 +64,8 @@ const (
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=scheduling.x-k8s.io,resources=podgroups,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get
 
 // Reconciler reconciles TrainJobs.
 type Reconciler struct {
@@ -95,6 +98,9 @@ type Options struct {
 	// Client replaces the manager's client for reads and writes (tests wrap
 	// it to inject faults); nil means mgr.GetClient().
 	Client client.Client
+	// StatusServer tells trainer pods where to report progress (gate
+	// TrainJobStatus); nil tells them nothing.
+	StatusServer *trainjobstatus.Config
 }
 
 // New builds the TrainJob reconciler for mgr.
@@ -107,7 +113,7 @@ func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 	if o.ProgressConditions != nil {
 		progress = *o.ProgressConditions
 	}
-	rt, err := runtime.New(runtime.Options{Existing: mgr.GetClient(), RESTMapper: mgr.GetRESTMapper(), ProgressConditions: progress})
+	rt, err := runtime.New(runtime.Options{Existing: mgr.GetClient(), RESTMapper: mgr.GetRESTMapper(), ProgressConditions: progress, StatusServer: o.StatusServer})
 	if err != nil {
 		return nil, err
 	}

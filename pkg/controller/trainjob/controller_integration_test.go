@@ -270,6 +270,28 @@ func TestHandEditedJobSetIsRestoredOnlyWhileSuspended(t *testing.T) {
 	g.Expect(image()).To(gomega.Equal("edited:while-running"))
 }
 
+// TestTrainerStatusSurvivesStatusWrites: status.trainerStatus, written by
+// the progress endpoint (field manager trainer-status), is kept when the
+// controller writes the status from the JobSet, here through to Complete.
+func TestTrainerStatusSurvivesStatusWrites(t *testing.T) {
+	h := startHarness(t)
+	g := gomega.NewWithT(t)
+	ns := h.newNamespace(t)
+	rtName := h.clusterRuntime(t, ns, "torch", torchRuntimeSpec())
+	h.create(t, newTrainJob(ns, "reports", rtName).Obj())
+	h.eventuallyJobSet(t, ns, "reports")
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"status":{"trainerStatus":{"progressPercentage":60,"lastUpdatedTime":"2026-11-24T10:00:00Z"}}}`))
+	g.Expect(h.c.Status().Patch(context.Background(), h.trainJob(g, ns, "reports"), patch, client.FieldOwner("trainer-status"))).To(gomega.Succeed())
+
+	h.setJobSetStatus(t, ns, "reports", func(s *jobsetv1alpha2.JobSetStatus) {
+		s.ReplicatedJobsStatus = []jobsetv1alpha2.ReplicatedJobStatus{{Name: trainer.TrainerNodeName, Succeeded: 1}}
+		s.Conditions = []metav1.Condition{{Type: string(jobsetv1alpha2.JobSetCompleted), Status: metav1.ConditionTrue, Reason: "AllJobsCompleted", Message: "done", LastTransitionTime: metav1.Now()}}
+	})
+	tj := h.eventuallyCondition(t, ns, "reports", trainer.TrainJobComplete, metav1.ConditionTrue, "AllJobsCompleted")
+	g.Expect(tj.Status.TrainerStatus).NotTo(gomega.BeNil(), "the controller's status write dropped trainerStatus")
+	g.Expect(tj.Status.TrainerStatus.ProgressPercentage).To(gomega.HaveValue(gomega.BeEquivalentTo(60)))
+}
+
 func TestJobSetConditionsAreMirrored(t *testing.T) {
 	h := startHarness(t)
 	ns := h.newNamespace(t)

@@ -9,10 +9,17 @@ import "k8s.io/component-base/featuregate"
 // never return.
 const ProgressConditions featuregate.Feature = "TrainJobProgressConditions"
 
+// StatusServer is Trainer v2.3's TrainJobStatus gate (alpha, off, as
+// upstream): trainer containers get the progress endpoint's URL, a token
+// and its CA, and the manager serves the endpoint (package statusserver),
+// writing what training code reports to status.trainerStatus.
+const StatusServer featuregate.Feature = "TrainJobStatus"
+
 // FeatureGates are the gates the TrainJob controller reads, for the
 // workload's gate registration.
 func FeatureGates() map[featuregate.Feature]featuregate.FeatureSpec {
 	return map[featuregate.Feature]featuregate.FeatureSpec{
 		ProgressConditions: {Default: false, PreRelease: featuregate.Alpha},
+		StatusServer:       {Default: false, PreRelease: featuregate.Alpha},
 	}
 }

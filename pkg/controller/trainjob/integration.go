@@ -2,6 +2,9 @@ package trainjob
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
@@ -9,7 +12,9 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	"github.com/gantry-dev/gantry/pkg/controller/trainjob/statusserver"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
+	"github.com/gantry-dev/gantry/pkg/runtime/plugins/trainjobstatus"
 )
 
 // Name is the controller's name in --controllers.
@@ -37,11 +42,39 @@ func setup(_ context.Context, mgr ctrl.Manager, opts workload.Options) error {
 	// Without JobSet's CRD the controller's JobSet watch could not start.
 	// Rather than failing the whole manager (and with it Ray and Slurm),
 	// the controller waits for the CRD and starts once it is served.
+	var status *trainjobstatus.Config
+	if opts.Features != nil && opts.Features.Enabled(StatusServer) {
+		if status, err = setupStatusServer(mgr, opts.TrainJobStatus); err != nil {
+			return err
+		}
+	}
 	return setupWhenJobSetServed(mgr, d, jobSetCRDPollInterval, func() error {
-		r, err := New(mgr, Options{Options: opts})
+		r, err := New(mgr, Options{Options: opts, StatusServer: status})
 		if err != nil {
 			return err
 		}
 		return r.SetupWithManager(mgr)
 	})
+}
+
+// setupStatusServer runs the progress endpoint (every replica) with the
+// webhook serving certificate, and returns what trainer pods are told.
+func setupStatusServer(mgr ctrl.Manager, ep workload.StatusEndpoint) (*trainjobstatus.Config, error) {
+	if ep.CertDir == "" || ep.BaseURL == "" || ep.Port == 0 {
+		return nil, fmt.Errorf("feature gate %s needs the webhook serving certificate (--webhook-port > 0) and --trainjob-status-port", StatusServer)
+	}
+	if err := mgr.Add(&statusserver.Server{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Port: ep.Port, CertDir: ep.CertDir}); err != nil {
+		return nil, err
+	}
+	ctrl.Log.WithName(Name).Info("serving TrainJob progress reports", "port", ep.Port, "url", ep.BaseURL)
+	return &trainjobstatus.Config{
+		BaseURL: ep.BaseURL,
+		CACert: func() ([]byte, error) {
+			ca, err := os.ReadFile(filepath.Join(ep.CertDir, trainjobstatus.CACertKey))
+			if err == nil && len(ca) == 0 {
+				err = fmt.Errorf("%s is empty", filepath.Join(ep.CertDir, trainjobstatus.CACertKey))
+			}
+			return ca, err
+		},
+	}, nil
 }

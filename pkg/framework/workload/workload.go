@@ -41,12 +41,24 @@ type Options struct {
 	// RayBatchScheduler is --batch-scheduler: the batch scheduler every
 	// RayCluster Pod is given to; "" means the default scheduler.
 	RayBatchScheduler string
+	// TrainJobStatus is where the TrainJob progress endpoint serves
+	// (feature gate TrainJobStatus).
+	TrainJobStatus StatusEndpoint
 
 	// Clock is the reconcilers' clock; nil means the real one. Tests pin it.
 	Clock clock.PassiveClock
 	// Registerer takes the workload metrics; nil means controller-runtime's
 	// registry, which the manager serves on its metrics endpoint.
 	Registerer prometheus.Registerer
+}
+
+// StatusEndpoint is the TrainJob progress endpoint's address and
+// certificate: --trainjob-status-port, the webhook serving certificate's
+// directory, and the URL trainer pods reach it at.
+type StatusEndpoint struct {
+	Port    int
+	CertDir string
+	BaseURL string
 }
 
 // ClockOrReal is Clock, or the real clock when none is set.

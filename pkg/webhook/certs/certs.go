@@ -45,6 +45,9 @@ const (
 const (
 	CertFile = "tls.crt"
 	KeyFile  = "tls.key"
+	// CAFile is the CA bundle; cert-controller and cert-manager write it
+	// too. The TrainJob progress endpoint hands it to trainer pods.
+	CAFile = "ca.crt"
 )
 
 // Options configure the serving certificate.
@@ -286,9 +289,12 @@ func (w *secretFileWriter) sync(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	wrote := false
-	for _, f := range []string{KeyFile, CertFile} {
+	for _, f := range []string{KeyFile, CertFile, CAFile} {
 		data := s.Data[f]
-		if len(data) == 0 {
+		switch {
+		case len(data) == 0 && f == CAFile:
+			continue
+		case len(data) == 0:
 			return false, nil
 		}
 		path := filepath.Join(w.dir, f)

@@ -1,0 +1,235 @@
+package statusserver
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apiruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	"github.com/gantry-dev/gantry/test/testenv"
+	trainertesting "github.com/gantry-dev/gantry/test/wrappers/trainer"
+)
+
+// fixture is a namespace with a TrainJob "tj", a ServiceAccount, a Pod of
+// tj's JobSet and a Pod of another workload, both running as that account.
+type fixture struct {
+	env       *testenv.Env
+	ns        string
+	job, peer *corev1.Pod
+}
+
+func setup(t *testing.T) *fixture {
+	t.Helper()
+	env := testenv.Start(t, testenv.Options{AddToScheme: []func(*apiruntime.Scheme) error{trainer.AddToScheme, jobsetv1alpha2.AddToScheme}})
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "status-"}}
+	must(t, env.Client.Create(ctx, ns))
+	f := &fixture{env: env, ns: ns.Name}
+	must(t, env.Client.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "trainer"}}))
+	tj := trainertesting.MakeTrainJob("tj", f.ns).RuntimeRef(trainer.ClusterTrainingRuntimeKind, "torch-distributed").Obj()
+	tj.UID = ""
+	must(t, env.Client.Create(ctx, tj))
+	pod := func(name, jobSet string) *corev1.Pod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name, Labels: map[string]string{jobsetv1alpha2.JobSetNameKey: jobSet}},
+			Spec:       corev1.PodSpec{ServiceAccountName: "trainer", Containers: []corev1.Container{{Name: "node", Image: "torch"}}},
+		}
+		must(t, env.Client.Create(ctx, p))
+		return p
+	}
+	f.job, f.peer = pod("tj-node-0-0-abcde", "tj"), pod("other-node-0-0-fghij", "other")
+	return f
+}
+
+// token asks the API server for a token bound to pod, for audience.
+func (f *fixture) token(t *testing.T, pod *corev1.Pod, audience string) string {
+	t.Helper()
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		Audiences:         []string{audience},
+		ExpirationSeconds: ptr.To[int64](600),
+		BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
+	}}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "trainer"}}
+	must(t, f.env.Client.SubResource("token").Create(context.Background(), sa, req))
+	return req.Status.Token
+}
+
+func post(t *testing.T, h http.Handler, path, token, body string) (int, string) {
+	t.Helper()
+	r := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+	if token != "" {
+		r.Header.Set("Authorization", "Bearer "+token)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w.Code, w.Body.String()
+}
+
+const report = `{"trainerStatus":{"progressPercentage":42,"estimatedRemainingSeconds":600,"metrics":[{"name":"loss","value":"0.31"}],"lastUpdatedTime":"2026-11-24T10:00:00Z"}}`
+
+// TestStatusReports: a token the API server issued for the TrainJob's
+// audience, bound to a Pod of its JobSet, may report; the report lands in
+// status.trainerStatus under field manager trainer-status. Any other token
+// is refused with 403 and writes nothing; a report the schema refuses is a
+// 422 that says why.
+func TestStatusReports(t *testing.T) {
+	f := setup(t)
+	s := &Server{Client: f.env.Client, Reader: f.env.Client}
+	h := s.Handler()
+	path := Path(f.ns, "tj")
+	audience := TokenAudience(f.ns, "tj")
+
+	refused := map[string]string{
+		"no token":                            "",
+		"not a token":                         "garbage",
+		"another TrainJob's audience":         f.token(t, f.job, TokenAudience(f.ns, "other")),
+		"the API server's audience":           f.token(t, f.job, "https://kubernetes.default.svc"),
+		"a Pod of another JobSet, right aud.": f.token(t, f.peer, audience),
+	}
+	for name, token := range refused {
+		if code, body := post(t, h, path, token, report); code != http.StatusForbidden {
+			t.Errorf("%s: %d %s, want 403", name, code, body)
+		}
+	}
+	got := &trainer.TrainJob{}
+	must(t, f.env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: "tj"}, got))
+	if got.Status.TrainerStatus != nil {
+		t.Fatalf("a refused report was written: %+v", got.Status.TrainerStatus)
+	}
+
+	token := f.token(t, f.job, audience)
+	if code, body := post(t, h, path, token, report); code != http.StatusOK {
+		t.Fatalf("report: %d %s", code, body)
+	}
+	must(t, f.env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: "tj"}, got))
+	ts := got.Status.TrainerStatus
+	if ts == nil || ptr.Deref(ts.ProgressPercentage, -1) != 42 || ptr.Deref(ts.EstimatedRemainingSeconds, -1) != 600 ||
+		len(ts.Metrics) != 1 || ts.Metrics[0].Name != "loss" || ts.Metrics[0].Value != "0.31" {
+		t.Fatalf("trainerStatus %+v", ts)
+	}
+	owners := []string{}
+	for _, m := range got.ManagedFields {
+		if m.Subresource == "status" {
+			owners = append(owners, m.Manager)
+		}
+	}
+	if fmt.Sprint(owners) != "[trainer-status]" {
+		t.Errorf("status field managers %v, want [trainer-status]", owners)
+	}
+
+	if code, body := post(t, h, path, token, strings.Replace(report, "42", "150", 1)); code != http.StatusUnprocessableEntity || !strings.Contains(body, "progressPercentage") {
+		t.Errorf("progress 150: %d %s, want 422 naming progressPercentage", code, body)
+	}
+	if code, body := post(t, h, path, token, `{"trainerStatus":{"bogus":1}}`); code != http.StatusUnprocessableEntity {
+		t.Errorf("unknown field: %d %s, want 422", code, body)
+	}
+	if code, _ := post(t, h, "/apis/other", token, report); code != http.StatusNotFound {
+		t.Errorf("unknown path: %d, want 404", code)
+	}
+}
+
+// TestServesTLSWithTheWebhookCertificate: Start waits for the certificate
+// files in CertDir, then serves the endpoint over TLS with them.
+func TestServesTLSWithTheWebhookCertificate(t *testing.T) {
+	f := setup(t)
+	dir := t.TempDir()
+	port := freePort(t)
+	s := &Server{Client: f.env.Client, Reader: f.env.Client, Port: port, CertDir: dir}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	time.Sleep(500 * time.Millisecond) // Start is waiting for the files
+	pool := writeCertificate(t, dir)
+
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	url := fmt.Sprintf("https://localhost:%d%s", port, Path(f.ns, "tj"))
+	var resp *http.Response
+	var err error
+	for range 50 {
+		req, _ := http.NewRequest(http.MethodPost, url, bytes.NewBufferString(report))
+		req.Header.Set("Authorization", "Bearer "+f.token(t, f.job, TokenAudience(f.ns, "tj")))
+		if resp, err = c.Do(req); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var echo UpdateRequest
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&echo) != nil || echo.TrainerStatus == nil {
+		t.Fatalf("HTTPS report: %s", resp.Status)
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// writeCertificate writes a self-signed tls.crt/tls.key for localhost into
+// dir and returns a pool that trusts it.
+func writeCertificate(t *testing.T, dir string) *x509.CertPool {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	must(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "localhost"}, DNSNames: []string{"localhost"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IsCA: true, BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	must(t, err)
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600))
+	must(t, os.WriteFile(filepath.Join(dir, "tls.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	cert, err := x509.ParseCertificate(der)
+	must(t, err)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return pool
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
