@@ -176,13 +176,18 @@ generate: ## Generate deepcopy code.
 manifests: ## Generate CRDs, RBAC and webhook configuration into config/ and the chart.
 	rm -f config/crd/bases/*.yaml
 	$(CONTROLLER_GEN) crd:maxDescLen=0,generateEmbeddedObjectMeta=true rbac:roleName=gantry-manager-role webhook \
-		paths="./api/ray/..." paths="./api/trainer/..." paths="./cmd/..." paths="./pkg/..." \
+		paths="./api/ray/..." paths="./cmd/..." paths="./pkg/..." \
 		output:crd:artifacts:config=config/crd/bases \
 		output:rbac:artifacts:config=config/rbac \
 		output:webhook:artifacts:config=config/webhook
-	# The slinky CRDs keep their descriptions, for `kubectl explain`.
-	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths="./api/slinky/..." \
+	# The slinky and trainer CRDs keep their descriptions, for `kubectl
+	# explain`. The trainer ones only down to 5 levels (spec.template.spec.
+	# replicatedJobs[].name): in full, as Trainer ships them (2.4 MB, mostly
+	# the embedded JobSet and Pod templates), the chart's Helm release would
+	# pass the API server's 1 MiB Secret limit.
+	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths="./api/slinky/..." paths="./api/trainer/..." \
 		output:crd:artifacts:config=config/crd/bases
+	$(GO) run ./hack/crddesc -depth 5 config/crd/bases/trainer.kubeflow.org_*.yaml
 	hack/sync-chart.sh
 
 .PHONY: verify

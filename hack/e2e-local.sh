@@ -20,7 +20,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-make --no-print-directory run
+# The e2e tier also covers the alpha TrainJobStatus gate (the progress
+# endpoint); `make run` alone leaves it off, as the chart does.
+GANTRY_HELM_ARGS="${GANTRY_HELM_ARGS:-} --set featureGates.TrainJobStatus=true" make --no-print-directory run
+export GANTRY_TRAINJOB_STATUS=true
 
 # Real Kueue for the kueue specs: only its RayCluster and TrainJob
 # integrations, and only for objects that name a queue.
