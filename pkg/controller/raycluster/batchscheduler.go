@@ -279,16 +279,7 @@ func desiredPodGroup(scheduler string, cluster *rayv1.RayCluster) (*podGroupPlan
 // minResources sums the head and minReplicas × numOfHosts Pods of every
 // unsuspended worker group.
 func minResources(spec *rayv1.RayClusterSpec) corev1.ResourceList {
-	total := corev1.ResourceList{}
-	addResources(total, podResources(&spec.HeadGroupSpec.Template.Spec), 1)
-	for i := range spec.WorkerGroupSpecs {
-		group := &spec.WorkerGroupSpecs[i]
-		if group.IsSuspended() {
-			continue
-		}
-		addResources(total, podResources(&group.Template.Spec), int64(ptr.Deref(group.MinReplicas, 0))*int64(group.Hosts()))
-	}
-	return total
+	return clusterResources(spec, func(g *rayv1.WorkerGroupSpec) int64 { return int64(ptr.Deref(g.MinReplicas, 0)) * int64(g.Hosts()) })
 }
 
 func resourceMap(list corev1.ResourceList) map[string]any {

@@ -238,6 +238,12 @@ func allPodsRunningAndReady(pods []corev1.Pod) bool {
 // replicas times numOfHosts, matching desiredWorkerReplicas (KubeRay uses the
 // unclamped replicas here, which over-reports a group above maxReplicas).
 func desiredResources(spec *rayv1.RayClusterSpec) corev1.ResourceList {
+	return clusterResources(spec, func(g *rayv1.WorkerGroupSpec) int64 { return int64(g.DesiredPods()) })
+}
+
+// clusterResources sums the head Pod's resources and, for every unsuspended
+// worker group, one Pod's times pods(group).
+func clusterResources(spec *rayv1.RayClusterSpec, pods func(*rayv1.WorkerGroupSpec) int64) corev1.ResourceList {
 	total := corev1.ResourceList{}
 	addResources(total, podResources(&spec.HeadGroupSpec.Template.Spec), 1)
 	for i := range spec.WorkerGroupSpecs {
@@ -245,7 +251,7 @@ func desiredResources(spec *rayv1.RayClusterSpec) corev1.ResourceList {
 		if group.IsSuspended() {
 			continue
 		}
-		addResources(total, podResources(&group.Template.Spec), int64(group.DesiredPods()))
+		addResources(total, podResources(&group.Template.Spec), pods(group))
 	}
 	return total
 }
