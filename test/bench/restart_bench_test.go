@@ -1,0 +1,184 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	"sigs.k8s.io/yaml"
+
+	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
+	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	"github.com/gantry-dev/gantry/pkg/controller/raycluster"
+	"github.com/gantry-dev/gantry/pkg/controller/trainjob"
+	"github.com/gantry-dev/gantry/pkg/framework/workload"
+	"github.com/gantry-dev/gantry/test/testenv"
+	"github.com/gantry-dev/gantry/test/testenv/managertest"
+	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
+	trainertesting "github.com/gantry-dev/gantry/test/wrappers/trainer"
+)
+
+// BenchmarkRestart converges N RayClusters (1 head + 3 workers) and N
+// TrainJobs under one manager, stops it, and starts a new one on the same
+// objects, as a rollout or a crash does. It reports, for the new manager:
+// its writes until it is quiet (the target is zero: nothing changed), the
+// time to its first reconcile, and the time until it has reconciled every
+// object once.
+func BenchmarkRestart(b *testing.B) {
+	n := N(100)
+	for i := 0; i < b.N; i++ {
+		runRestart(b, n)
+	}
+}
+
+// restartManager is one in-process manager set up as the Gantry manager
+// sets up the raycluster and trainjob integrations, counting its writes.
+func restartManager(b *testing.B, env *testenv.Env, counter *testenv.WriteCounter) (stop func()) {
+	b.Helper()
+	counted := *env
+	counted.Config = counter.Wrap(env.Config)
+	mgr, err := managertest.New(&counted)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	for _, in := range []workload.Integration{raycluster.Integration(), trainjob.Integration()} {
+		// A registry per manager: both managers of the run live in this process.
+		if err := in.SetupWithManager(ctx, mgr, workload.Options{Registerer: prometheus.NewRegistry()}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			b.Errorf("manager: %v", err)
+		}
+	}
+}
+
+// reconcileCount is how many reconciles the named controllers finished in
+// this process (controller-runtime's global counter, across managers).
+func reconcileCount(b *testing.B, controllers ...string) float64 {
+	b.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				for _, c := range controllers {
+					if l.GetName() == "controller" && l.GetValue() == c {
+						total += m.GetCounter().GetValue()
+					}
+				}
+			}
+		}
+	}
+	return total
+}
+
+func runRestart(b *testing.B, n int) {
+	b.StopTimer()
+	ctrl.SetLogger(logr.Discard())
+	scheme := append(raycluster.Integration().AddToScheme, trainjob.Integration().AddToScheme...)
+	env, err := testenv.StartE(testenv.Options{AddToScheme: scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = env.Stop() }()
+	ctx := context.Background()
+	c := env.Client
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "runtimes", "torch_distributed.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rt := &trainer.ClusterTrainingRuntime{}
+	if err := yaml.UnmarshalStrict(raw, rt); err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Create(ctx, rt); err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}); err != nil {
+		b.Fatal(err)
+	}
+
+	first := &testenv.WriteCounter{}
+	stop := restartManager(b, env, first)
+	for i := 0; i < n; i++ {
+		rc := raytesting.MakeRayCluster(fmt.Sprintf("rc-%04d", i), "bench").WorkerGroup("cpu", 3).Obj()
+		rc.UID = ""
+		if err := c.Create(ctx, rc); err != nil {
+			b.Fatal(err)
+		}
+		tj := trainertesting.MakeTrainJob(fmt.Sprintf("tj-%04d", i), "bench").
+			RuntimeRef(trainer.ClusterTrainingRuntimeKind, "torch-distributed").NumNodes(2).Obj()
+		if err := c.Create(ctx, tj); err != nil {
+			b.Fatal(err)
+		}
+	}
+	err = Poll(200*time.Millisecond, 20*time.Minute, func() (bool, error) {
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace("bench"), client.HasLabels{rayv1.RayClusterLabelKey}); err != nil {
+			return false, err
+		}
+		var js jobsetv1alpha2.JobSetList
+		if err := c.List(ctx, &js, client.InNamespace("bench")); err != nil {
+			return false, err
+		}
+		return len(pods.Items) >= 4*n && len(js.Items) >= n, nil
+	})
+	if err != nil {
+		b.Fatalf("not converged: %v", err)
+	}
+	if !first.WaitQuiet(3*time.Second, 5*time.Minute) {
+		b.Fatalf("the first manager kept writing: %v", first.ByVerb())
+	}
+	stop()
+
+	controllers := []string{raycluster.Name, trainjob.Name}
+	before := reconcileCount(b, controllers...)
+	second := &testenv.WriteCounter{}
+	b.StartTimer()
+	start := time.Now()
+	stop = restartManager(b, env, second)
+	defer stop()
+	var toFirst, toAll time.Duration
+	err = Poll(20*time.Millisecond, 10*time.Minute, func() (bool, error) {
+		done := reconcileCount(b, controllers...) - before
+		if done > 0 && toFirst == 0 {
+			toFirst = time.Since(start)
+		}
+		return done >= float64(2*n), nil
+	})
+	toAll = time.Since(start)
+	b.StopTimer()
+	if err != nil {
+		b.Fatalf("the new manager did not reconcile every object: %v", err)
+	}
+	second.WaitQuiet(3*time.Second, time.Minute)
+	b.ReportMetric(float64(second.Total()), "writes-after-restart")
+	b.ReportMetric(toFirst.Seconds(), "s-to-first-reconcile")
+	b.ReportMetric(toAll.Seconds(), "s-to-every-object")
+	if second.Total() > 0 {
+		LogWrites(b, second, 2*n, "object")
+	}
+}
