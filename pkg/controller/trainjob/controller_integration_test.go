@@ -378,8 +378,8 @@ func TestSuspendAndResumeReachTheJobSet(t *testing.T) {
 // TestResumeUsesTheRuntimeTheJobStartedWith: a job that ran, was suspended
 // (as Kueue's preemption does) and resumed comes back built from the
 // runtime as it was when the job first ran, kept on its JobSet; the
-// runtime's edit meanwhile does not reach it. A job that never ran takes
-// the runtime as it is when it first runs.
+// runtime's edit, or its deletion, meanwhile does not reach it. A job that
+// never ran takes the runtime as it is when it first runs.
 func TestResumeUsesTheRuntimeTheJobStartedWith(t *testing.T) {
 	h := startHarness(t)
 	g := gomega.NewWithT(t)
@@ -424,6 +424,26 @@ func TestResumeUsesTheRuntimeTheJobStartedWith(t *testing.T) {
 		WithTimeout(20 * time.Second).Should(gomega.BeFalse())
 	g.Expect(image("queued")).To(gomega.Equal("torch:edited"), "a job that never ran starts with the runtime as it is")
 	g.Expect(h.eventuallyJobSet(t, ns, "queued").Annotations).To(gomega.HaveKeyWithValue(RuntimeSnapshotAnnotation, gomega.ContainSubstring(`"torch:edited"`)))
+
+	// Trainer v2.3 holds no runtime with a finalizer; with the snapshot a
+	// job that ran does not need its runtime any more: suspended, its
+	// runtime deleted, and resumed, it runs as it started and fails nothing.
+	setSuspend("ran", true)
+	g.Eventually(func() bool { return ptr.Deref(h.eventuallyJobSet(t, ns, "ran").Spec.Suspend, false) }).
+		WithTimeout(20 * time.Second).Should(gomega.BeTrue())
+	g.Expect(h.c.Delete(context.Background(), &trainer.ClusterTrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: rtName}})).To(gomega.Succeed())
+	g.Eventually(func() error {
+		return h.c.Get(context.Background(), types.NamespacedName{Name: rtName}, &trainer.ClusterTrainingRuntime{})
+	}).WithTimeout(10 * time.Second).Should(gomega.Satisfy(apierrors.IsNotFound))
+	setSuspend("ran", false)
+	g.Eventually(func() bool { return ptr.Deref(h.eventuallyJobSet(t, ns, "ran").Spec.Suspend, true) }).
+		WithTimeout(20 * time.Second).Should(gomega.BeFalse())
+	g.Expect(image("ran")).To(gomega.Equal("torch:runtime"))
+	g.Consistently(func(g gomega.Gomega) {
+		ran := h.trainJob(g, ns, "ran")
+		g.Expect(meta.FindStatusCondition(ran.Status.Conditions, trainer.TrainJobFailed)).To(gomega.BeNil(), "conditions %v", ran.Status.Conditions)
+		g.Expect(meta.IsStatusConditionFalse(ran.Status.Conditions, trainer.TrainJobCreated)).To(gomega.BeFalse(), "conditions %v", ran.Status.Conditions)
+	}).WithTimeout(2 * time.Second).Should(gomega.Succeed())
 }
 
 func TestActiveDeadlineFailsTheJobAndDeletesTheJobSet(t *testing.T) {
