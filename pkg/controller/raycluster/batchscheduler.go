@@ -52,12 +52,12 @@ const (
 
 	// YuniKornAppIDLabelKey and YuniKornQueueLabelKey on the RayCluster
 	// become the Pods' applicationId and queue labels.
-	YuniKornAppIDLabelKey          = "yunikorn.apache.org/app-id"
-	YuniKornQueueLabelKey          = "yunikorn.apache.org/queue"
-	YuniKornPodAppIDLabelKey       = "applicationId"
-	YuniKornPodQueueLabelKey       = "queue"
-	YuniKornTaskGroupsAnnotation   = "yunikorn.apache.org/task-groups"
-	YuniKornTaskGroupNameAnnotaion = "yunikorn.apache.org/task-group-name"
+	YuniKornAppIDLabelKey           = "yunikorn.apache.org/app-id"
+	YuniKornQueueLabelKey           = "yunikorn.apache.org/queue"
+	YuniKornPodAppIDLabelKey        = "applicationId"
+	YuniKornPodQueueLabelKey        = "queue"
+	YuniKornTaskGroupsAnnotation    = "yunikorn.apache.org/task-groups"
+	YuniKornTaskGroupNameAnnotation = "yunikorn.apache.org/task-group-name"
 
 	// SchedulerPluginsPodGroupLabelKey names a Pod's scheduler-plugins
 	// PodGroup; SchedulerPluginsSchedulerName is that scheduler's default
@@ -151,7 +151,7 @@ func decorateForBatchScheduler(scheduler string, cluster *rayv1.RayCluster, pod 
 			}
 			pod.Annotations[YuniKornTaskGroupsAnnotation] = groups
 			if group != "" {
-				pod.Annotations[YuniKornTaskGroupNameAnnotaion] = group
+				pod.Annotations[YuniKornTaskGroupNameAnnotation] = group
 			}
 		}
 	case BatchSchedulerSchedulerPlugins:

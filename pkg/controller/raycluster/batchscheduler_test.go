@@ -96,7 +96,7 @@ func TestBatchSchedulerPodMetadata(t *testing.T) {
 		group string
 	}{{head, "headgroup"}, {worker, "cpu"}} {
 		if p.pod.Spec.SchedulerName != "yunikorn" || p.pod.Labels[YuniKornPodAppIDLabelKey] != "app-1" || p.pod.Labels[YuniKornPodQueueLabelKey] != "root.ray" ||
-			p.pod.Annotations[YuniKornTaskGroupNameAnnotaion] != p.group || p.pod.Annotations[YuniKornTaskGroupsAnnotation] == "" {
+			p.pod.Annotations[YuniKornTaskGroupNameAnnotation] != p.group || p.pod.Annotations[YuniKornTaskGroupsAnnotation] == "" {
 			t.Errorf("yunikorn %s Pod: schedulerName %q labels %v annotations %v", p.group, p.pod.Spec.SchedulerName, p.pod.Labels, p.pod.Annotations)
 		}
 	}
