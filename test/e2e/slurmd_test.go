@@ -434,6 +434,13 @@ func (sd *slurmdStandIn) entrypointConf(ctx context.Context, p *corev1.Pod) (str
 // the node's slurmd, as a kubelet would; a pod without a preStop leaves its
 // node to slurmctld. A preStop that fails is logged, not hidden.
 func (sd *slurmdStandIn) stop(ctx context.Context, d slurmd) {
+	// For a held node the spec reads what the preStop left in Slurm, so the
+	// slurmd is frozen first (a kubelet would leave it running): once the
+	// preStop's DOWN has ended the node's job, the live slurmd's epilog and
+	// registration can lift the DOWN (ReturnToService=2) before the state is
+	// read. That is slurmd's doing, not the preStop's; CI saw the node IDLE
+	// right after the preStop once.
+	frozen := sd.held[d.node] && d.pid > 0 && syscall.Kill(d.pid, syscall.SIGSTOP) == nil
 	if d.preStop != "" {
 		// A shell function shadows the hostname command: inside the pod,
 		// hostname is the Slurm node's name.
@@ -448,6 +455,10 @@ func (sd *slurmdStandIn) stop(ctx context.Context, d slurmd) {
 				GinkgoWriter.Printf("slurmd stand-in: state of %s after its preStop: %v\n", d.node, err)
 			}
 		}
+	}
+	if frozen {
+		_ = syscall.Kill(d.pid, syscall.SIGKILL)
+		return
 	}
 	if d.pid > 0 {
 		_ = syscall.Kill(d.pid, syscall.SIGTERM)
