@@ -175,19 +175,17 @@ generate: ## Generate deepcopy code.
 .PHONY: manifests
 manifests: ## Generate CRDs, RBAC and webhook configuration into config/ and the chart.
 	rm -f config/crd/bases/*.yaml
-	$(CONTROLLER_GEN) crd:maxDescLen=0,generateEmbeddedObjectMeta=true rbac:roleName=gantry-manager-role webhook \
-		paths="./api/ray/..." paths="./cmd/..." paths="./pkg/..." \
-		output:crd:artifacts:config=config/crd/bases \
+	$(CONTROLLER_GEN) rbac:roleName=gantry-manager-role webhook paths="./cmd/..." paths="./pkg/..." \
 		output:rbac:artifacts:config=config/rbac \
 		output:webhook:artifacts:config=config/webhook
-	# The slinky and trainer CRDs keep their descriptions, for `kubectl
-	# explain`. The trainer ones only down to 5 levels (spec.template.spec.
-	# replicatedJobs[].name): in full, as Trainer ships them (2.4 MB, mostly
-	# the embedded JobSet and Pod templates), the chart's Helm release would
-	# pass the API server's 1 MiB Secret limit.
-	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths="./api/slinky/..." paths="./api/trainer/..." \
+	# The CRDs keep their descriptions, for `kubectl explain`. The ray and
+	# trainer ones only down to 5 levels (e.g. spec.template.spec.
+	# replicatedJobs[].name): in full, as KubeRay and Trainer ship them (1.4
+	# and 2.4 MB, mostly the embedded Pod and JobSet templates), the chart's
+	# Helm release would pass the API server's 1 MiB Secret limit.
+	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths="./api/slinky/..." paths="./api/trainer/..." paths="./api/ray/..." \
 		output:crd:artifacts:config=config/crd/bases
-	$(GO) run ./hack/crddesc -depth 5 config/crd/bases/trainer.kubeflow.org_*.yaml
+	$(GO) run ./hack/crddesc -depth 5 config/crd/bases/trainer.kubeflow.org_*.yaml config/crd/bases/ray.io_*.yaml
 	hack/sync-chart.sh
 
 .PHONY: verify

@@ -38,6 +38,18 @@ func TestRayClusterCRD(t *testing.T) {
 	t.Run("managedBy is immutable", func(t *testing.T) { testManagedByImmutable(t, c) })
 	t.Run("rayStartParams may be null", func(t *testing.T) { testRayStartParamsNull(t, c) })
 	t.Run("status is a subresource", func(t *testing.T) { testStatusSubresource(t, c) })
+	t.Run("kubectl explain raycluster.spec describes the fields", func(t *testing.T) {
+		// What `kubectl explain` shows; the CRD was generated without
+		// descriptions before (KubeRay's has them).
+		missing, err := testenv.UndescribedFields(t.Context(), env.Config, "ray.io", "v1", "RayCluster",
+			"spec", "spec.headGroupSpec", "spec.workerGroupSpecs", "spec.rayVersion", "spec.suspend", "status.state")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range missing {
+			t.Errorf("raycluster.%s has no description", f)
+		}
+	})
 }
 
 func testCRDShape(t *testing.T, c client.Client) {
