@@ -3,20 +3,15 @@ package bench
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
-	"sigs.k8s.io/yaml"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
@@ -70,29 +65,14 @@ func restartManager(b *testing.B, env *testenv.Env, counter *testenv.WriteCounte
 }
 
 // reconcileCount is how many reconciles the named controllers finished in
-// this process (controller-runtime's global counter, across managers).
+// this process, across managers.
 func reconcileCount(b *testing.B, controllers ...string) float64 {
 	b.Helper()
-	families, err := ctrlmetrics.Registry.Gather()
+	n, err := testenv.Reconciles(controllers...)
 	if err != nil {
 		b.Fatal(err)
 	}
-	total := 0.0
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				for _, c := range controllers {
-					if l.GetName() == "controller" && l.GetValue() == c {
-						total += m.GetCounter().GetValue()
-					}
-				}
-			}
-		}
-	}
-	return total
+	return n
 }
 
 func runRestart(b *testing.B, n int) {
@@ -106,20 +86,7 @@ func runRestart(b *testing.B, n int) {
 	defer func() { _ = env.Stop() }()
 	ctx := context.Background()
 	c := env.Client
-	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "runtimes", "torch_distributed.yaml"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	rt := &trainer.ClusterTrainingRuntime{}
-	if err := yaml.UnmarshalStrict(raw, rt); err != nil {
-		b.Fatal(err)
-	}
-	if err := c.Create(ctx, rt); err != nil {
-		b.Fatal(err)
-	}
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}); err != nil {
-		b.Fatal(err)
-	}
+	setupTorchRuntimeAndNamespace(ctx, b, c)
 
 	first := &testenv.WriteCounter{}
 	stop := restartManager(b, env, first)

@@ -51,20 +51,7 @@ func runTrainJobCreate(b *testing.B, n int, process bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := env.Client
 
-	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "runtimes", "torch_distributed.yaml"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	rt := &trainer.ClusterTrainingRuntime{}
-	if err := yaml.UnmarshalStrict(raw, rt); err != nil {
-		b.Fatal(err)
-	}
-	if err := c.Create(ctx, rt); err != nil {
-		b.Fatal(err)
-	}
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}); err != nil {
-		b.Fatal(err)
-	}
+	setupTorchRuntimeAndNamespace(ctx, b, c)
 
 	counter := &testenv.WriteCounter{}
 	var proc *testenv.ManagerProcess
@@ -120,4 +107,24 @@ func runTrainJobCreate(b *testing.B, n int, process bool) {
 	b.ReportMetric(HeapInuseMiB()-heapBefore, "heap-MiB")
 	b.ReportMetric(PeakRSSMiB(), "peak-rss-MiB")
 	LogWrites(b, counter, n, "job")
+}
+
+// setupTorchRuntimeAndNamespace installs the shipped torch-distributed
+// ClusterTrainingRuntime and the namespace "bench".
+func setupTorchRuntimeAndNamespace(ctx context.Context, b *testing.B, c client.Client) {
+	b.Helper()
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "runtimes", "torch_distributed.yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rt := &trainer.ClusterTrainingRuntime{}
+	if err := yaml.UnmarshalStrict(raw, rt); err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Create(ctx, rt); err != nil {
+		b.Fatal(err)
+	}
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench"}}); err != nil {
+		b.Fatal(err)
+	}
 }

@@ -23,7 +23,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
 	"github.com/gantry-dev/gantry/cmd/manager/app"
@@ -556,22 +555,9 @@ func TestIngressAndAuthSecret(t *testing.T) {
 
 // reconciles is how many RayCluster reconciles the manager has finished.
 func reconciles(g Gomega) float64 {
-	families, err := ctrlmetrics.Registry.Gather()
+	n, err := testenv.Reconciles(raycluster.Name)
 	g.Expect(err).NotTo(HaveOccurred())
-	total := 0.0
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == "raycluster" {
-					total += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return total
+	return n
 }
 
 // TestConvergedClusterSendsNoWrites: once a cluster is ready, a reconcile
