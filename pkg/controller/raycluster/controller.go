@@ -3,6 +3,7 @@ package raycluster
 import (
 	"context"
 	"errors"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -26,8 +27,17 @@ import (
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 )
 
-// ControllerName names the controller in logs, metrics and events.
-const ControllerName = "raycluster-controller"
+const (
+	// Name is the controller's name in --controllers.
+	Name = "raycluster"
+	// ControllerName names the controller in logs, metrics and events.
+	ControllerName = "raycluster-controller"
+)
+
+// InvalidStatusRequeueDelay is how soon a cluster whose status failed
+// validation is retried. Unlike the other layers, a bad status is usually a
+// half-applied update of our own that the next reconcile repairs.
+const InvalidStatusRequeueDelay = 2 * time.Second
 
 // +kubebuilder:rbac:groups=ray.io,resources=rayclusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=ray.io,resources=rayclusters/status,verbs=get;update;patch

@@ -12,17 +12,10 @@ import (
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 )
 
-// Name is the controller's name in --controllers.
-const Name = "raycluster"
-
 // Integration registers the RayCluster controller with the manager.
 func Integration() workload.Integration {
-	return workload.Integration{
-		Name:         Name,
-		AddToScheme:  []func(*runtime.Scheme) error{rayv1.AddToScheme},
-		FeatureGates: FeatureGates(),
-		Setup:        setup,
-	}
+	return workload.Integration{Name: Name, AddToScheme: []func(*runtime.Scheme) error{rayv1.AddToScheme},
+		FeatureGates: FeatureGates(), Setup: setup}
 }
 
 func setup(_ context.Context, mgr ctrl.Manager, opts workload.Options) error {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -22,11 +21,6 @@ import (
 // 63-character DNS label limit: "-serve-svc" is the longest suffix Gantry
 // appends, and 63 - 10 = 53.
 const MaxRayClusterNameLength = 53
-
-// InvalidStatusRequeueDelay is how soon a cluster whose status failed
-// validation is retried. Unlike the other layers, a bad status is usually a
-// half-applied update of our own that the next reconcile repairs.
-const InvalidStatusRequeueDelay = 2 * time.Second
 
 // ValidationLayer names which of the four checks rejected a cluster; they run
 // in this order and the first failure wins.

@@ -26,10 +26,8 @@ const (
 // deleted; the counters count transitions this process wrote, per
 // namespace, and are cumulative by nature.
 type Metrics struct {
-	status    *fwmetrics.StateGauge
-	created   *prometheus.CounterVec
-	completed *prometheus.CounterVec
-	failed    *prometheus.CounterVec
+	status                     *fwmetrics.StateGauge
+	created, completed, failed *prometheus.CounterVec
 }
 
 // NewMetrics creates the collectors and registers them on reg (nil means
