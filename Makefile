@@ -34,6 +34,12 @@ JOBSET_MOD := $(CURDIR)/test/tools/jobset
 # Real Kueue for the e2e tier's kueue specs (hack/kueue-local.sh).
 KUEUE     := $(BIN)/kueue
 KUEUE_MOD := $(CURDIR)/test/tools/kueue
+# The upstream operators `make bench-compare` runs beside Gantry, built from
+# the versions their tools modules pin.
+KUBERAY     := $(BIN)/kuberay-operator
+KUBERAY_MOD := $(CURDIR)/test/tools/kuberay
+TRAINER     := $(BIN)/trainer-controller-manager
+TRAINER_MOD := $(CURDIR)/test/tools/trainer
 
 # Go test flags; override e.g. `make test GOTEST_FLAGS=-v`.
 GOTEST_FLAGS ?=
@@ -97,6 +103,12 @@ test-chaos: test-assets manager ## Fault tier: manager kills, leader failover, A
 .PHONY: bench
 bench: test-assets manager ## Benchmarks against a real API server (GANTRY_BENCH_N objects, default 100).
 	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$(BIN)}" $(GO) test ./test/bench/ -run '^$$' -bench '$(BENCH)' -benchtime=1x -timeout 60m -v $(GOTEST_FLAGS)
+
+# BENCH_COMPARE selects pairings (ray, trainjob; default all),
+# BENCH_COMPARE_ROUNDS the rounds (default 3), GANTRY_BENCH_N the objects.
+.PHONY: bench-compare
+bench-compare: $(RUN_TOOLS) $(KUBERAY) $(TRAINER) manager ## Gantry and the upstream operators side by side on fresh local control planes; prints a table (docs/benchmarks.md).
+	$(GO) test -tags benchcompare ./test/benchcompare/ -run TestCompare -count=1 -timeout 300m -v $(GOTEST_FLAGS)
 
 # The e2e suite runs with the ginkgo CLI in parallel processes; GOTEST_FLAGS
 # are ginkgo flags here (e.g. -v, --focus 'RayCluster'). The JUnit report
@@ -231,6 +243,14 @@ $(JOBSET):
 $(KUEUE):
 	@echo "building kueue (first time only)"
 	cd $(KUEUE_MOD) && $(GO) build -o $@ sigs.k8s.io/kueue/cmd/kueue
+
+$(KUBERAY):
+	@echo "building KubeRay's ray-operator $$(cd $(KUBERAY_MOD) && $(GO) list -m -f '{{.Version}}' github.com/ray-project/kuberay/ray-operator) (first time only)"
+	cd $(KUBERAY_MOD) && $(GO) build -o $@ github.com/ray-project/kuberay/ray-operator
+
+$(TRAINER):
+	@echo "building Kubeflow Trainer's controller manager $$(cd $(TRAINER_MOD) && $(GO) list -m -f '{{.Version}}' github.com/kubeflow/trainer/v2) (first time only)"
+	cd $(TRAINER_MOD) && $(GO) build -o $@ github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager
 
 $(HELM):
 	@echo "building helm $(HELM_VERSION) (first time only)"

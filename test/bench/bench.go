@@ -82,7 +82,7 @@ func Poll(interval, timeout time.Duration, cond func() (bool, error)) error {
 
 // LogWrites logs the manager's writes by verb and resource, with the count
 // per benchmarked object (unit names the object: "cluster", "pod").
-func LogWrites(b *testing.B, counter *testenv.WriteCounter, n int, unit string) {
+func LogWrites(b testing.TB, counter *testenv.WriteCounter, n int, unit string) {
 	b.Helper()
 	byVerb := counter.ByVerb()
 	keys := make([]string, 0, len(byVerb))

@@ -11,8 +11,8 @@ import (
 	"syscall"
 )
 
-// ManagerProcess is the real manager binary (bin/manager) running as its
-// own process against a test control plane: its memory is measured alone,
+// ManagerProcess is the real manager binary (bin/manager), or another
+// operator's, running as its own process against a test control plane: its memory is measured alone,
 // and it can be killed the way a node failure kills it.
 type ManagerProcess struct {
 	cmd  *exec.Cmd
@@ -45,8 +45,15 @@ func StartManagerProcess(kubeconfig []byte, dir, name string, args ...string) (*
 	}
 	all := append([]string{"--kubeconfig", path, "--metrics-bind-address=0", "--health-probe-bind-address=0",
 		"--webhook-port=0", "--zap-log-level=error"}, args...)
-	cmd := exec.Command(bin, all...)
-	logPath := filepath.Join(dir, "manager-"+name+".log")
+	return StartProcess(bin, all, nil, filepath.Join(dir, "manager-"+name+".log"))
+}
+
+// StartProcess runs any operator binary with args, env added to this
+// process's environment, and its output appended to logPath: how the
+// side-by-side benchmark runs upstream operators.
+func StartProcess(bin string, args, env []string, logPath string) (*ManagerProcess, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return nil, err
@@ -115,3 +122,29 @@ func VmHWMMiB(statusFile string) float64 {
 	}
 	return 0
 }
+
+// CPUSeconds is the user plus system CPU time the process has used so far;
+// 0 when it cannot be read.
+func (m *ManagerProcess) CPUSeconds() float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// The command name, in parentheses, may hold spaces: fields count from
+	// after its closing parenthesis; utime and stime are fields 14 and 15.
+	s := string(raw)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 13 {
+		return 0
+	}
+	utime, err1 := strconv.ParseFloat(fields[11], 64)
+	stime, err2 := strconv.ParseFloat(fields[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return (utime + stime) / clockTicks
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's CPU times: 100 on
+// every Linux architecture Go supports.
+const clockTicks = 100

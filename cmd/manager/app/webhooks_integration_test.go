@@ -2,15 +2,10 @@ package app
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -218,34 +213,6 @@ func TestRunServesWebhooksWithSelfManagedCertificates(t *testing.T) {
 	g.Eventually(expectRejected).WithTimeout(90 * time.Second).Should(gomega.Succeed())
 }
 
-// writeSelfSignedCert writes tls.crt/tls.key for localhost into dir.
-func writeSelfSignedCert(t *testing.T, dir string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "localhost"}, DNSNames: []string{"localhost"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestRunNotReadyUntilExternalCertificatesArrive: with certificates
 // provided from outside (cert-manager), readyz stays false while the files
 // are missing, and turns true once they appear.
@@ -272,7 +239,7 @@ func TestRunNotReadyUntilExternalCertificatesArrive(t *testing.T) {
 		WithTimeout(3 * time.Second).WithPolling(250 * time.Millisecond).
 		Should(gomega.And(gomega.HavePrefix("500 "), gomega.ContainSubstring("[-]webhooks failed")))
 
-	writeSelfSignedCert(t, certDir)
+	testenv.WriteServingCert(t, certDir)
 	g.Eventually(func() int { code, _ := readyz(probe); return code }).WithTimeout(time.Minute).
 		WithPolling(200 * time.Millisecond).Should(gomega.Equal(http.StatusOK))
 }

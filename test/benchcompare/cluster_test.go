@@ -1,0 +1,92 @@
+//go:build benchcompare
+
+package benchcompare
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/gantry-dev/gantry/test/testenv"
+)
+
+// cluster is one fresh local control plane: kwokctl's binary runtime (etcd,
+// kube-apiserver, kube-controller-manager, kube-scheduler and kwok's
+// simulated nodes), the one `make run` uses, so Pods are scheduled and
+// become Ready and Jobs run to completion.
+type cluster struct {
+	name, workdir string
+	kubeconfig    string
+	cfg           *rest.Config
+	c             client.Client
+}
+
+func bin(name string) string { return filepath.Join(testenv.RepoRoot(), "bin", name) }
+
+// startCluster creates the control plane with nodes simulated nodes; it is
+// deleted when t ends.
+func startCluster(t *testing.T, name string, nodes int) *cluster {
+	t.Helper()
+	cl := &cluster{name: name, workdir: t.TempDir()}
+	root := testenv.RepoRoot()
+	cl.kwokctl(t, "create", "cluster", "--name", name, "--runtime", "binary", "--kubeconfig", "",
+		"--secure-port=true", "--kube-authorization=true",
+		"--config", filepath.Join(root, "hack", "kwok", "stages.yaml"),
+		"--kube-apiserver-binary", bin("kube-apiserver"),
+		"--kube-controller-manager-binary", bin("kube-controller-manager"),
+		"--kube-scheduler-binary", bin("kube-scheduler"),
+		"--etcd-binary", bin("etcd"), "--kwok-controller-binary", bin("kwok"),
+		"--wait", "2m")
+	t.Cleanup(func() { cl.kwokctl(t, "delete", "cluster", "--name", name) })
+	cl.kwokctl(t, "--name", name, "scale", "node", "--replicas", fmt.Sprint(nodes))
+	cl.kubeconfig = filepath.Join(cl.workdir, "clusters", name, "kubeconfig.yaml")
+	cfg, err := clientcmd.BuildConfigFromFlags("", cl.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = 500, 1000 // the harness's reads must not be what is slow
+	cl.cfg = cfg
+	if cl.c, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+func (cl *cluster) kwokctl(t *testing.T, args ...string) {
+	t.Helper()
+	cmd := exec.Command(bin("kwokctl"), args...)
+	cmd.Env = append(os.Environ(), "KWOK_WORKDIR="+cl.workdir)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kwokctl %s: %v\n%s", strings.Join(args, " "), err, out.String())
+	}
+}
+
+// apply server-side applies manifests (files, directories or kustomize
+// directories with -k) as the admin.
+func (cl *cluster) apply(t *testing.T, args ...string) {
+	t.Helper()
+	all := append([]string{"--kubeconfig", cl.kubeconfig, "apply", "--server-side", "--force-conflicts",
+		"--field-manager=bench-compare"}, args...)
+	if out, err := exec.Command(bin("kubectl"), all...).CombinedOutput(); err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(all, " "), err, out)
+	}
+}
+
+// waitEstablished waits until every CRD in the cluster is served.
+func (cl *cluster) waitEstablished(t *testing.T) {
+	t.Helper()
+	args := []string{"--kubeconfig", cl.kubeconfig, "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"}
+	if out, err := exec.Command(bin("kubectl"), args...).CombinedOutput(); err != nil {
+		t.Fatalf("CRDs not established: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,250 @@
+//go:build benchcompare
+
+// Package benchcompare runs Gantry and the upstream operator it replaces
+// side by side, alternately, on fresh local control planes with the same
+// client rate limit, and prints one table of medians per pairing. Run it
+// with `make bench-compare` (docs/benchmarks.md).
+package benchcompare
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
+	trainerv1 "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	"github.com/gantry-dev/gantry/test/bench"
+	"github.com/gantry-dev/gantry/test/testenv"
+	raywrappers "github.com/gantry-dev/gantry/test/wrappers/ray"
+	trainerwrappers "github.com/gantry-dev/gantry/test/wrappers/trainer"
+)
+
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, rayv1.AddToScheme,
+		trainerv1.AddToScheme, jobsetv1alpha2.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(err)
+		}
+	}
+	return s
+}()
+
+const namespace = "bench"
+
+// pairing is a workload measured under two operators.
+type pairing struct {
+	name     string
+	unit     string // what writes are counted per: "cluster", "job"
+	upstream operator
+	gantry   operator
+	// podsPer is the Pods one object makes; it sizes the simulated nodes.
+	podsPer int
+	// jobSet runs the real JobSet controller beside the operator (not
+	// counted: both sides need it the same).
+	jobSet bool
+	// create makes object i.
+	create func(i int) client.Object
+	// phases are what the run waits for, in order, each named by the
+	// moment it marks ("all pods", "all ready").
+	phases []phase
+}
+
+type phase struct {
+	name string
+	done func(ctx context.Context, c client.Client, n int) (bool, error)
+}
+
+func pairings() []pairing {
+	return []pairing{
+		{
+			name: "ray", unit: "cluster", upstream: kuberay(), gantry: gantry("raycluster"), podsPer: 4,
+			create: func(i int) client.Object {
+				rc := raywrappers.MakeRayCluster(fmt.Sprintf("rc-%05d", i), namespace).WorkerGroup("cpu", 3).Obj()
+				rc.UID = ""
+				return rc
+			},
+			phases: []phase{
+				{"all pods", func(ctx context.Context, c client.Client, n int) (bool, error) {
+					var pods metav1.PartialObjectMetadataList
+					pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+					err := c.List(ctx, &pods, client.InNamespace(namespace), client.HasLabels{rayv1.RayClusterLabelKey})
+					return err == nil && len(pods.Items) >= 4*n, err
+				}},
+				{"all ready", func(ctx context.Context, c client.Client, n int) (bool, error) {
+					var list rayv1.RayClusterList
+					if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+						return false, err
+					}
+					ready := 0
+					for _, rc := range list.Items {
+						if rc.Status.State == rayv1.Ready {
+							ready++
+						}
+					}
+					return ready >= n, nil
+				}},
+			},
+		},
+		{
+			name: "trainjob", unit: "job", upstream: trainer(), gantry: gantry("trainjob"), podsPer: 2, jobSet: true,
+			create: func(i int) client.Object {
+				tj := trainerwrappers.MakeTrainJob(fmt.Sprintf("tj-%05d", i), namespace).
+					RuntimeRef(trainerv1.ClusterTrainingRuntimeKind, "torch-distributed").NumNodes(2).Obj()
+				tj.UID = ""
+				return tj
+			},
+			phases: []phase{
+				{"all jobsets", func(ctx context.Context, c client.Client, n int) (bool, error) {
+					var js metav1.PartialObjectMetadataList
+					js.SetGroupVersionKind(jobsetv1alpha2.SchemeGroupVersion.WithKind("JobSetList"))
+					err := c.List(ctx, &js, client.InNamespace(namespace))
+					return err == nil && len(js.Items) >= n, err
+				}},
+				{"all complete", func(ctx context.Context, c client.Client, n int) (bool, error) {
+					var list trainerv1.TrainJobList
+					if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+						return false, err
+					}
+					done := 0
+					for _, tj := range list.Items {
+						if meta.IsStatusConditionTrue(tj.Status.Conditions, trainerv1.TrainJobComplete) {
+							done++
+						}
+					}
+					return done >= n, nil
+				}},
+			},
+		},
+	}
+}
+
+// TestCompare runs each selected pairing (BENCH_COMPARE, default all:
+// "ray,trainjob") for BENCH_COMPARE_ROUNDS rounds (default 3) of upstream
+// then Gantry, each on a fresh cluster, with GANTRY_BENCH_N objects
+// (default 100), and prints the table.
+func TestCompare(t *testing.T) {
+	n := bench.N(100)
+	rounds := 3
+	if r, err := strconv.Atoi(os.Getenv("BENCH_COMPARE_ROUNDS")); err == nil && r > 0 {
+		rounds = r
+	}
+	selected := strings.Split(os.Getenv("BENCH_COMPARE"), ",")
+	var tables []string
+	for _, p := range pairings() {
+		if selected[0] != "" && !slices.Contains(selected, p.name) {
+			continue
+		}
+		results := map[string][]sample{}
+		for round := 1; round <= rounds; round++ {
+			for _, op := range []operator{p.upstream, p.gantry} {
+				t.Run(fmt.Sprintf("%s/%s/%d", p.name, op.name, round), func(t *testing.T) {
+					s := runOnce(t, p, op, n, fmt.Sprintf("bc-%s-%d", strings.ToLower(op.name), round))
+					results[op.name] = append(results[op.name], s)
+					t.Logf("%s round %d: %s", op.name, round, s)
+				})
+			}
+		}
+		tables = append(tables, table(p, n, rounds, results))
+	}
+	out := strings.Join(tables, "\n")
+	fmt.Println(out)
+	dir := filepath.Join(testenv.RepoRoot(), "_artifacts")
+	if err := os.MkdirAll(dir, 0o755); err == nil {
+		_ = os.WriteFile(filepath.Join(dir, "bench-compare.md"), []byte(out), 0o644)
+	}
+}
+
+// sample is one run's figures.
+type sample struct {
+	phases    []time.Duration
+	writes    float64 // per object
+	rssMiB    float64 // the operator's VmHWM
+	cpuSecond float64
+}
+
+func (s sample) String() string {
+	return fmt.Sprintf("phases %v, %.2f writes/object, peak RSS %.0f MiB, %.1f CPU s", s.phases, s.writes, s.rssMiB, s.cpuSecond)
+}
+
+func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sample {
+	ctx := context.Background()
+	cl := startCluster(t, clusterName, n*p.podsPer/100+2)
+	op.install(t, cl)
+	if p.jobSet {
+		startJobSet(t, cl)
+	}
+	if err := cl.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
+		t.Fatal(err)
+	}
+	counter := &testenv.WriteCounter{}
+	proxy, err := counter.Proxy(cl.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
+	proc := op.start(t, proxy.Kubeconfig)
+
+	before := counter.Total()
+	start := time.Now()
+	for i := range n {
+		if err := cl.c.Create(ctx, p.create(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var s sample
+	for _, ph := range p.phases {
+		err := bench.Poll(250*time.Millisecond, 30*time.Minute, func() (bool, error) {
+			if proc.Exited() {
+				return false, fmt.Errorf("%s exited (log: %s)", op.name, proc.Log)
+			}
+			return ph.done(ctx, cl.c, n)
+		})
+		if err != nil {
+			t.Fatalf("%s: %s: %v", op.name, ph.name, err)
+		}
+		s.phases = append(s.phases, time.Since(start))
+	}
+	// Trailing writes (the last status, events) belong to the run.
+	counter.WaitQuiet(3*time.Second, 2*time.Minute)
+	s.writes = float64(counter.Total()-before) / float64(n)
+	s.rssMiB = proc.PeakRSSMiB()
+	s.cpuSecond = proc.CPUSeconds()
+	bench.LogWrites(t, counter, n, p.unit)
+	return s
+}
+
+// startJobSet runs the real JobSet controller (hack/jobset-local.sh, as
+// `make run` does) against cl, stopped when the test ends.
+func startJobSet(t *testing.T, cl *cluster) {
+	t.Helper()
+	env := []string{"KUBECONFIG=" + cl.kubeconfig, "JOBSET_STATE_DIR=" + filepath.Join(cl.workdir, "jobset"),
+		"JOBSET_WEBHOOK_PORT=" + port(freeAddr(t)), "JOBSET_METRICS_ADDR=0", "JOBSET_PROBE_ADDR=" + freeAddr(t)}
+	script := filepath.Join(testenv.RepoRoot(), "hack", "jobset-local.sh")
+	run := func(arg string) {
+		cmd := exec.Command(script, arg)
+		cmd.Env = append(os.Environ(), env...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("jobset-local.sh %s: %v\n%s", arg, err, out)
+		}
+	}
+	run("up")
+	t.Cleanup(func() { run("down") })
+}
+
+func port(addr string) string { return addr[strings.LastIndexByte(addr, ':')+1:] }

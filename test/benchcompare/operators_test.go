@@ -1,0 +1,178 @@
+//go:build benchcompare
+
+package benchcompare
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gantry-dev/gantry/test/bench"
+	"github.com/gantry-dev/gantry/test/testenv"
+)
+
+// The client rate limit every operator gets, so none is faster for being
+// allowed more requests (KubeRay's and Gantry's defaults; Trainer's are
+// 50/100).
+const qps, burst = 100, 200
+
+// operator is one side of a pairing.
+type operator struct {
+	name string
+	// install applies what the operator needs in a new cluster: its CRDs
+	// and, for the TrainJob pairing, its training runtimes.
+	install func(t *testing.T, cl *cluster)
+	// args are the command line of the operator's binary, given the
+	// kubeconfig it must use, a scratch directory and the address its
+	// readiness probe (/readyz) listens on.
+	args func(t *testing.T, kubeconfig, dir, probeAddr string) (bin string, args, env []string)
+}
+
+// start runs op against kubeconfig (the counting proxy) and waits until its
+// /readyz answers 200.
+func (op operator) start(t *testing.T, kubeconfig []byte) *testenv.ManagerProcess {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	probe := freeAddr(t)
+	binPath, args, env := op.args(t, path, dir, probe)
+	proc, err := testenv.StartProcess(binPath, args, append(env, "KUBECONFIG="+path), filepath.Join(dir, "operator.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proc.Stop)
+	err = bench.Poll(200*time.Millisecond, 2*time.Minute, func() (bool, error) {
+		if proc.Exited() {
+			log, _ := os.ReadFile(proc.Log)
+			return false, fmt.Errorf("%s exited:\n%s", op.name, tail(string(log), 30))
+		}
+		resp, err := http.Get("http://" + probe + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		t.Fatalf("%s did not become ready: %v", op.name, err)
+	}
+	return proc
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ln.Close() }()
+	return ln.Addr().String()
+}
+
+// moduleDir is where the Go module cache holds mod@version, downloaded by
+// `make bench-compare`'s build of the operator from the tools module dir.
+func moduleDir(t *testing.T, toolsDir, mod string) string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", mod)
+	cmd.Dir = filepath.Join(testenv.RepoRoot(), "test", "tools", toolsDir)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -m %s in test/tools/%s: %v", mod, toolsDir, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// gantry is bin/manager running only the named controller, webhooks off
+// (no upstream operator here is given its webhooks either).
+func gantry(controller string) operator {
+	return operator{
+		name: "Gantry",
+		install: func(t *testing.T, cl *cluster) {
+			crds := filepath.Join(testenv.RepoRoot(), "config", "crd", "bases")
+			cl.apply(t, "-f", crds)
+			cl.waitEstablished(t)
+			if controller == "trainjob" {
+				cl.apply(t, "-k", filepath.Join(testenv.RepoRoot(), "config", "runtimes"))
+			}
+		},
+		args: func(t *testing.T, kubeconfig, _, probe string) (string, []string, []string) {
+			return bin("manager"), []string{"--kubeconfig", kubeconfig, "--controllers", controller,
+				"--metrics-bind-address=0", "--health-probe-bind-address=" + probe, "--webhook-port=0",
+				"--zap-log-level=error", fmt.Sprintf("--kube-api-qps=%d", qps), fmt.Sprintf("--kube-api-burst=%d", burst)}, nil
+		},
+	}
+}
+
+// kuberay is KubeRay's ray-operator at the version test/tools/kuberay pins,
+// with leader election off (Gantry's default) and its CRDs from the module.
+func kuberay() operator {
+	const mod = "github.com/ray-project/kuberay/ray-operator"
+	return operator{
+		name: "KubeRay",
+		install: func(t *testing.T, cl *cluster) {
+			crds := filepath.Join(moduleDir(t, "kuberay", mod), "config", "crd", "bases")
+			cl.apply(t, "-f", crds)
+			cl.waitEstablished(t)
+		},
+		args: func(t *testing.T, kubeconfig, _, probe string) (string, []string, []string) {
+			return bin("kuberay-operator"), []string{"--enable-leader-election=false", "--metrics-addr=0",
+				"--health-probe-bind-address=" + probe, fmt.Sprintf("--qps=%d", qps), fmt.Sprintf("--burst=%d", burst),
+				"--log-stdout-encoder=console", "--zap-log-level=error"}, nil
+		},
+	}
+}
+
+// trainer is Kubeflow Trainer's controller manager at the version
+// test/tools/trainer pins, with its CRDs and runtimes from the module. Its
+// webhook server cannot be turned off; it serves a throwaway certificate
+// that no webhook configuration points at.
+func trainer() operator {
+	const mod = "github.com/kubeflow/trainer/v2"
+	return operator{
+		name: "Trainer",
+		install: func(t *testing.T, cl *cluster) {
+			dir := moduleDir(t, "trainer", mod)
+			crds := filepath.Join(dir, "manifests", "base", "crds")
+			cl.apply(t, "-k", crds)
+			cl.waitEstablished(t)
+			cl.apply(t, "-k", filepath.Join(dir, "manifests", "base", "runtimes"))
+		},
+		args: func(t *testing.T, kubeconfig, dir, probe string) (string, []string, []string) {
+			webhookPort := port(freeAddr(t))
+			config := filepath.Join(dir, "config.yaml")
+			if err := os.WriteFile(config, fmt.Appendf(nil, `apiVersion: config.trainer.kubeflow.org/v1alpha1
+kind: Configuration
+webhook: {host: 127.0.0.1, port: %s}
+metrics: {bindAddress: "0"}
+health: {healthProbeBindAddress: %q}
+certManagement: {enable: false}
+clientConnection: {qps: %d, burst: %d}
+leaderElection: {leaderElect: false}
+`, webhookPort, probe, qps, burst), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			// controller-runtime's webhook server reads its certificate from
+			// $TMPDIR/k8s-webhook-server/serving-certs.
+			testenv.WriteServingCert(t, filepath.Join(dir, "k8s-webhook-server", "serving-certs"))
+			return bin("trainer-controller-manager"), []string{"--config", config, "--zap-log-level=error"},
+				[]string{"TMPDIR=" + dir}
+		},
+	}
+}

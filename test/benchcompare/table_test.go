@@ -1,0 +1,64 @@
+//go:build benchcompare
+
+package benchcompare
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// table renders one pairing's results as Markdown: per figure, the median
+// and the range of each side and the Gantry/upstream ratio of medians.
+func table(p pairing, n, rounds int, results map[string][]sample) string {
+	up, ga := results[p.upstream.name], results[p.gantry.name]
+	var b strings.Builder
+	fmt.Fprintf(&b, "### %s: %s vs Gantry, N=%d, %d rounds (A B alternating), QPS %d / burst %d\n\n", p.name, p.upstream.name, n, rounds, qps, burst)
+	fmt.Fprintf(&b, "| figure | %s median (min–max) | Gantry median (min–max) | Gantry / %s |\n|---|---|---|---|\n", p.upstream.name, p.upstream.name)
+	row := func(name, format string, get func(sample) float64) {
+		u, g := figures(up, get), figures(ga, get)
+		ratio := "–"
+		if u.median > 0 && len(g.values) > 0 {
+			ratio = fmt.Sprintf("%.2f×", g.median/u.median)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", name, u.format(format), g.format(format), ratio)
+	}
+	for i, ph := range p.phases {
+		row("s to "+ph.name, "%.1f", func(s sample) float64 { return s.phases[i].Seconds() })
+	}
+	row("writes per "+p.unit, "%.2f", func(s sample) float64 { return s.writes })
+	row("peak RSS (MiB)", "%.0f", func(s sample) float64 { return s.rssMiB })
+	row("CPU seconds", "%.1f", func(s sample) float64 { return s.cpuSecond })
+	return b.String()
+}
+
+type stats struct {
+	values   []float64
+	median   float64
+	min, max float64
+}
+
+func figures(samples []sample, get func(sample) float64) stats {
+	var st stats
+	for _, s := range samples {
+		st.values = append(st.values, get(s))
+	}
+	if len(st.values) == 0 {
+		return st
+	}
+	slices.Sort(st.values)
+	st.min, st.max = st.values[0], st.values[len(st.values)-1]
+	mid := len(st.values) / 2
+	st.median = st.values[mid]
+	if len(st.values)%2 == 0 {
+		st.median = (st.values[mid-1] + st.values[mid]) / 2
+	}
+	return st
+}
+
+func (st stats) format(f string) string {
+	if len(st.values) == 0 {
+		return "no run"
+	}
+	return fmt.Sprintf(f+" ("+f+"–"+f+")", st.median, st.min, st.max)
+}

@@ -1,0 +1,60 @@
+package testenv
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// CountingProxy is a plain-HTTP endpoint on 127.0.0.1 that forwards every
+// request to an API server with that server's credentials and counts the
+// writes, as WriteCounter.Wrap does. An operator built elsewhere (an
+// upstream one, or bin/manager) is pointed at it with Kubeconfig, so its
+// writes are counted the same way whoever wrote it.
+type CountingProxy struct {
+	// Kubeconfig points a client at the proxy; it carries no credentials.
+	Kubeconfig []byte
+	srv        *http.Server
+}
+
+// Proxy starts a CountingProxy in front of cfg's API server that counts
+// into w. Close it when done.
+func (w *WriteCounter) Proxy(cfg *rest.Config) (*CountingProxy, error) {
+	target, err := url.Parse(cfg.Host)
+	if err != nil {
+		return nil, err
+	}
+	transport, err := rest.TransportFor(w.Wrap(cfg))
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(target) },
+		Transport:     transport,
+		FlushInterval: -1, // watches stream
+	}
+	p := &CountingProxy{
+		Kubeconfig: fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+clusters: [{name: proxy, cluster: {server: "http://%s"}}]
+contexts: [{name: proxy, context: {cluster: proxy, user: proxy}}]
+users: [{name: proxy, user: {}}]
+current-context: proxy
+`, ln.Addr()),
+		srv: &http.Server{Handler: rp, ReadHeaderTimeout: 10 * time.Second},
+	}
+	go func() { _ = p.srv.Serve(ln) }()
+	return p, nil
+}
+
+// Close stops the proxy and ends the watches through it.
+func (p *CountingProxy) Close() { _ = p.srv.Close() }
