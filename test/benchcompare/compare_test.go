@@ -174,12 +174,15 @@ func TestCompare(t *testing.T) {
 type sample struct {
 	phases    []time.Duration
 	writes    float64 // per object
+	reads     float64 // GETs and LISTs per object (watches not counted)
 	rssMiB    float64 // the operator's VmHWM
+	idleMiB   float64 // its VmHWM once ready, before the first object
 	cpuSecond float64
 }
 
 func (s sample) String() string {
-	return fmt.Sprintf("phases %v, %.2f writes/object, peak RSS %.0f MiB, %.1f CPU s", s.phases, s.writes, s.rssMiB, s.cpuSecond)
+	return fmt.Sprintf("phases %v, %.2f writes and %.2f reads per object, peak RSS %.0f MiB (%.0f MiB idle), %.1f CPU s",
+		s.phases, s.writes, s.reads, s.rssMiB, s.idleMiB, s.cpuSecond)
 }
 
 func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sample {
@@ -200,14 +203,15 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 	t.Cleanup(proxy.Close)
 	proc := op.start(t, proxy.Kubeconfig)
 
-	before := counter.Total()
+	idle := proc.PeakRSSMiB()
+	before, readsBefore := counter.Total(), proxy.Reads.Total()
 	start := time.Now()
 	for i := range n {
 		if err := cl.c.Create(ctx, p.create(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var s sample
+	s := sample{idleMiB: idle}
 	for _, ph := range p.phases {
 		err := bench.Poll(250*time.Millisecond, 30*time.Minute, func() (bool, error) {
 			if proc.Exited() {
@@ -223,9 +227,11 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 	// Trailing writes (the last status, events) belong to the run.
 	counter.WaitQuiet(3*time.Second, 2*time.Minute)
 	s.writes = float64(counter.Total()-before) / float64(n)
+	s.reads = float64(proxy.Reads.Total()-readsBefore) / float64(n)
 	s.rssMiB = proc.PeakRSSMiB()
 	s.cpuSecond = proc.CPUSeconds()
 	bench.LogWrites(t, counter, n, p.unit)
+	bench.LogWrites(t, &proxy.Reads, n, p.unit)
 	return s
 }
 

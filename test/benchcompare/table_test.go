@@ -27,7 +27,10 @@ func table(p pairing, n, rounds int, results map[string][]sample) string {
 		row("s to "+ph.name, "%.1f", func(s sample) float64 { return s.phases[i].Seconds() })
 	}
 	row("writes per "+p.unit, "%.2f", func(s sample) float64 { return s.writes })
+	row("reads per "+p.unit, "%.2f", func(s sample) float64 { return s.reads })
 	row("peak RSS (MiB)", "%.0f", func(s sample) float64 { return s.rssMiB })
+	row("idle RSS (MiB)", "%.0f", func(s sample) float64 { return s.idleMiB })
+	row("RSS per "+p.unit+" (KiB)", "%.0f", func(s sample) float64 { return (s.rssMiB - s.idleMiB) * 1024 / float64(n) })
 	row("CPU seconds", "%.1f", func(s sample) float64 { return s.cpuSecond })
 	return b.String()
 }

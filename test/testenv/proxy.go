@@ -20,6 +20,9 @@ type CountingProxy struct {
 	// Kubeconfig points a client at the proxy; it carries no credentials.
 	Kubeconfig []byte
 	srv        *http.Server
+	// Reads counts the GET requests that are not watches, by resource:
+	// they spend the same client rate limit as writes.
+	Reads WriteCounter
 }
 
 // Proxy starts a CountingProxy in front of cfg's API server that counts
@@ -50,8 +53,14 @@ contexts: [{name: proxy, context: {cluster: proxy, user: proxy}}]
 users: [{name: proxy, user: {}}]
 current-context: proxy
 `, ln.Addr()),
-		srv: &http.Server{Handler: rp, ReadHeaderTimeout: 10 * time.Second},
 	}
+	p.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
+		if req.Method == http.MethodGet && req.URL.Query().Get("watch") != "true" {
+			resource, ns := resourceOf(req.URL.Path)
+			p.Reads.count("GET "+resource, ns, ns+": GET "+resource)
+		}
+		rp.ServeHTTP(rw, req)
+	})}
 	go func() { _ = p.srv.Serve(ln) }()
 	return p, nil
 }

@@ -1,8 +1,13 @@
 package testenv
 
 import (
+	"fmt"
+	"net/http"
 	"slices"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -14,6 +19,33 @@ func Reconciles(controllers ...string) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
+	return sumReconciles(families, controllers), nil
+}
+
+// ProcessReconciles is Reconciles for a manager running as its own
+// process, read from its metrics endpoint (host:port, plain HTTP).
+func ProcessReconciles(metricsAddr string, controllers ...string) (float64, error) {
+	resp, err := http.Get("http://" + metricsAddr + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET %s/metrics: %s", metricsAddr, resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	parsed, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	families := make([]*dto.MetricFamily, 0, len(parsed))
+	for _, f := range parsed {
+		families = append(families, f)
+	}
+	return sumReconciles(families, controllers), nil
+}
+
+func sumReconciles(families []*dto.MetricFamily, controllers []string) float64 {
 	total := 0.0
 	for _, f := range families {
 		if f.GetName() != "controller_runtime_reconcile_total" {
@@ -27,5 +59,5 @@ func Reconciles(controllers ...string) (float64, error) {
 			}
 		}
 	}
-	return total, nil
+	return total
 }

@@ -3,10 +3,13 @@ package testenv
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -58,6 +61,39 @@ func TestResourceOf(t *testing.T) {
 	} {
 		if r, ns := resourceOf(path); r != want[0] || ns != want[1] {
 			t.Errorf("resourceOf(%s) = %s, %s; want %v", path, r, ns, want)
+		}
+	}
+}
+
+// TestWrapCountsLeasesUnlessIgnored: Wrap counts every write, Lease
+// renewals too, unless IgnoreLeases is set; reads never count.
+func TestWrapCountsLeasesUnlessIgnored(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	defer srv.Close()
+	for _, ignore := range []bool{false, true} {
+		w := &WriteCounter{IgnoreLeases: ignore}
+		rt, err := rest.TransportFor(w.Wrap(&rest.Config{Host: srv.URL}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range []struct{ method, path string }{
+			{http.MethodPut, "/apis/coordination.k8s.io/v1/namespaces/k/leases/l"},
+			{http.MethodPost, "/api/v1/namespaces/x/pods"},
+			{http.MethodGet, "/api/v1/namespaces/x/pods"},
+		} {
+			req, _ := http.NewRequest(r.method, srv.URL+r.path, nil)
+			resp, err := rt.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+		}
+		want := int64(2)
+		if ignore {
+			want = 1
+		}
+		if got := w.Total(); got != want {
+			t.Errorf("IgnoreLeases=%v: %d writes counted, want %d: %v", ignore, got, want, w.ByVerb())
 		}
 	}
 }

@@ -1,0 +1,170 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
+	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	"github.com/gantry-dev/gantry/pkg/controller/raycluster"
+	"github.com/gantry-dev/gantry/pkg/controller/trainjob"
+	"github.com/gantry-dev/gantry/test/testenv"
+	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
+	trainertesting "github.com/gantry-dev/gantry/test/wrappers/trainer"
+)
+
+// BenchmarkLeaderChange runs two manager processes (bin/manager, leader
+// election on) in front of N converged RayClusters (1 head + 3 workers)
+// and N TrainJobs, kills the leader with SIGKILL, as a lost node does, and
+// reports for the standby that takes over: its writes until it is quiet
+// (Lease renewals left out; the target is zero: nothing changed), the time
+// from the kill to its first reconcile (the lease must expire first:
+// --leader-elect-lease-duration, 12 s by default) and to its having
+// reconciled every object once. Each process sends its requests through its
+// own counting proxy.
+func BenchmarkLeaderChange(b *testing.B) {
+	n := N(100)
+	for i := 0; i < b.N; i++ {
+		runLeaderChange(b, n)
+	}
+}
+
+// electedManager is one bin/manager process with leader election on,
+// counted apart from the other.
+type electedManager struct {
+	proc    *testenv.ManagerProcess
+	writes  *testenv.WriteCounter
+	metrics string // host:port of its metrics endpoint
+}
+
+func startElectedManager(b *testing.B, env *testenv.Env, name string) *electedManager {
+	b.Helper()
+	m := &electedManager{writes: &testenv.WriteCounter{IgnoreLeases: true}}
+	proxy, err := m.writes.Proxy(env.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(proxy.Close)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.metrics = ln.Addr().String()
+	_ = ln.Close()
+	m.proc, err = testenv.StartManagerProcess(proxy.Kubeconfig, b.TempDir(), name,
+		"--controllers", raycluster.Name+","+trainjob.Name, "--leader-elect", "--leader-election-namespace", "default",
+		"--metrics-bind-address", m.metrics)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if !m.proc.Exited() {
+			m.proc.Stop()
+		}
+	})
+	return m
+}
+
+func (m *electedManager) reconciles(b *testing.B) float64 {
+	b.Helper()
+	n, err := testenv.ProcessReconciles(m.metrics, raycluster.Name, trainjob.Name)
+	if err != nil {
+		b.Fatalf("reading the reconcile count of %s: %v (log %s)", m.metrics, err, m.proc.Log)
+	}
+	return n
+}
+
+func runLeaderChange(b *testing.B, n int) {
+	b.StopTimer()
+	scheme := append(raycluster.Integration().AddToScheme, trainjob.Integration().AddToScheme...)
+	env, err := testenv.StartE(testenv.Options{AddToScheme: scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = env.Stop() }()
+	ctx := context.Background()
+	c := env.Client
+	setupTorchRuntimeAndNamespace(ctx, b, c)
+
+	// The first to start takes the lease; the standby starts once the
+	// leader has converged everything.
+	leader := startElectedManager(b, env, "leader")
+	for i := 0; i < n; i++ {
+		rc := raytesting.MakeRayCluster(fmt.Sprintf("rc-%04d", i), "bench").WorkerGroup("cpu", 3).Obj()
+		rc.UID = ""
+		if err := c.Create(ctx, rc); err != nil {
+			b.Fatal(err)
+		}
+		tj := trainertesting.MakeTrainJob(fmt.Sprintf("tj-%04d", i), "bench").
+			RuntimeRef(trainer.ClusterTrainingRuntimeKind, "torch-distributed").NumNodes(2).Obj()
+		if err := c.Create(ctx, tj); err != nil {
+			b.Fatal(err)
+		}
+	}
+	err = Poll(200*time.Millisecond, 20*time.Minute, func() (bool, error) {
+		if leader.proc.Exited() {
+			return false, fmt.Errorf("the leader exited; log %s", leader.proc.Log)
+		}
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace("bench"), client.HasLabels{rayv1.RayClusterLabelKey}); err != nil {
+			return false, err
+		}
+		var js jobsetv1alpha2.JobSetList
+		if err := c.List(ctx, &js, client.InNamespace("bench")); err != nil {
+			return false, err
+		}
+		return len(pods.Items) >= 4*n && len(js.Items) >= n, nil
+	})
+	if err != nil {
+		b.Fatalf("not converged: %v", err)
+	}
+	standby := startElectedManager(b, env, "standby")
+	if !leader.writes.WaitQuiet(3*time.Second, 5*time.Minute) {
+		b.Fatalf("the leader kept writing: %v", leader.writes.ByVerb())
+	}
+	// The standby is up once its metrics endpoint answers; it must not
+	// have reconciled anything while it did not lead.
+	if err := Poll(200*time.Millisecond, 2*time.Minute, func() (bool, error) {
+		_, err := testenv.ProcessReconciles(standby.metrics, raycluster.Name)
+		return err == nil, nil
+	}); err != nil {
+		b.Fatalf("the standby's metrics never answered (log %s)", standby.proc.Log)
+	}
+	if got := standby.reconciles(b); got != 0 {
+		b.Fatalf("the standby reconciled %v objects while not leading", got)
+	}
+
+	b.StartTimer()
+	start := time.Now()
+	leader.proc.Kill()
+	var toFirst time.Duration
+	err = Poll(50*time.Millisecond, 10*time.Minute, func() (bool, error) {
+		if standby.proc.Exited() {
+			return false, fmt.Errorf("the standby exited; log %s", standby.proc.Log)
+		}
+		done := standby.reconciles(b)
+		if done > 0 && toFirst == 0 {
+			toFirst = time.Since(start)
+		}
+		return done >= float64(2*n), nil
+	})
+	toAll := time.Since(start)
+	b.StopTimer()
+	if err != nil {
+		b.Fatalf("the new leader did not reconcile every object: %v", err)
+	}
+	standby.writes.WaitQuiet(3*time.Second, time.Minute)
+	b.ReportMetric(float64(standby.writes.Total()), "writes-after-takeover")
+	b.ReportMetric(toFirst.Seconds(), "s-to-first-reconcile")
+	b.ReportMetric(toAll.Seconds(), "s-to-every-object")
+	if standby.writes.Total() > 0 {
+		LogWrites(b, standby.writes, 2*n, "object")
+	}
+}
