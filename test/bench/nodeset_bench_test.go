@@ -36,6 +36,23 @@ func (o oneFakeSlurm) ClientFor(context.Context, types.NamespacedName) (slurm.Cl
 	return o.c, "fake", nil
 }
 
+// nodeSetIntegration is the Slurm workload's NodeSet reconciler alone, with
+// its field indexes, talking to f for every Controller.
+func nodeSetIntegration(f *fake.Client) workload.Integration {
+	return workload.Integration{
+		Name:         nodeset.Name,
+		AddToScheme:  []func(*runtime.Scheme) error{slinkyv1beta1.AddToScheme},
+		SetupIndexes: slurmworkload.Integration().SetupIndexes,
+		Setup: func(_ context.Context, mgr ctrl.Manager, opts workload.Options) error {
+			r, err := nodeset.New(mgr, nodeset.Options{Options: opts, Clients: oneFakeSlurm{f}})
+			if err != nil {
+				return err
+			}
+			return r.SetupWithManager(mgr)
+		},
+	}
+}
+
 // BenchmarkNodeSetScale scales one NodeSet 0 → N → 0 against a real API
 // server and a fake Slurm in which drains take effect at once. Between the
 // two, every pod is marked Running and Ready and its Slurm node registered
@@ -59,18 +76,7 @@ func runNodeSetScale(b *testing.B, n int) {
 	ctx, cancel := context.WithCancel(context.Background())
 	slurmFake := fake.New()
 	reg := &workload.Registry{}
-	reg.MustRegister(workload.Integration{
-		Name:         "nodeset",
-		AddToScheme:  []func(*runtime.Scheme) error{slinkyv1beta1.AddToScheme},
-		SetupIndexes: slurmworkload.Integration().SetupIndexes,
-		Setup: func(_ context.Context, mgr ctrl.Manager, opts workload.Options) error {
-			r, err := nodeset.New(mgr, nodeset.Options{Options: opts, Clients: oneFakeSlurm{slurmFake}})
-			if err != nil {
-				return err
-			}
-			return r.SetupWithManager(mgr)
-		},
-	})
+	reg.MustRegister(nodeSetIntegration(slurmFake))
 	counter := &testenv.WriteCounter{}
 	done, err := StartManager(ctx, env.Config, reg, counter)
 	if err != nil {
@@ -180,13 +186,13 @@ func settle(counter *testenv.WriteCounter) int64 {
 	return counter.Total()
 }
 
-// waitForSlurmConditions waits until every pod shows the Slurm node bringUp
+// waitForSlurmConditions waits until every pod (of those opts select) shows the Slurm node bringUp
 // registered (SlurmNodeStateIdle), so the manager's condition writes are
 // charged to the bring-up, not to the scale-in.
-func waitForSlurmConditions(ctx context.Context, c client.Client, ns string) error {
+func waitForSlurmConditions(ctx context.Context, c client.Client, ns string, opts ...client.ListOption) error {
 	return Poll(200*time.Millisecond, 2*time.Minute, func() (bool, error) {
 		var pods corev1.PodList
-		if err := c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		if err := c.List(ctx, &pods, append(opts, client.InNamespace(ns))...); err != nil {
 			return false, err
 		}
 		for _, p := range pods.Items {
@@ -200,11 +206,11 @@ func waitForSlurmConditions(ctx context.Context, c client.Client, ns string) err
 	})
 }
 
-// bringUp plays kubelet and slurmd: every pod becomes Running and Ready
+// bringUp plays kubelet and slurmd: every pod (of those opts select) becomes Running and Ready
 // and its Slurm node is registered IDLE.
-func bringUp(ctx context.Context, c client.Client, ns string, f *fake.Client) error {
+func bringUp(ctx context.Context, c client.Client, ns string, f *fake.Client, opts ...client.ListOption) error {
 	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+	if err := c.List(ctx, &pods, append(opts, client.InNamespace(ns))...); err != nil {
 		return err
 	}
 	work := make(chan *corev1.Pod)

@@ -3,30 +3,38 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
+	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 	"github.com/gantry-dev/gantry/pkg/controller/raycluster"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/nodeset"
 	"github.com/gantry-dev/gantry/pkg/controller/trainjob"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
+	"github.com/gantry-dev/gantry/pkg/slurm/fake"
 	"github.com/gantry-dev/gantry/test/testenv"
 	"github.com/gantry-dev/gantry/test/testenv/managertest"
 	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
+	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 	trainertesting "github.com/gantry-dev/gantry/test/wrappers/trainer"
 )
 
-// BenchmarkRestart converges N RayClusters (1 head + 3 workers) and N
-// TrainJobs under one manager, stops it, and starts a new one on the same
-// objects, as a rollout or a crash does. It reports, for the new manager:
+// BenchmarkRestart converges N RayClusters (1 head + 3 workers), N
+// TrainJobs and one NodeSet of N pods (their Slurm nodes registered IDLE in
+// a fake Slurm) under one manager, stops it, and starts a new one on the
+// same objects, as a rollout or a crash does. It reports, for the new manager:
 // its writes until it is quiet (the target is zero: nothing changed), the
 // time to its first reconcile, and the time until it has reconciled every
 // object once.
@@ -38,8 +46,9 @@ func BenchmarkRestart(b *testing.B) {
 }
 
 // restartManager is one in-process manager set up as the Gantry manager
-// sets up the raycluster and trainjob integrations, counting its writes.
-func restartManager(b *testing.B, env *testenv.Env, counter *testenv.WriteCounter) (stop func()) {
+// sets up the raycluster and trainjob integrations and the NodeSet
+// reconciler (talking to slurmFake), counting its writes.
+func restartManager(b *testing.B, env *testenv.Env, counter *testenv.WriteCounter, slurmFake *fake.Client) (stop func()) {
 	b.Helper()
 	counted := *env
 	counted.Config = counter.Wrap(env.Config)
@@ -48,7 +57,7 @@ func restartManager(b *testing.B, env *testenv.Env, counter *testenv.WriteCounte
 		b.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	for _, in := range []workload.Integration{raycluster.Integration(), trainjob.Integration()} {
+	for _, in := range []workload.Integration{raycluster.Integration(), trainjob.Integration(), nodeSetIntegration(slurmFake)} {
 		// A registry per manager: both managers of the run live in this process.
 		if err := in.SetupWithManager(ctx, mgr, workload.Options{Registerer: prometheus.NewRegistry()}); err != nil {
 			b.Fatal(err)
@@ -78,7 +87,8 @@ func reconcileCount(b *testing.B, controllers ...string) float64 {
 func runRestart(b *testing.B, n int) {
 	b.StopTimer()
 	ctrl.SetLogger(logr.Discard())
-	scheme := append(raycluster.Integration().AddToScheme, trainjob.Integration().AddToScheme...)
+	scheme := slices.Concat(raycluster.Integration().AddToScheme, trainjob.Integration().AddToScheme,
+		[]func(*runtime.Scheme) error{slinkyv1beta1.AddToScheme})
 	env, err := testenv.StartE(testenv.Options{AddToScheme: scheme})
 	if err != nil {
 		b.Fatal(err)
@@ -87,9 +97,18 @@ func runRestart(b *testing.B, n int) {
 	ctx := context.Background()
 	c := env.Client
 	setupTorchRuntimeAndNamespace(ctx, b, c)
+	slurmFake := fake.New()
 
 	first := &testenv.WriteCounter{}
-	stop := restartManager(b, env, first)
+	stop := restartManager(b, env, first, slurmFake)
+	if err := c.Create(ctx, slinkytesting.MakeController("slurm", "bench").Keys("keys").Obj()); err != nil {
+		b.Fatal(err)
+	}
+	nodeSet := slinkytesting.MakeNodeSet("cpu", "bench", "slurm").Obj()
+	nodeSet.Spec.Replicas = ptr.To(int32(n))
+	if err := c.Create(ctx, nodeSet); err != nil {
+		b.Fatal(err)
+	}
 	for i := 0; i < n; i++ {
 		rc := raytesting.MakeRayCluster(fmt.Sprintf("rc-%04d", i), "bench").WorkerGroup("cpu", 3).Obj()
 		rc.UID = ""
@@ -111,22 +130,34 @@ func runRestart(b *testing.B, n int) {
 		if err := c.List(ctx, &js, client.InNamespace("bench")); err != nil {
 			return false, err
 		}
-		return len(pods.Items) >= 4*n && len(js.Items) >= n, nil
+		var nodeSetPods corev1.PodList
+		if err := c.List(ctx, &nodeSetPods, client.InNamespace("bench"), client.HasLabels{slinkyv1beta1.LabelNodeSetPodName}); err != nil {
+			return false, err
+		}
+		return len(pods.Items) >= 4*n && len(js.Items) >= n && len(nodeSetPods.Items) >= n, nil
 	})
 	if err != nil {
 		b.Fatalf("not converged: %v", err)
+	}
+	// The NodeSet's pods run and their Slurm nodes are IDLE, so the new
+	// manager finds them as a running cluster has them.
+	if err := bringUp(ctx, c, "bench", slurmFake, client.HasLabels{slinkyv1beta1.LabelNodeSetPodName}); err != nil {
+		b.Fatal(err)
+	}
+	if err := waitForSlurmConditions(ctx, c, "bench", client.HasLabels{slinkyv1beta1.LabelNodeSetPodName}); err != nil {
+		b.Fatalf("Slurm pod conditions not written: %v", err)
 	}
 	if !first.WaitQuiet(3*time.Second, 5*time.Minute) {
 		b.Fatalf("the first manager kept writing: %v", first.ByVerb())
 	}
 	stop()
 
-	controllers := []string{raycluster.Name, trainjob.Name}
+	controllers := []string{raycluster.Name, trainjob.Name, nodeset.Name}
 	before := reconcileCount(b, controllers...)
 	second := &testenv.WriteCounter{}
 	b.StartTimer()
 	start := time.Now()
-	stop = restartManager(b, env, second)
+	stop = restartManager(b, env, second, slurmFake)
 	defer stop()
 	var toFirst, toAll time.Duration
 	err = Poll(20*time.Millisecond, 10*time.Minute, func() (bool, error) {
@@ -134,7 +165,7 @@ func runRestart(b *testing.B, n int) {
 		if done > 0 && toFirst == 0 {
 			toFirst = time.Since(start)
 		}
-		return done >= float64(2*n), nil
+		return done >= float64(2*n+1), nil
 	})
 	toAll = time.Since(start)
 	b.StopTimer()
@@ -146,6 +177,6 @@ func runRestart(b *testing.B, n int) {
 	b.ReportMetric(toFirst.Seconds(), "s-to-first-reconcile")
 	b.ReportMetric(toAll.Seconds(), "s-to-every-object")
 	if second.Total() > 0 {
-		LogWrites(b, second, 2*n, "object")
+		LogWrites(b, second, 2*n+1, "object")
 	}
 }

@@ -26,6 +26,7 @@ type Options struct {
 	Controllers             []string
 	MetricsBindAddress      string
 	HealthProbeBindAddress  string
+	PprofBindAddress        string
 	LeaderElect             bool
 	LeaderElectionNamespace string
 	LeaderElectionID        string
@@ -83,6 +84,7 @@ func ParseFlags(args []string, reg *workload.Registry) (*Options, error) {
 		fmt.Sprintf("Comma-separated workload controllers to run, or \"all\". Available: %s.", strings.Join(reg.Names(), ", ")))
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz endpoints bind to.")
+	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", "0", "Address Go's /debug/pprof endpoints bind to, for profiling memory and CPU; \"0\" (the default) disables them.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "Elect a leader so only one replica reconciles at a time.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the manager's own namespace).")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", "gantry-manager.gantry.dev", "Name of the leader-election Lease.")

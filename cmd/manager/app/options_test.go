@@ -34,7 +34,8 @@ func TestParseFlagsDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if strings.Join(o.Controllers, ",") != "all" || o.KubeAPIQPS != 100 || o.KubeAPIBurst != 200 ||
-		o.MetricsBindAddress != ":8080" || o.HealthProbeBindAddress != ":8081" || o.LeaderElect || len(o.Namespaces) != 0 {
+		o.MetricsBindAddress != ":8080" || o.HealthProbeBindAddress != ":8081" || o.PprofBindAddress != "0" ||
+		o.LeaderElect || len(o.Namespaces) != 0 {
 		t.Fatalf("unexpected defaults: %+v", o)
 	}
 	if !o.Features.Enabled(testGate) {

@@ -92,10 +92,11 @@ func TestRunServesProbesFiltersCacheAndStops(t *testing.T) {
 		},
 	})
 
-	probe := freeAddr(t)
+	probe, pprof := freeAddr(t), freeAddr(t)
 	opts, err := ParseFlags([]string{
 		"--controllers=podwatcher", "--namespaces=watched",
 		"--metrics-bind-address=0", "--health-probe-bind-address=" + probe, "--webhook-port=0",
+		"--pprof-bind-address=" + pprof,
 	}, reg)
 	if err != nil {
 		t.Fatal(err)
@@ -118,6 +119,11 @@ func TestRunServesProbesFiltersCacheAndStops(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("/healthz: %v %v", resp, err)
 	}
+	resp, err = http.Get("http://" + pprof + "/debug/pprof/heap?debug=1")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("--pprof-bind-address: GET /debug/pprof/heap: %v %v", resp, err)
+	}
+	_ = resp.Body.Close()
 	_ = resp.Body.Close()
 
 	managed := map[string]string{builder.LabelManagedBy: builder.ManagedByGantry}
