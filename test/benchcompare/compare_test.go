@@ -9,6 +9,8 @@ package benchcompare
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -201,7 +203,16 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 		t.Fatal(err)
 	}
 	t.Cleanup(proxy.Close)
-	proc := op.start(t, proxy.Kubeconfig)
+	// BENCH_COMPARE_HEAP_PROFILE=true keeps a heap profile of each
+	// operator that can serve one, taken when the last phase holds, in
+	// _artifacts/ (go tool pprof -sample_index=inuse_space).
+	var extra []string
+	pprofAddr := ""
+	if os.Getenv("BENCH_COMPARE_HEAP_PROFILE") == "true" && op.pprofFlag != "" {
+		pprofAddr = freeAddr(t)
+		extra = append(extra, op.pprofFlag+"="+pprofAddr)
+	}
+	proc := op.start(t, proxy.Kubeconfig, extra...)
 
 	idle := proc.PeakRSSMiB()
 	before, readsBefore := counter.Total(), proxy.Reads.Total()
@@ -223,6 +234,9 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 			t.Fatalf("%s: %s: %v", op.name, ph.name, err)
 		}
 		s.phases = append(s.phases, time.Since(start))
+	}
+	if pprofAddr != "" {
+		saveHeapProfile(t, pprofAddr, clusterName)
 	}
 	// Trailing writes (the last status, events) belong to the run.
 	counter.WaitQuiet(3*time.Second, 2*time.Minute)
@@ -254,3 +268,30 @@ func startJobSet(t *testing.T, cl *cluster) {
 }
 
 func port(addr string) string { return addr[strings.LastIndexByte(addr, ':')+1:] }
+
+// saveHeapProfile writes the heap profile served at addr to
+// _artifacts/heap-<name>.pb.gz.
+func saveHeapProfile(t *testing.T, addr, name string) {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/debug/pprof/heap")
+	if err != nil {
+		t.Errorf("heap profile: %v", err)
+		return
+	}
+	defer func() { _ = resp.Body.Close() }()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("heap profile: %s %v", resp.Status, err)
+		return
+	}
+	dir := filepath.Join(testenv.RepoRoot(), "_artifacts")
+	path := filepath.Join(dir, "heap-"+name+".pb.gz")
+	if err := os.MkdirAll(dir, 0o755); err == nil {
+		err = os.WriteFile(path, raw, 0o644)
+	}
+	if err != nil {
+		t.Errorf("heap profile: %v", err)
+		return
+	}
+	t.Logf("heap profile: %s", path)
+}

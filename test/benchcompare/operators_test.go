@@ -32,11 +32,14 @@ type operator struct {
 	// kubeconfig it must use, a scratch directory and the address its
 	// readiness probe (/readyz) listens on.
 	args func(t *testing.T, kubeconfig, dir, probeAddr string) (bin string, args, env []string)
+	// pprofFlag is the flag that serves Go's /debug/pprof on an address,
+	// when the operator has one.
+	pprofFlag string
 }
 
 // start runs op against kubeconfig (the counting proxy) and waits until its
 // /readyz answers 200.
-func (op operator) start(t *testing.T, kubeconfig []byte) *testenv.ManagerProcess {
+func (op operator) start(t *testing.T, kubeconfig []byte, extraArgs ...string) *testenv.ManagerProcess {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "kubeconfig")
@@ -45,6 +48,7 @@ func (op operator) start(t *testing.T, kubeconfig []byte) *testenv.ManagerProces
 	}
 	probe := freeAddr(t)
 	binPath, args, env := op.args(t, path, dir, probe)
+	args = append(args, extraArgs...)
 	proc, err := testenv.StartProcess(binPath, args, append(env, "KUBECONFIG="+path), filepath.Join(dir, "operator.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +107,7 @@ func moduleDir(t *testing.T, toolsDir, mod string) string {
 // (no upstream operator here is given its webhooks either).
 func gantry(controller string) operator {
 	return operator{
-		name: "Gantry",
+		name: "Gantry", pprofFlag: "--pprof-bind-address",
 		install: func(t *testing.T, cl *cluster) {
 			crds := filepath.Join(testenv.RepoRoot(), "config", "crd", "bases")
 			cl.apply(t, "-f", crds)
