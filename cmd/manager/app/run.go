@@ -14,6 +14,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
@@ -82,7 +83,13 @@ func CacheOptions(ins []workload.Integration, namespaces []string) (cache.Option
 	}
 	byObject := map[client.Object]cache.ByObject{}
 	for _, obj := range managedObjects() {
-		byObject[obj] = cache.ByObject{Label: sel}
+		by := cache.ByObject{Label: sel}
+		if _, ok := obj.(*corev1.Pod); ok {
+			// A type's own Transform replaces DefaultTransform: trimPod
+			// strips the managedFields too.
+			by.Transform = trimPod
+		}
+		byObject[obj] = by
 	}
 	opts := cache.Options{
 		ByObject: byObject,
@@ -97,6 +104,35 @@ func CacheOptions(ins []workload.Integration, namespaces []string) (cache.Option
 		}
 	}
 	return opts, nil
+}
+
+// trimPod drops from a cached Pod what no reconciler reads and most of a
+// Pod's size is: managedFields and, of every container, its environment,
+// command, arguments, probes, lifecycle hooks, mounts and security
+// context. Reconcilers read a Pod's metadata, its status and, of its spec,
+// the node, hostname, host network, tolerations, affinity, restart policy,
+// volumes, scheduler and its containers' names, images, ports and
+// resources; those stay (TestTrimPodKeepsWhatReconcilersRead). A
+// reconciler that needs a dropped field must read the Pod from the API
+// server (the manager's APIReader), not from the cache.
+func trimPod(obj any) (any, error) {
+	if m, ok := obj.(metav1.Object); ok {
+		m.SetManagedFields(nil)
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	for _, containers := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range containers {
+			c := &containers[i]
+			c.Env, c.EnvFrom, c.Command, c.Args = nil, nil, nil, nil
+			c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Lifecycle = nil, nil, nil, nil
+			c.VolumeMounts, c.VolumeDevices, c.SecurityContext = nil, nil, nil
+		}
+	}
+	pod.Spec.EphemeralContainers = nil
+	return pod, nil
 }
 
 // NewManager builds a controller-runtime manager for the selected
