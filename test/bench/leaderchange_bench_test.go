@@ -3,21 +3,12 @@ package bench
 import (
 	"context"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
-
-	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
-	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 	"github.com/gantry-dev/gantry/pkg/controller/raycluster"
 	"github.com/gantry-dev/gantry/pkg/controller/trainjob"
 	"github.com/gantry-dev/gantry/test/testenv"
-	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
-	trainertesting "github.com/gantry-dev/gantry/test/wrappers/trainer"
 )
 
 // BenchmarkLeaderChange runs two manager processes (bin/manager, leader
@@ -53,12 +44,7 @@ func startElectedManager(b *testing.B, env *testenv.Env, name string) *electedMa
 		b.Fatal(err)
 	}
 	b.Cleanup(proxy.Close)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	m.metrics = ln.Addr().String()
-	_ = ln.Close()
+	m.metrics = testenv.FreeAddr(b)
 	m.proc, err = testenv.StartManagerProcess(proxy.Kubeconfig, b.TempDir(), name,
 		"--controllers", raycluster.Name+","+trainjob.Name, "--leader-elect", "--leader-election-namespace", "default",
 		"--metrics-bind-address", m.metrics)
@@ -99,31 +85,12 @@ func runLeaderChange(b *testing.B, n int) {
 	// The first to start takes the lease; the standby starts once the
 	// leader has converged everything.
 	leader := startElectedManager(b, env, "leader")
-	for i := 0; i < n; i++ {
-		rc := raytesting.MakeRayCluster(fmt.Sprintf("rc-%04d", i), "bench").WorkerGroup("cpu", 3).Obj()
-		rc.UID = ""
-		if err := c.Create(ctx, rc); err != nil {
-			b.Fatal(err)
-		}
-		tj := trainertesting.MakeTrainJob(fmt.Sprintf("tj-%04d", i), "bench").
-			RuntimeRef(trainer.ClusterTrainingRuntimeKind, "torch-distributed").NumNodes(2).Obj()
-		if err := c.Create(ctx, tj); err != nil {
-			b.Fatal(err)
-		}
-	}
+	createRayClustersAndTrainJobs(ctx, b, c, n)
 	err = Poll(200*time.Millisecond, 20*time.Minute, func() (bool, error) {
 		if leader.proc.Exited() {
 			return false, fmt.Errorf("the leader exited; log %s", leader.proc.Log)
 		}
-		var pods corev1.PodList
-		if err := c.List(ctx, &pods, client.InNamespace("bench"), client.HasLabels{rayv1.RayClusterLabelKey}); err != nil {
-			return false, err
-		}
-		var js jobsetv1alpha2.JobSetList
-		if err := c.List(ctx, &js, client.InNamespace("bench")); err != nil {
-			return false, err
-		}
-		return len(pods.Items) >= 4*n && len(js.Items) >= n, nil
+		return rayPodsAndJobSetsMade(ctx, c, n)
 	})
 	if err != nil {
 		b.Fatalf("not converged: %v", err)

@@ -109,32 +109,16 @@ func runRestart(b *testing.B, n int) {
 	if err := c.Create(ctx, nodeSet); err != nil {
 		b.Fatal(err)
 	}
-	for i := 0; i < n; i++ {
-		rc := raytesting.MakeRayCluster(fmt.Sprintf("rc-%04d", i), "bench").WorkerGroup("cpu", 3).Obj()
-		rc.UID = ""
-		if err := c.Create(ctx, rc); err != nil {
-			b.Fatal(err)
-		}
-		tj := trainertesting.MakeTrainJob(fmt.Sprintf("tj-%04d", i), "bench").
-			RuntimeRef(trainer.ClusterTrainingRuntimeKind, "torch-distributed").NumNodes(2).Obj()
-		if err := c.Create(ctx, tj); err != nil {
-			b.Fatal(err)
-		}
-	}
+	createRayClustersAndTrainJobs(ctx, b, c, n)
 	err = Poll(200*time.Millisecond, 20*time.Minute, func() (bool, error) {
-		var pods corev1.PodList
-		if err := c.List(ctx, &pods, client.InNamespace("bench"), client.HasLabels{rayv1.RayClusterLabelKey}); err != nil {
-			return false, err
-		}
-		var js jobsetv1alpha2.JobSetList
-		if err := c.List(ctx, &js, client.InNamespace("bench")); err != nil {
+		if made, err := rayPodsAndJobSetsMade(ctx, c, n); !made || err != nil {
 			return false, err
 		}
 		var nodeSetPods corev1.PodList
 		if err := c.List(ctx, &nodeSetPods, client.InNamespace("bench"), client.HasLabels{slinkyv1beta1.LabelNodeSetPodName}); err != nil {
 			return false, err
 		}
-		return len(pods.Items) >= 4*n && len(js.Items) >= n && len(nodeSetPods.Items) >= n, nil
+		return len(nodeSetPods.Items) >= n, nil
 	})
 	if err != nil {
 		b.Fatalf("not converged: %v", err)
@@ -179,4 +163,36 @@ func runRestart(b *testing.B, n int) {
 	if second.Total() > 0 {
 		LogWrites(b, second, 2*n+1, "object")
 	}
+}
+
+// createRayClustersAndTrainJobs creates N RayClusters (1 head + 3 workers)
+// and N torch TrainJobs (numNodes 2) in namespace bench.
+func createRayClustersAndTrainJobs(ctx context.Context, b *testing.B, c client.Client, n int) {
+	b.Helper()
+	for i := 0; i < n; i++ {
+		rc := raytesting.MakeRayCluster(fmt.Sprintf("rc-%04d", i), "bench").WorkerGroup("cpu", 3).Obj()
+		rc.UID = ""
+		if err := c.Create(ctx, rc); err != nil {
+			b.Fatal(err)
+		}
+		tj := trainertesting.MakeTrainJob(fmt.Sprintf("tj-%04d", i), "bench").
+			RuntimeRef(trainer.ClusterTrainingRuntimeKind, "torch-distributed").NumNodes(2).Obj()
+		if err := c.Create(ctx, tj); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// rayPodsAndJobSetsMade reports whether the manager made every Pod of the
+// N RayClusters and every JobSet of the N TrainJobs.
+func rayPodsAndJobSetsMade(ctx context.Context, c client.Client, n int) (bool, error) {
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace("bench"), client.HasLabels{rayv1.RayClusterLabelKey}); err != nil {
+		return false, err
+	}
+	var js jobsetv1alpha2.JobSetList
+	if err := c.List(ctx, &js, client.InNamespace("bench")); err != nil {
+		return false, err
+	}
+	return len(pods.Items) >= 4*n && len(js.Items) >= n, nil
 }

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -83,10 +84,7 @@ func pairings() []pairing {
 			},
 			phases: []phase{
 				{"all pods", func(ctx context.Context, c client.Client, n int) (bool, error) {
-					var pods metav1.PartialObjectMetadataList
-					pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
-					err := c.List(ctx, &pods, client.InNamespace(namespace), client.HasLabels{rayv1.RayClusterLabelKey})
-					return err == nil && len(pods.Items) >= 4*n, err
+					return atLeast(ctx, c, corev1.SchemeGroupVersion.WithKind("PodList"), 4*n, client.HasLabels{rayv1.RayClusterLabelKey})
 				}},
 				{"all ready", func(ctx context.Context, c client.Client, n int) (bool, error) {
 					var list rayv1.RayClusterList
@@ -113,10 +111,7 @@ func pairings() []pairing {
 			},
 			phases: []phase{
 				{"all jobsets", func(ctx context.Context, c client.Client, n int) (bool, error) {
-					var js metav1.PartialObjectMetadataList
-					js.SetGroupVersionKind(jobsetv1alpha2.SchemeGroupVersion.WithKind("JobSetList"))
-					err := c.List(ctx, &js, client.InNamespace(namespace))
-					return err == nil && len(js.Items) >= n, err
+					return atLeast(ctx, c, jobsetv1alpha2.SchemeGroupVersion.WithKind("JobSetList"), n)
 				}},
 				{"all complete", func(ctx context.Context, c client.Client, n int) (bool, error) {
 					var list trainerv1.TrainJobList
@@ -134,6 +129,15 @@ func pairings() []pairing {
 			},
 		},
 	}
+}
+
+// atLeast reports whether the namespace holds at least n objects of the
+// list kind that opts select (read as metadata only).
+func atLeast(ctx context.Context, c client.Client, listKind schema.GroupVersionKind, n int, opts ...client.ListOption) (bool, error) {
+	var list metav1.PartialObjectMetadataList
+	list.SetGroupVersionKind(listKind)
+	err := c.List(ctx, &list, append(opts, client.InNamespace(namespace))...)
+	return err == nil && len(list.Items) >= n, err
 }
 
 // TestCompare runs each selected pairing (BENCH_COMPARE, default all:
@@ -209,7 +213,7 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 	var extra []string
 	pprofAddr := ""
 	if os.Getenv("BENCH_COMPARE_HEAP_PROFILE") == "true" && op.pprofFlag != "" {
-		pprofAddr = freeAddr(t)
+		pprofAddr = testenv.FreeAddr(t)
 		extra = append(extra, op.pprofFlag+"="+pprofAddr)
 	}
 	proc := op.start(t, proxy.Kubeconfig, extra...)
@@ -254,7 +258,7 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 func startJobSet(t *testing.T, cl *cluster) {
 	t.Helper()
 	env := []string{"KUBECONFIG=" + cl.kubeconfig, "JOBSET_STATE_DIR=" + filepath.Join(cl.workdir, "jobset"),
-		"JOBSET_WEBHOOK_PORT=" + port(freeAddr(t)), "JOBSET_METRICS_ADDR=0", "JOBSET_PROBE_ADDR=" + freeAddr(t)}
+		"JOBSET_WEBHOOK_PORT=" + port(testenv.FreeAddr(t)), "JOBSET_METRICS_ADDR=0", "JOBSET_PROBE_ADDR=" + testenv.FreeAddr(t)}
 	script := filepath.Join(testenv.RepoRoot(), "hack", "jobset-local.sh")
 	run := func(arg string) {
 		cmd := exec.Command(script, arg)

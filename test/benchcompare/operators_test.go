@@ -4,7 +4,6 @@ package benchcompare
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -46,7 +45,7 @@ func (op operator) start(t *testing.T, kubeconfig []byte, extraArgs ...string) *
 	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	probe := freeAddr(t)
+	probe := testenv.FreeAddr(t)
 	binPath, args, env := op.args(t, path, dir, probe)
 	args = append(args, extraArgs...)
 	proc, err := testenv.StartProcess(binPath, args, append(env, "KUBECONFIG="+path), filepath.Join(dir, "operator.log"))
@@ -57,7 +56,7 @@ func (op operator) start(t *testing.T, kubeconfig []byte, extraArgs ...string) *
 	err = bench.Poll(200*time.Millisecond, 2*time.Minute, func() (bool, error) {
 		if proc.Exited() {
 			log, _ := os.ReadFile(proc.Log)
-			return false, fmt.Errorf("%s exited:\n%s", op.name, tail(string(log), 30))
+			return false, fmt.Errorf("%s exited:\n%s", op.name, testenv.TailLines(string(log), 30))
 		}
 		resp, err := http.Get("http://" + probe + "/readyz")
 		if err != nil {
@@ -70,24 +69,6 @@ func (op operator) start(t *testing.T, kubeconfig []byte, extraArgs ...string) *
 		t.Fatalf("%s did not become ready: %v", op.name, err)
 	}
 	return proc
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = ln.Close() }()
-	return ln.Addr().String()
 }
 
 // moduleDir is where the Go module cache holds mod@version, downloaded by
@@ -159,7 +140,7 @@ func trainer() operator {
 			cl.apply(t, "-k", filepath.Join(dir, "manifests", "base", "runtimes"))
 		},
 		args: func(t *testing.T, kubeconfig, dir, probe string) (string, []string, []string) {
-			webhookPort := port(freeAddr(t))
+			webhookPort := port(testenv.FreeAddr(t))
 			config := filepath.Join(dir, "config.yaml")
 			if err := os.WriteFile(config, fmt.Appendf(nil, `apiVersion: config.trainer.kubeflow.org/v1alpha1
 kind: Configuration

@@ -96,7 +96,7 @@ func newManagers(t *testing.T, kubeconfig []byte, args ...string) *managers {
 		if t.Failed() {
 			for _, p := range m.all {
 				if data, err := os.ReadFile(p.Log); err == nil && len(data) > 0 {
-					t.Logf("%s:\n%s", p.Log, tail(string(data), 40))
+					t.Logf("%s:\n%s", p.Log, testenv.TailLines(string(data), 40))
 				}
 			}
 		}
@@ -137,14 +137,6 @@ func (m *managers) killer(ctx context.Context, r *rand.Rand, first *testenv.Mana
 		}
 	}()
 	return out
-}
-
-func tail(s string, lines int) string {
-	all := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	return strings.Join(all, "\n")
 }
 
 // kubelet plays every node's kubelet in namespace ns until ctx ends: each

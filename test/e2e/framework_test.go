@@ -35,6 +35,7 @@ import (
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	trainerv1alpha1 "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	"github.com/gantry-dev/gantry/test/testenv"
 )
 
 const (
@@ -441,7 +442,7 @@ func readManagerLog(maxBytes int64) (text, source string) {
 // came from, or source "" when there is no manager log to read.
 func managerLogTail(n int) (lines, source string) {
 	text, source := readManagerLog(1 << 20)
-	return tail(strings.TrimRight(text, "\n"), n), source
+	return testenv.TailLines(strings.TrimRight(text, "\n"), n), source
 }
 
 // managerLogLinesNaming returns the last n lines of the manager log that
@@ -461,16 +462,7 @@ func managerLogLinesNaming(s string, n int) (lines, source string) {
 	if len(matching) == 0 {
 		return "", ""
 	}
-	return tail(strings.Join(matching, "\n"), n), source
-}
-
-// tail returns the last n lines of s.
-func tail(s string, n int) string {
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	return testenv.TailLines(strings.Join(matching, "\n"), n), source
 }
 
 // addKwokNode creates a Node that kwok's simulated kubelet takes over (its

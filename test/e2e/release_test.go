@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gantry-dev/gantry/test/testenv"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -65,13 +66,13 @@ var _ = Describe("A second release", Label(labelManager), func() {
 		// The second manager's log too, when this spec fails.
 		DeferOnFailure(func() {
 			if log, err := os.ReadFile(releaseLog); err == nil {
-				AddReportEntry(fmt.Sprintf("manager log of release %s: last %d lines", release, managerLogLines), tail(string(log), managerLogLines))
+				AddReportEntry(fmt.Sprintf("manager log of release %s: last %d lines", release, managerLogLines), testenv.TailLines(string(log), managerLogLines))
 			}
 		})
 		out, err := run(ctx, "release-up")
 		if err != nil {
 			log, _ := os.ReadFile(releaseLog)
-			Fail(fmt.Sprintf("installing and starting release %s failed: %v\n%s\nmanager log:\n%s", release, err, out, tail(string(log), 40)))
+			Fail(fmt.Sprintf("installing and starting release %s failed: %v\n%s\nmanager log:\n%s", release, err, out, testenv.TailLines(string(log), 40)))
 		}
 
 		// Ready means: informers synced (with namespaced RBAC only) and the
@@ -114,7 +115,7 @@ var _ = Describe("A second release", Label(labelManager), func() {
 		// The manager never hit a permission error.
 		log, err := os.ReadFile(releaseLog)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(string(log)).NotTo(ContainSubstring("forbidden"), "manager of release %s:\n%s", release, tail(string(log), 40))
+		Expect(string(log)).NotTo(ContainSubstring("forbidden"), "manager of release %s:\n%s", release, testenv.TailLines(string(log), 40))
 
 		// The first release is untouched: its webhook configuration still exists.
 		Expect(k8s.Get(ctx, types.NamespacedName{Name: "gantry-validating-webhook-configuration"}, &admissionv1.ValidatingWebhookConfiguration{})).To(Succeed())

@@ -19,12 +19,12 @@ func fullPod() *corev1.Pod {
 			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
 			Env:       []corev1.EnvVar{{Name: "RAY_ADDRESS", Value: "x"}}, EnvFrom: []corev1.EnvFromSource{{Prefix: "P"}},
 			Command: []string{"/bin/bash", "-lc"}, Args: []string{"ray start --head"},
-			LivenessProbe:  &corev1.Probe{InitialDelaySeconds: 30},
-			ReadinessProbe: &corev1.Probe{InitialDelaySeconds: 10},
-			StartupProbe:   &corev1.Probe{PeriodSeconds: 5},
-			Lifecycle:      &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"ray", "stop"}}}},
-			VolumeMounts:   []corev1.VolumeMount{{Name: "logs", MountPath: "/tmp/ray"}},
-			VolumeDevices:  []corev1.VolumeDevice{{Name: "dev", DevicePath: "/dev/x"}},
+			LivenessProbe:   &corev1.Probe{InitialDelaySeconds: 30},
+			ReadinessProbe:  &corev1.Probe{InitialDelaySeconds: 10},
+			StartupProbe:    &corev1.Probe{PeriodSeconds: 5},
+			Lifecycle:       &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"ray", "stop"}}}},
+			VolumeMounts:    []corev1.VolumeMount{{Name: "logs", MountPath: "/tmp/ray"}},
+			VolumeDevices:   []corev1.VolumeDevice{{Name: "dev", DevicePath: "/dev/x"}},
 			SecurityContext: &corev1.SecurityContext{RunAsUser: ptr.To[int64](1000)},
 		}
 	}

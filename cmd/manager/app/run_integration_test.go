@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"sync"
 	"testing"
@@ -20,16 +19,6 @@ import (
 	"github.com/gantry-dev/gantry/test/testenv"
 	"github.com/onsi/gomega"
 )
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
-}
 
 // seenPods is a reconciler of Pods that records which pods reached it
 // through the manager's cache.
@@ -92,7 +81,7 @@ func TestRunServesProbesFiltersCacheAndStops(t *testing.T) {
 		},
 	})
 
-	probe, pprof := freeAddr(t), freeAddr(t)
+	probe, pprof := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	opts, err := ParseFlags([]string{
 		"--controllers=podwatcher", "--namespaces=watched",
 		"--metrics-bind-address=0", "--health-probe-bind-address=" + probe, "--webhook-port=0",

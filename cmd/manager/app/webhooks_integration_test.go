@@ -6,7 +6,6 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -31,16 +30,6 @@ import (
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 	"github.com/gantry-dev/gantry/test/testenv"
 )
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	_, port, err := net.SplitHostPort(freeAddr(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := strconv.Atoi(port)
-	return p
-}
 
 // readyz returns the verbose readyz status and body.
 func readyz(probe string) (int, string) {
@@ -124,12 +113,12 @@ func TestRunServesWebhooksWithSelfManagedCertificates(t *testing.T) {
 	const ns, secretName, vwcName = "gantry-system", "gantry-webhook-cert", "test-validating"
 	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(gomega.Succeed())
 	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}})).To(gomega.Succeed())
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	g.Expect(c.Create(ctx, urlWebhookConfigurations(t, port, vwcName))).To(gomega.Succeed())
 
 	reg := &workload.Registry{}
 	reg.MustRegister(raycluster.Integration())
-	probe := freeAddr(t)
+	probe := testenv.FreeAddr(t)
 	certDir := t.TempDir()
 	opts, err := ParseFlags([]string{
 		"--controllers=raycluster", "--metrics-bind-address=0", "--health-probe-bind-address=" + probe,
@@ -221,11 +210,11 @@ func TestRunNotReadyUntilExternalCertificatesArrive(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{WithoutCRDs: true})
 	reg := &workload.Registry{}
 	reg.MustRegister(workload.Integration{Name: "nothing", Setup: func(context.Context, ctrl.Manager, workload.Options) error { return nil }})
-	probe := freeAddr(t)
+	probe := testenv.FreeAddr(t)
 	certDir := t.TempDir()
 	opts, err := ParseFlags([]string{
 		"--controllers=nothing", "--metrics-bind-address=0", "--health-probe-bind-address=" + probe,
-		"--webhook-port=" + strconv.Itoa(freePort(t)), "--cert-management=external", "--webhook-cert-dir=" + certDir,
+		"--webhook-port=" + strconv.Itoa(testenv.FreePort(t)), "--cert-management=external", "--webhook-cert-dir=" + certDir,
 	}, reg)
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	runCtx, cancel := context.WithCancel(context.Background())

@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -149,7 +148,7 @@ func TestStatusReports(t *testing.T) {
 func TestServesTLSWithTheWebhookCertificate(t *testing.T) {
 	f := setup(t)
 	dir := t.TempDir()
-	port := freePort(t)
+	port := testenv.FreePort(t)
 	s := &Server{Client: f.env.Client, Reader: f.env.Client, Port: port, CertDir: dir}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -183,14 +182,6 @@ func TestServesTLSWithTheWebhookCertificate(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&echo) != nil || echo.TrainerStatus == nil {
 		t.Fatalf("HTTPS report: %s", resp.Status)
 	}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 func must(t *testing.T, err error) {
