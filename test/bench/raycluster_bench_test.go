@@ -72,13 +72,7 @@ func runRayClusterCreate(b *testing.B, n int, process bool) {
 	heapBefore := HeapInuseMiB()
 	b.StartTimer()
 	start := time.Now()
-	for i := 0; i < n; i++ {
-		rc := raytesting.MakeRayCluster(fmt.Sprintf("rc-%04d", i), "bench").WorkerGroup("cpu", 3).Obj()
-		rc.UID = ""
-		if err := c.Create(ctx, rc); err != nil {
-			b.Fatal(err)
-		}
-	}
+	createRayClusters(ctx, b, c, n)
 	want := n * 4
 	err = Poll(200*time.Millisecond, 20*time.Minute, func() (bool, error) {
 		var pods corev1.PodList
@@ -122,4 +116,17 @@ func runRayClusterCreate(b *testing.B, n int, process bool) {
 	b.ReportMetric(HeapInuseMiB()-heapBefore, "heap-MiB")
 	b.ReportMetric(PeakRSSMiB(), "peak-rss-MiB")
 	LogWrites(b, counter, n, "cluster")
+}
+
+// createRayClusters creates N RayClusters of 1 head + 3 workers in
+// namespace bench.
+func createRayClusters(ctx context.Context, b *testing.B, c client.Client, n int) {
+	b.Helper()
+	for i := 0; i < n; i++ {
+		rc := raytesting.MakeRayCluster(fmt.Sprintf("rc-%04d", i), "bench").WorkerGroup("cpu", 3).Obj()
+		rc.UID = ""
+		if err := c.Create(ctx, rc); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

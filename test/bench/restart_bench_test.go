@@ -26,7 +26,6 @@ import (
 	"github.com/gantry-dev/gantry/pkg/slurm/fake"
 	"github.com/gantry-dev/gantry/test/testenv"
 	"github.com/gantry-dev/gantry/test/testenv/managertest"
-	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
 	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 	trainertesting "github.com/gantry-dev/gantry/test/wrappers/trainer"
 )
@@ -169,12 +168,8 @@ func runRestart(b *testing.B, n int) {
 // and N torch TrainJobs (numNodes 2) in namespace bench.
 func createRayClustersAndTrainJobs(ctx context.Context, b *testing.B, c client.Client, n int) {
 	b.Helper()
+	createRayClusters(ctx, b, c, n)
 	for i := 0; i < n; i++ {
-		rc := raytesting.MakeRayCluster(fmt.Sprintf("rc-%04d", i), "bench").WorkerGroup("cpu", 3).Obj()
-		rc.UID = ""
-		if err := c.Create(ctx, rc); err != nil {
-			b.Fatal(err)
-		}
 		tj := trainertesting.MakeTrainJob(fmt.Sprintf("tj-%04d", i), "bench").
 			RuntimeRef(trainer.ClusterTrainingRuntimeKind, "torch-distributed").NumNodes(2).Obj()
 		if err := c.Create(ctx, tj); err != nil {

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -23,7 +22,6 @@ import (
 	"github.com/gantry-dev/gantry/pkg/controller/raycluster"
 	"github.com/gantry-dev/gantry/pkg/controller/trainjob"
 	"github.com/gantry-dev/gantry/test/testenv"
-	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
 )
 
 // BenchmarkUnrelatedObjects measures what objects that are not Gantry's
@@ -85,18 +83,7 @@ func runUnrelatedObjects(b *testing.B, n, unrelated int) {
 		b.Fatal(err)
 	}
 	b.Cleanup(proc.Stop)
-	err = Poll(200*time.Millisecond, 5*time.Minute, func() (bool, error) {
-		if proc.Exited() {
-			return false, fmt.Errorf("the manager exited; log %s", proc.Log)
-		}
-		resp, err := http.Get("http://" + probe + "/readyz")
-		if err != nil {
-			return false, nil
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
-	if err != nil {
+	if err := proc.WaitReady(probe, 5*time.Minute); err != nil {
 		b.Fatalf("the manager did not become ready: %v", err)
 	}
 	idle := proc.PeakRSSMiB()
@@ -104,13 +91,7 @@ func runUnrelatedObjects(b *testing.B, n, unrelated int) {
 
 	b.StartTimer()
 	start := time.Now()
-	for i := 0; i < n; i++ {
-		rc := raytesting.MakeRayCluster(fmt.Sprintf("rc-%04d", i), "bench").WorkerGroup("cpu", 3).Obj()
-		rc.UID = ""
-		if err := c.Create(ctx, rc); err != nil {
-			b.Fatal(err)
-		}
-	}
+	createRayClusters(ctx, b, c, n)
 	err = Poll(200*time.Millisecond, 20*time.Minute, func() (bool, error) {
 		var pods metav1.PartialObjectMetadataList
 		pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))

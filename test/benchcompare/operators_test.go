@@ -4,7 +4,6 @@ package benchcompare
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gantry-dev/gantry/test/bench"
 	"github.com/gantry-dev/gantry/test/testenv"
 )
 
@@ -53,19 +51,7 @@ func (op operator) start(t *testing.T, kubeconfig []byte, extraArgs ...string) *
 		t.Fatal(err)
 	}
 	t.Cleanup(proc.Stop)
-	err = bench.Poll(200*time.Millisecond, 2*time.Minute, func() (bool, error) {
-		if proc.Exited() {
-			log, _ := os.ReadFile(proc.Log)
-			return false, fmt.Errorf("%s exited:\n%s", op.name, testenv.TailLines(string(log), 30))
-		}
-		resp, err := http.Get("http://" + probe + "/readyz")
-		if err != nil {
-			return false, nil
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
-	if err != nil {
+	if err := proc.WaitReady(probe, 2*time.Minute); err != nil {
 		t.Fatalf("%s did not become ready: %v", op.name, err)
 	}
 	return proc

@@ -3,12 +3,14 @@ package testenv
 import (
 	"bufio"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // ManagerProcess is the real manager binary (bin/manager), or another
@@ -148,3 +150,24 @@ func (m *ManagerProcess) CPUSeconds() float64 {
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat's CPU times: 100 on
 // every Linux architecture Go supports.
 const clockTicks = 100
+
+// WaitReady polls the process's /readyz on probe (host:port, plain HTTP)
+// until it answers 200, failing early with the end of its log when the
+// process exits.
+func (m *ManagerProcess) WaitReady(probe string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if m.Exited() {
+			log, _ := os.ReadFile(m.Log)
+			return fmt.Errorf("the process exited:\n%s", TailLines(string(log), 30))
+		}
+		if resp, err := http.Get("http://" + probe + "/readyz"); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("/readyz on %s did not answer 200 within %s (log %s)", probe, timeout, m.Log)
+}
