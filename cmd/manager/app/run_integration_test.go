@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/gantry-dev/gantry/pkg/framework/builder"
@@ -67,10 +68,12 @@ func TestRunServesProbesFiltersCacheAndStops(t *testing.T) {
 	}
 
 	seen := &seenPods{seen: map[types.NamespacedName]bool{}}
+	var cached client.Reader
 	reg := &workload.Registry{}
 	reg.MustRegister(workload.Integration{
 		Name: "podwatcher",
 		Setup: func(_ context.Context, mgr ctrl.Manager, _ workload.Options) error {
+			cached = mgr.GetCache()
 			return ctrl.NewControllerManagedBy(mgr).Named("podwatcher").For(&corev1.Pod{}).Complete(seen)
 		},
 	})
@@ -143,6 +146,26 @@ func TestRunServesProbesFiltersCacheAndStops(t *testing.T) {
 	for _, nn := range []types.NamespacedName{{Namespace: "watched", Name: "foreign"}, {Namespace: "watched", Name: "unlabelled"}, {Namespace: "ignored", Name: "managed"}} {
 		if seen.has(nn) {
 			t.Errorf("pod %s passed the cache filter; only Gantry-managed pods in watched namespaces should", nn)
+		}
+	}
+
+	// ConfigMaps are cached unfiltered (a Slurm Controller watches the
+	// user's ConfigMaps it references), but only Gantry's with content.
+	configMaps := map[string]map[string]string{"gantry-cm": managed, "user-cm": nil}
+	for name, lbls := range configMaps {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "watched", Name: name, Labels: lbls},
+			Data: map[string]string{"slurm.conf": "ClusterName=x"}}
+		if err := env.Client.Create(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, lbls := range configMaps {
+		cm := &corev1.ConfigMap{}
+		waitFor(t, "ConfigMap "+name+" in the cache", time.Minute, func() bool {
+			return cached.Get(ctx, types.NamespacedName{Namespace: "watched", Name: name}, cm) == nil
+		})
+		if keep := lbls != nil; keep != (cm.Data["slurm.conf"] != "") {
+			t.Errorf("cached ConfigMap %s has data %v; want its content kept only when Gantry manages it", name, cm.Data)
 		}
 	}
 

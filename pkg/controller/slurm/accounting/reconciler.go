@@ -14,7 +14,6 @@ import (
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
-	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
 	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
 )
 
@@ -93,7 +92,7 @@ func (r *Reconciler) syncService(ctx context.Context, s *scope) error {
 // Secret and notes its hash for the pod.
 func (r *Reconciler) syncConfig(ctx context.Context, s *scope) error {
 	a := s.Object
-	password, err := r.Secrets.GetSecretKey(ctx, a.Namespace, a.Spec.StorageConfig.PasswordKeyRef)
+	password, err := r.Refs.GetSecretKey(ctx, a.Namespace, a.Spec.StorageConfig.PasswordKeyRef)
 	if err != nil {
 		return err
 	}
@@ -128,21 +127,21 @@ func validateForSync(_ context.Context, s *scope) error {
 func (r *Reconciler) readKeys(ctx context.Context, s *scope) error {
 	a, in := s.Object, &s.pod
 	if ref := a.Spec.SlurmKeyRef; ref != nil {
-		v, err := r.Secrets.GetSecretKey(ctx, a.Namespace, *ref)
+		v, err := r.Refs.GetSecretKey(ctx, a.Namespace, *ref)
 		if err != nil {
 			return err
 		}
 		in.SlurmKeyHash = slinky.HashBytes(v)
 	}
 	if ref := a.Spec.EffectiveJwtKeyRef(); ref != nil {
-		v, err := r.Secrets.GetSecretKey(ctx, a.Namespace, *ref)
+		v, err := r.Refs.GetSecretKey(ctx, a.Namespace, *ref)
 		if err != nil {
 			return err
 		}
 		in.JwtKeyHash = slinky.HashBytes(v)
 	}
 	if ref := a.Spec.JwksKeyRef; ref != nil {
-		if _, err := refresolver.New(r.Client).GetConfigMapKey(ctx, a.Namespace, *ref); err != nil {
+		if _, err := r.Refs.GetConfigMapKey(ctx, a.Namespace, *ref); err != nil {
 			return err
 		}
 	}

@@ -123,13 +123,13 @@ func (r *Reconciler) syncDeployment(ctx context.Context, s *scope) error {
 	l, controller := s.Object, s.controller
 	in := DeploymentInputs{Controller: controller, SshdConfHash: s.sshdConfHash, HostKeysHash: s.hostKeysHash, Images: r.Images}
 	if ref := controller.Spec.SlurmKeyRef; ref != nil {
-		key, err := r.Secrets.GetSecretKey(ctx, controller.Namespace, *ref)
+		key, err := r.Refs.GetSecretKey(ctx, controller.Namespace, *ref)
 		if err != nil {
 			return err
 		}
 		in.SlurmKeyHash = slinky.HashBytes(key)
 	}
-	sssd, err := r.Secrets.GetSecretKey(ctx, l.Namespace, l.Spec.SssdConfRef)
+	sssd, err := r.Refs.GetSecretKey(ctx, l.Namespace, l.Spec.SssdConfRef)
 	if err != nil {
 		return err
 	}

@@ -89,7 +89,7 @@ func (r *Reconciler) syncService(ctx context.Context, s *scope) error {
 func (r *Reconciler) syncDeployment(ctx context.Context, s *scope) error {
 	var keyHash string
 	if ref := s.controller.Spec.SlurmKeyRef; ref != nil {
-		key, err := r.Secrets.GetSecretKey(ctx, s.controller.Namespace, *ref)
+		key, err := r.Refs.GetSecretKey(ctx, s.controller.Namespace, *ref)
 		if err != nil {
 			return err
 		}

@@ -54,8 +54,13 @@ func TestControllerIntegration(t *testing.T) {
 	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	secret := slinkytesting.MakeSecret("keys", ns, map[string]string{"slurm.key": "slurm-key-1", "jwt.key": "jwt-key-1"}).Obj()
 	g.Expect(c.Create(ctx, secret)).To(Succeed())
+	// A user's ConfigMap carries no Gantry label: the manager's cache holds
+	// only its metadata, and the reconciler reads its content past it.
+	site := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "site-conf", Namespace: ns},
+		Data: map[string]string{"gres.conf": "Name=gpu Count=1"}}
+	g.Expect(c.Create(ctx, site)).To(Succeed())
 	g.Expect(c.Create(ctx, slinkytesting.MakeController("slurm", ns).Keys("keys").Image("slurmctld:25.11").
-		ExtraConf("MaxJobCount=5000").Obj())).To(Succeed())
+		ExtraConf("MaxJobCount=5000").ConfigFiles("site-conf").Obj())).To(Succeed())
 
 	key := func(name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
 	get := func(obj client.Object, name string) func() error {
@@ -91,6 +96,8 @@ func TestControllerIntegration(t *testing.T) {
 			g.Expect(strings.Split(conf, "\n")).To(ContainElement(line))
 		}
 		g.Expect(cm.Data).To(HaveKey("cgroup.conf"))
+		// site-conf supplies gres.conf, so the default one is left out.
+		g.Expect(cm.Data).NotTo(HaveKey("gres.conf"))
 	})
 
 	sts := &appsv1.StatefulSet{}
@@ -146,6 +153,17 @@ func TestControllerIntegration(t *testing.T) {
 		secret.Data["slurm.key"] = []byte("slurm-key-2")
 		g.Expect(c.Update(ctx, secret)).To(Succeed())
 		g.Eventually(podAnnotation(slinky.AnnotationSlurmKeyHash)).WithTimeout(30 * time.Second).
+			Should(And(Not(BeEmpty()), Not(Equal(old))))
+	})
+
+	t.Run("a referenced ConfigMap's new content rolls the pod", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Eventually(podAnnotation(slinky.AnnotationSlurmConfigHash)).WithTimeout(30 * time.Second).Should(Not(BeEmpty()))
+		old := podAnnotation(slinky.AnnotationSlurmConfigHash)()
+		g.Expect(c.Get(ctx, key("site-conf"), site)).To(Succeed())
+		site.Data["gres.conf"] = "Name=gpu Count=2"
+		g.Expect(c.Update(ctx, site)).To(Succeed())
+		g.Eventually(podAnnotation(slinky.AnnotationSlurmConfigHash)).WithTimeout(30 * time.Second).
 			Should(And(Not(BeEmpty()), Not(Equal(old))))
 	})
 

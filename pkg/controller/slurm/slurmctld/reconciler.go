@@ -155,7 +155,7 @@ func (r *Reconciler) configInputs(ctx context.Context, c *slinkyv1beta1.Controll
 	read := func(refs []corev1.LocalObjectReference) ([]string, error) {
 		var files []string
 		for _, ref := range refs {
-			cm, err := refresolver.Get[*corev1.ConfigMap](ctx, r.Client, refresolver.ObjectRef{Name: ref.Name}, c.Namespace)
+			cm, err := r.Refs.GetConfigMap(ctx, refresolver.ObjectRef{Name: ref.Name}, c.Namespace)
 			if err != nil {
 				return nil, err
 			}
@@ -234,14 +234,14 @@ func (r *Reconciler) nodeSetsOf(ctx context.Context, c *slinkyv1beta1.Controller
 func (r *Reconciler) keyHashes(ctx context.Context, c *slinkyv1beta1.Controller) (PodInputs, error) {
 	var h PodInputs
 	if ref := c.Spec.SlurmKeyRef; ref != nil {
-		v, err := r.Secrets.GetSecretKey(ctx, c.Namespace, *ref)
+		v, err := r.Refs.GetSecretKey(ctx, c.Namespace, *ref)
 		if err != nil {
 			return h, err
 		}
 		h.SlurmKeyHash = slinky.HashBytes(v)
 	}
 	if ref := c.Spec.EffectiveJwtKeyRef(); ref != nil {
-		v, err := r.Secrets.GetSecretKey(ctx, c.Namespace, *ref)
+		v, err := r.Refs.GetSecretKey(ctx, c.Namespace, *ref)
 		if err != nil {
 			return h, err
 		}

@@ -139,7 +139,7 @@ func (r *Reconciler) readSigningKey(ctx context.Context, s *scope) error {
 	if keyRef == nil {
 		return &notReadyError{ReasonSigningKeyNotFound, "neither jwtKeyRef nor jwtHs256KeyRef is set"}
 	}
-	key, err := r.Secrets.GetSecretKey(ctx, t.Namespace, *keyRef)
+	key, err := r.Refs.GetSecretKey(ctx, t.Namespace, *keyRef)
 	if refresolver.IsNotFound(err) {
 		s.Requeue.After(retryMissingKey)
 		return &notReadyError{ReasonSigningKeyNotFound, err.Error()}

@@ -36,13 +36,16 @@ type Reconciler struct {
 	// apply.FieldOwnerSlurm.
 	Client client.Client
 	// APIReader reads past the cache: Secrets (the manager caches only
-	// their metadata) and objects the upstream operator made, which carry
-	// no label the cache selects and are adopted through it.
+	// their metadata), the ConfigMaps a spec references (cached without
+	// their data) and objects the upstream operator made, which carry no
+	// label the cache selects and are adopted through it.
 	APIReader client.Reader
-	// Secrets reads the keys of Secrets through APIReader: the manager
-	// watches only their metadata, so that every Secret of the cluster
-	// (Helm releases, tokens) is not held in memory for the few reads.
-	Secrets *refresolver.Resolver
+	// Refs reads the Secrets and ConfigMaps a spec references through
+	// APIReader: the manager caches the first as metadata and the second
+	// without their data, so that every Secret and ConfigMap of the
+	// cluster (Helm releases, tokens, kube-root-ca.crt) is not held in
+	// memory for the few reads.
+	Refs *refresolver.Resolver
 	// Applier writes every object the kind owns (Ensure), taking over
 	// in place what the upstream operator made, and moving what Gantry
 	// once wrote by merge patch to server-side apply.
@@ -74,7 +77,7 @@ func newReconciler(c client.Client, apiReader client.Reader, recorder k8sevents.
 			// name, until it moved to server-side apply.
 			UpgradeFrom: []string{apply.FieldOwnerSlurm},
 		},
-		Secrets:  refresolver.New(apiReader),
+		Refs:     refresolver.New(apiReader),
 		Recorder: events.NewRecorder(recorder),
 	}
 }
