@@ -184,11 +184,14 @@ type sample struct {
 	rssMiB    float64 // the operator's VmHWM
 	idleMiB   float64 // its VmHWM once ready, before the first object
 	cpuSecond float64
+	reconcileFigures
 }
 
 func (s sample) String() string {
-	return fmt.Sprintf("phases %v, %.2f writes and %.2f reads per object, peak RSS %.0f MiB (%.0f MiB idle), %.1f CPU s",
-		s.phases, s.writes, s.reads, s.rssMiB, s.idleMiB, s.cpuSecond)
+	return fmt.Sprintf("phases %v, %.2f writes and %.2f reads per object, peak RSS %.0f MiB (%.0f MiB idle), %.1f CPU s, "+
+		"%.0f reconciles (%.0f errors, %.0f requeues), reconcile p50/p99 %.1f/%.1f ms, queue wait p50/p99 %.1f/%.1f ms",
+		s.phases, s.writes, s.reads, s.rssMiB, s.idleMiB, s.cpuSecond, s.reconciles, s.errors, s.requeues,
+		s.reconcileP50*1000, s.reconcileP99*1000, s.queueP50*1000, s.queueP99*1000)
 }
 
 func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sample {
@@ -216,7 +219,7 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 		pprofAddr = testenv.FreeAddr(t)
 		extra = append(extra, op.pprofFlag+"="+pprofAddr)
 	}
-	proc := op.start(t, proxy.Kubeconfig, extra...)
+	proc, metricsAddr := op.start(t, proxy.Kubeconfig, extra...)
 
 	idle := proc.PeakRSSMiB()
 	before, readsBefore := counter.Total(), proxy.Reads.Total()
@@ -248,6 +251,9 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 	s.reads = float64(proxy.Reads.Total()-readsBefore) / float64(n)
 	s.rssMiB = proc.PeakRSSMiB()
 	s.cpuSecond = proc.CPUSeconds()
+	if s.reconcileFigures, err = scrapeReconciles(metricsAddr); err != nil {
+		t.Errorf("%s: its metrics: %v", op.name, err)
+	}
 	bench.LogWrites(t, counter, n, p.unit)
 	bench.LogWrites(t, &proxy.Reads, n, p.unit)
 	return s

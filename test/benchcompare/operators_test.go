@@ -26,25 +26,26 @@ type operator struct {
 	// and, for the TrainJob pairing, its training runtimes.
 	install func(t *testing.T, cl *cluster)
 	// args are the command line of the operator's binary, given the
-	// kubeconfig it must use, a scratch directory and the address its
-	// readiness probe (/readyz) listens on.
-	args func(t *testing.T, kubeconfig, dir, probeAddr string) (bin string, args, env []string)
+	// kubeconfig it must use, a scratch directory and the addresses its
+	// readiness probe (/readyz) and its Prometheus metrics (plain HTTP)
+	// listen on.
+	args func(t *testing.T, kubeconfig, dir, probeAddr, metricsAddr string) (bin string, args, env []string)
 	// pprofFlag is the flag that serves Go's /debug/pprof on an address,
 	// when the operator has one.
 	pprofFlag string
 }
 
 // start runs op against kubeconfig (the counting proxy) and waits until its
-// /readyz answers 200.
-func (op operator) start(t *testing.T, kubeconfig []byte, extraArgs ...string) *testenv.ManagerProcess {
+// /readyz answers 200. It returns the process and its metrics address.
+func (op operator) start(t *testing.T, kubeconfig []byte, extraArgs ...string) (*testenv.ManagerProcess, string) {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "kubeconfig")
 	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	probe := testenv.FreeAddr(t)
-	binPath, args, env := op.args(t, path, dir, probe)
+	probe, metrics := testenv.FreeAddr(t), testenv.FreeAddr(t)
+	binPath, args, env := op.args(t, path, dir, probe, metrics)
 	args = append(args, extraArgs...)
 	proc, err := testenv.StartProcess(binPath, args, append(env, "KUBECONFIG="+path), filepath.Join(dir, "operator.log"))
 	if err != nil {
@@ -54,7 +55,7 @@ func (op operator) start(t *testing.T, kubeconfig []byte, extraArgs ...string) *
 	if err := proc.WaitReady(probe, 2*time.Minute); err != nil {
 		t.Fatalf("%s did not become ready: %v", op.name, err)
 	}
-	return proc
+	return proc, metrics
 }
 
 // moduleDir is where the Go module cache holds mod@version, downloaded by
@@ -83,9 +84,9 @@ func gantry(controller string) operator {
 				cl.apply(t, "-k", filepath.Join(testenv.RepoRoot(), "config", "runtimes"))
 			}
 		},
-		args: func(t *testing.T, kubeconfig, _, probe string) (string, []string, []string) {
+		args: func(t *testing.T, kubeconfig, _, probe, metrics string) (string, []string, []string) {
 			return bin("manager"), []string{"--kubeconfig", kubeconfig, "--controllers", controller,
-				"--metrics-bind-address=0", "--health-probe-bind-address=" + probe, "--webhook-port=0",
+				"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + probe, "--webhook-port=0",
 				"--zap-log-level=error", fmt.Sprintf("--kube-api-qps=%d", qps), fmt.Sprintf("--kube-api-burst=%d", burst)}, nil
 		},
 	}
@@ -102,8 +103,8 @@ func kuberay() operator {
 			cl.apply(t, "-f", crds)
 			cl.waitEstablished(t)
 		},
-		args: func(t *testing.T, kubeconfig, _, probe string) (string, []string, []string) {
-			return bin("kuberay-operator"), []string{"--enable-leader-election=false", "--metrics-addr=0",
+		args: func(t *testing.T, kubeconfig, _, probe, metrics string) (string, []string, []string) {
+			return bin("kuberay-operator"), []string{"--enable-leader-election=false", "--metrics-addr=" + metrics,
 				"--health-probe-bind-address=" + probe, fmt.Sprintf("--qps=%d", qps), fmt.Sprintf("--burst=%d", burst),
 				"--log-stdout-encoder=console", "--zap-log-level=error"}, nil
 		},
@@ -125,18 +126,18 @@ func trainer() operator {
 			cl.waitEstablished(t)
 			cl.apply(t, "-k", filepath.Join(dir, "manifests", "base", "runtimes"))
 		},
-		args: func(t *testing.T, kubeconfig, dir, probe string) (string, []string, []string) {
+		args: func(t *testing.T, kubeconfig, dir, probe, metrics string) (string, []string, []string) {
 			webhookPort := port(testenv.FreeAddr(t))
 			config := filepath.Join(dir, "config.yaml")
 			if err := os.WriteFile(config, fmt.Appendf(nil, `apiVersion: config.trainer.kubeflow.org/v1alpha1
 kind: Configuration
 webhook: {host: 127.0.0.1, port: %s}
-metrics: {bindAddress: "0"}
+metrics: {bindAddress: %q, secureServing: false}
 health: {healthProbeBindAddress: %q}
 certManagement: {enable: false}
 clientConnection: {qps: %d, burst: %d}
 leaderElection: {leaderElect: false}
-`, webhookPort, probe, qps, burst), 0o600); err != nil {
+`, webhookPort, metrics, probe, qps, burst), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			// controller-runtime's webhook server reads its certificate from

@@ -32,6 +32,12 @@ func table(p pairing, n, rounds int, results map[string][]sample) string {
 	row("idle RSS (MiB)", "%.0f", func(s sample) float64 { return s.idleMiB })
 	row("RSS per "+p.unit+" (KiB)", "%.0f", func(s sample) float64 { return (s.rssMiB - s.idleMiB) * 1024 / float64(n) })
 	row("CPU seconds", "%.1f", func(s sample) float64 { return s.cpuSecond })
+	row("reconciles per "+p.unit, "%.2f", func(s sample) float64 { return s.reconciles / float64(n) })
+	row("reconcile errors + requeues", "%.0f", func(s sample) float64 { return s.errors + s.requeues })
+	row("reconcile p50 (ms)", "%.1f", func(s sample) float64 { return s.reconcileP50 * 1000 })
+	row("reconcile p99 (ms)", "%.1f", func(s sample) float64 { return s.reconcileP99 * 1000 })
+	row("queue wait p50 (ms)", "%.1f", func(s sample) float64 { return s.queueP50 * 1000 })
+	row("queue wait p99 (ms)", "%.1f", func(s sample) float64 { return s.queueP99 * 1000 })
 	return b.String()
 }
 

@@ -3,7 +3,6 @@ package app
 import (
 	"testing"
 
-	"github.com/gantry-dev/gantry/pkg/framework/builder"
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -79,9 +78,8 @@ func TestTrimPodKeepsWhatReconcilersRead(t *testing.T) {
 	}
 }
 
-// TestCacheOptionsTrimPods: Pods are cached trimmed; every other kind but
-// ConfigMaps (TestTrimForeignConfigMap) keeps the default transform
-// (managedFields stripped).
+// TestCacheOptionsTrimPods: Pods are cached trimmed; every other kind keeps
+// the default transform (managedFields stripped).
 func TestCacheOptionsTrimPods(t *testing.T) {
 	opts, err := CacheOptions(nil, nil)
 	if err != nil {
@@ -102,55 +100,11 @@ func TestCacheOptionsTrimPods(t *testing.T) {
 			if c := out.(*corev1.Pod).Spec.Containers[0]; c.Env != nil || c.Command != nil {
 				t.Errorf("the Pod transform is not trimPod: %+v", c)
 			}
-		} else if _, isCM := obj.(*corev1.ConfigMap); !isCM && by.Transform != nil {
+		} else if by.Transform != nil {
 			t.Errorf("%T has a transform of its own; it would replace the default", obj)
 		}
 	}
 	if !found {
 		t.Fatal("no cache options for Pods")
-	}
-}
-
-// TestTrimForeignConfigMap: a ConfigMap the managed selector does not
-// select is cached without its content; one it selects is cached whole.
-func TestTrimForeignConfigMap(t *testing.T) {
-	opts, err := CacheOptions(nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var transform func(any) (any, error)
-	for obj, by := range opts.ByObject {
-		if _, ok := obj.(*corev1.ConfigMap); ok {
-			if by.Label != nil {
-				t.Errorf("ConfigMaps are label-filtered (%v): a user's referenced ConfigMap would never be seen", by.Label)
-			}
-			transform = by.Transform
-		}
-	}
-	if transform == nil {
-		t.Fatal("ConfigMaps have no transform: every ConfigMap of the cluster is cached with its content")
-	}
-	cm := func(labels map[string]string) *corev1.ConfigMap {
-		return &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns", Labels: labels, ResourceVersion: "7",
-				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
-			Data:       map[string]string{"slurm.conf": "ClusterName=x"},
-			BinaryData: map[string][]byte{"blob": {1, 2}},
-		}
-	}
-
-	out, _ := transform(cm(map[string]string{"app": "helm"}))
-	want := cm(map[string]string{"app": "helm"})
-	want.Data, want.BinaryData, want.ManagedFields = nil, nil, nil
-	if diff := cmp.Diff(want, out); diff != "" {
-		t.Errorf("foreign ConfigMap (-want +got):\n%s", diff)
-	}
-
-	managed := map[string]string{builder.LabelManagedBy: builder.ManagedByGantry}
-	out, _ = transform(cm(managed))
-	want = cm(managed)
-	want.ManagedFields = nil
-	if diff := cmp.Diff(want, out); diff != "" {
-		t.Errorf("Gantry's ConfigMap (-want +got):\n%s", diff)
 	}
 }

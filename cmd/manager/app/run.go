@@ -45,6 +45,10 @@ func managedObjects() []client.Object {
 		&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{},
 		&appsv1.StatefulSet{}, &appsv1.Deployment{}, &appsv1.ControllerRevision{},
 		&policyv1.PodDisruptionBudget{}, &networkingv1.Ingress{},
+		// The user's Secrets and ConfigMaps a spec references are not
+		// cached: they are watched each by its name (package refwatch)
+		// and read through the APIReader.
+		&corev1.Secret{}, &corev1.ConfigMap{},
 	}
 }
 
@@ -91,10 +95,6 @@ func CacheOptions(ins []workload.Integration, namespaces []string) (cache.Option
 		}
 		byObject[obj] = by
 	}
-	// ConfigMaps are cached unfiltered, since the Slurm reconcilers watch
-	// the ones a spec references, which carry no Gantry label; of those,
-	// only the metadata is kept.
-	byObject[&corev1.ConfigMap{}] = cache.ByObject{Transform: trimForeignConfigMap(sel)}
 	opts := cache.Options{
 		ByObject: byObject,
 		// Gantry never reads managedFields; dropping them roughly halves the
@@ -137,25 +137,6 @@ func trimPod(obj any) (any, error) {
 	}
 	pod.Spec.EphemeralContainers = nil
 	return pod, nil
-}
-
-// trimForeignConfigMap keeps a ConfigMap whole when managed selects it
-// (one Gantry or an adopted upstream operator wrote) and only its metadata
-// otherwise: a cluster's other ConfigMaps (Helm's, every namespace's
-// kube-root-ca.crt) then cost Gantry a few hundred bytes each, whatever
-// they hold. The watch still sees them change, so a reconciler is
-// triggered by a referenced ConfigMap's change; it reads the content
-// through the manager's APIReader, never from the cache.
-func trimForeignConfigMap(managed labels.Selector) func(any) (any, error) {
-	return func(obj any) (any, error) {
-		if m, ok := obj.(metav1.Object); ok {
-			m.SetManagedFields(nil)
-		}
-		if cm, ok := obj.(*corev1.ConfigMap); ok && !managed.Matches(labels.Set(cm.Labels)) {
-			cm.Data, cm.BinaryData = nil, nil
-		}
-		return obj, nil
-	}
 }
 
 // NewManager builds a controller-runtime manager for the selected

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -149,24 +150,27 @@ func TestRunServesProbesFiltersCacheAndStops(t *testing.T) {
 		}
 	}
 
-	// ConfigMaps are cached unfiltered (a Slurm Controller watches the
-	// user's ConfigMaps it references), but only Gantry's with content.
-	configMaps := map[string]map[string]string{"gantry-cm": managed, "user-cm": nil}
-	for name, lbls := range configMaps {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "watched", Name: name, Labels: lbls},
-			Data: map[string]string{"slurm.conf": "ClusterName=x"}}
+	// Secrets and ConfigMaps are cached only when Gantry manages them (a
+	// user's referenced ones are watched by name, package refwatch); a
+	// user's ConfigMap created before one of Gantry's is not in the cache
+	// once Gantry's is.
+	for _, cm := range []*corev1.ConfigMap{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "watched", Name: "user-cm"}, Data: map[string]string{"k": "v"}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "watched", Name: "gantry-cm", Labels: managed}, Data: map[string]string{"k": "v"}},
+	} {
 		if err := env.Client.Create(ctx, cm); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for name, lbls := range configMaps {
-		cm := &corev1.ConfigMap{}
-		waitFor(t, "ConfigMap "+name+" in the cache", time.Minute, func() bool {
-			return cached.Get(ctx, types.NamespacedName{Namespace: "watched", Name: name}, cm) == nil
-		})
-		if keep := lbls != nil; keep != (cm.Data["slurm.conf"] != "") {
-			t.Errorf("cached ConfigMap %s has data %v; want its content kept only when Gantry manages it", name, cm.Data)
-		}
+	cm := &corev1.ConfigMap{}
+	waitFor(t, "Gantry's ConfigMap in the cache", time.Minute, func() bool {
+		return cached.Get(ctx, types.NamespacedName{Namespace: "watched", Name: "gantry-cm"}, cm) == nil
+	})
+	if cm.Data["k"] != "v" {
+		t.Errorf("Gantry's cached ConfigMap has data %v; want it whole", cm.Data)
+	}
+	if err := cached.Get(ctx, types.NamespacedName{Namespace: "watched", Name: "user-cm"}, cm); !apierrors.IsNotFound(err) {
+		t.Errorf("a user's ConfigMap read from the cache: %v; want NotFound (only Gantry's are cached)", err)
 	}
 
 	cancel()

@@ -7,6 +7,7 @@ package slurm
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +21,7 @@ import (
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/restapi"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slurmctld"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/token"
+	"github.com/gantry-dev/gantry/pkg/framework/refwatch"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 )
 
@@ -62,9 +64,14 @@ func setup(_ context.Context, mgr ctrl.Manager, opts workload.Options) error {
 	if err != nil {
 		return err
 	}
+	secrets, err := refwatch.For(mgr, &corev1.Secret{})
+	if err != nil {
+		return err
+	}
 	clients := restapi.NewClientResolver(mgr.GetClient(), mgr.GetAPIReader(), restapi.ResolverOptions{
 		AllowEndpointOverride: opts.Features != nil && opts.Features.Enabled(SlurmrestdURLOverride),
 		Metrics:               metrics,
+		SecretVersions:        secrets,
 	})
 	for _, build := range []func() (reconciler, error){
 		func() (reconciler, error) {

@@ -6,32 +6,28 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/index"
-	"github.com/gantry-dev/gantry/pkg/framework/mapping"
 )
 
 // SetupWithManager registers r and its watches.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return core.Setup(mgr, Name, &slinkyv1beta1.Accounting{}, r, r.Workers, watches)
+	return core.Setup(mgr, Name, &slinkyv1beta1.Accounting{}, r, r.Workers, watches,
+		core.IndexedRefs(&corev1.Secret{}, index.AccountingSecrets, newAccountingList),
+		core.IndexedRefs(&corev1.ConfigMap{}, index.AccountingConfigMaps, newAccountingList))
 }
 
 func newAccountingList() client.ObjectList { return &slinkyv1beta1.AccountingList{} }
 
 // watches are what SetupWithManager watches: the Accounting; the Service,
-// StatefulSet and config Secret it owns; the Secrets it reads (keys and
-// database password: a new password rewrites slurmdbd.conf and rolls the
-// pod) and its JWKS ConfigMap. Secrets are watched as metadata only: a
-// change of resourceVersion is all the mapping needs, and the data is read
-// on demand.
+// StatefulSet and config Secret it owns. SetupWithManager adds the Secrets
+// it reads (keys and database password: a new password rewrites
+// slurmdbd.conf and rolls the pod) and its JWKS ConfigMap, each watched by
+// its name (core.Refs); their data is read on demand.
 func watches(b *builder.Builder, cache client.Reader) *builder.Builder {
 	return b.Owns(&corev1.Service{}).
 		Owns(&appsv1.StatefulSet{}).
-		Owns(&corev1.Secret{}, builder.OnlyMetadata).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(mapping.ByIndex(cache, newAccountingList, index.AccountingSecrets)),
-			builder.OnlyMetadata).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(mapping.ByIndex(cache, newAccountingList, index.AccountingConfigMaps)))
+		Owns(&corev1.Secret{}, builder.OnlyMetadata)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/index"
 	"github.com/gantry-dev/gantry/pkg/framework/mapping"
+	"github.com/gantry-dev/gantry/pkg/framework/refwatch"
 )
 
 // Field indexes behind the mapped watches.
@@ -32,7 +33,11 @@ const (
 
 // SetupWithManager registers r and its watches.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return core.Setup(mgr, Name, &slinkyv1beta1.LoginSet{}, r, r.Workers, watches)
+	return core.Setup(mgr, Name, &slinkyv1beta1.LoginSet{}, r, r.Workers, watches,
+		core.Refs{Kind: &corev1.Secret{}, Map: secretToLoginSets, Holders: []refwatch.Holder{
+			{Object: &slinkyv1beta1.LoginSet{}, Names: func(o client.Object) []string { return secretNames(o.(*slinkyv1beta1.LoginSet)) }},
+			index.Holder(index.ControllerSecrets),
+		}})
 }
 
 // secretNames are the Secrets l reads itself.
@@ -100,6 +105,5 @@ func watches(b *builder.Builder, cache client.Reader) *builder.Builder {
 		Owns(&corev1.ConfigMap{}).
 		Watches(&slinkyv1beta1.Controller{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
 			return loginSetsOf(ctx, cache, obj.GetNamespace(), obj.GetName())
-		})).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretToLoginSets(cache)), builder.OnlyMetadata)
+		}))
 }

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -20,9 +19,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/index"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	fwbuilder "github.com/gantry-dev/gantry/pkg/framework/builder"
+	"github.com/gantry-dev/gantry/pkg/framework/refwatch"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 )
 
@@ -69,18 +70,23 @@ func RegisterIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 //
 // Watches: the NodeSet; its pods (feeding the expectations first, and
 // orphans that it could adopt); the shared Service and PDB; its ssh-config
-// ConfigMap; the Secret of its sssd.conf (metadata only: a change of the
-// data changes the resourceVersion); Kubernetes
+// ConfigMap; the Secret of its sssd.conf (watched by its name, core.Refs:
+// a change of the data changes the resourceVersion); Kubernetes
 // Nodes (see nodeHandler); Controllers (a NodeSet waits for its Controller
 // before creating pods).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	cache := mgr.GetClient()
-	return workload.NewController(mgr, Name, &slinkyv1beta1.NodeSet{}, r.Workers).
+	b, err := core.WatchRefs(mgr, workload.NewController(mgr, Name, &slinkyv1beta1.NodeSet{}, r.Workers),
+		core.Refs{Kind: &corev1.Secret{}, Map: secretToNodeSets,
+			Holders: []refwatch.Holder{{Object: &slinkyv1beta1.NodeSet{}, Names: sssdSecretIndex}}})
+	if err != nil {
+		return err
+	}
+	return b.
 		Watches(&corev1.Pod{}, r.expectations.Handler(podOwnerKey, handler.EnqueueRequestsFromMapFunc(podToNodeSet))).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(sharedToNodeSets)).
 		Watches(&policyv1.PodDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(sharedToNodeSets)).
 		Owns(&corev1.ConfigMap{}).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretToNodeSets(cache)), builder.OnlyMetadata).
 		Watches(&corev1.Node{}, nodeHandler(cache)).
 		Watches(&slinkyv1beta1.Controller{}, handler.EnqueueRequestsFromMapFunc(controllerToNodeSets(cache))).
 		Watches(&slinkyv1beta1.RestApi{}, handler.EnqueueRequestsFromMapFunc(restAPIToNodeSets(cache))).

@@ -16,11 +16,13 @@ import (
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/index"
 	"github.com/gantry-dev/gantry/pkg/framework/mapping"
+	"github.com/gantry-dev/gantry/pkg/framework/refwatch"
 )
 
 // SetupWithManager registers r and its watches.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return core.Setup(mgr, Name, &slinkyv1beta1.RestApi{}, r, r.Workers, watches)
+	return core.Setup(mgr, Name, &slinkyv1beta1.RestApi{}, r, r.Workers, watches,
+		core.Refs{Kind: &corev1.Secret{}, Holders: []refwatch.Holder{index.Holder(index.ControllerSecrets)}, Map: secretToRestApis})
 }
 
 func restApisOf(ctx context.Context, reader client.Reader, namespace, controller string) []reconcile.Request {
@@ -48,13 +50,12 @@ func secretToRestApis(reader client.Reader) handler.MapFunc {
 
 // watches are what SetupWithManager watches: the RestApi; the Service and
 // Deployment it owns; its Controller (the pod mounts the Controller's
-// ConfigMap and key); Secrets holding a Controller's slurm key, as metadata
-// only.
+// ConfigMap and key). SetupWithManager adds the Secrets holding a
+// Controller's keys, each watched by its name (core.Refs).
 func watches(b *builder.Builder, cache client.Reader) *builder.Builder {
 	return b.Owns(&corev1.Service{}).
 		Owns(&appsv1.Deployment{}).
 		Watches(&slinkyv1beta1.Controller{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
 			return restApisOf(ctx, cache, obj.GetNamespace(), obj.GetName())
-		})).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(secretToRestApis(cache)), builder.OnlyMetadata)
+		}))
 }

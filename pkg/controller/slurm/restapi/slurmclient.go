@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -38,10 +37,11 @@ func ServiceURL(ra *slinkyv1beta1.RestApi) string {
 // Clients are kept in a slurm.Registry, so a client (its connections and
 // cached token) is rebuilt only when the endpoint or the key changes.
 type ClientResolver struct {
-	// cache reads RestApis, Controllers and Secret metadata.
+	// cache reads RestApis and Controllers.
 	cache client.Reader
-	// secrets reads Secret data (the manager caches only Secret metadata).
+	// secrets reads Secret data (the manager caches no user Secret).
 	secrets  client.Reader
+	versions SecretVersions
 	registry *slurm.Registry
 	// allowOverride honours AnnotationSlurmrestdURL on RestApis.
 	allowOverride bool
@@ -69,6 +69,16 @@ type ResolverOptions struct {
 	AllowEndpointOverride bool
 	// Metrics count each Controller's slurmrestd requests; nil counts none.
 	Metrics *slurmmetrics.Metrics
+	// SecretVersions tell the resourceVersion of a watched Secret, so that
+	// a JWT key is read again only when it changed; nil reads it on every
+	// use.
+	SecretVersions SecretVersions
+}
+
+// SecretVersions is what ResolverOptions.SecretVersions needs of a
+// refwatch.Watcher of Secrets.
+type SecretVersions interface {
+	ResourceVersion(types.NamespacedName) (rv string, found, known bool)
 }
 
 // NewClientResolver returns a resolver reading cached objects through cache
@@ -82,6 +92,7 @@ func NewClientResolver(cache, secrets client.Reader, opts ResolverOptions) *Clie
 		cache: cache, secrets: secrets, registry: reg,
 		allowOverride: opts.AllowEndpointOverride,
 		metrics:       opts.Metrics,
+		versions:      opts.SecretVersions,
 		keys:          map[types.NamespacedName]cachedKey{},
 	}
 }
@@ -162,24 +173,23 @@ func (r *ClientResolver) restAPIFor(ctx context.Context, controller types.Namesp
 }
 
 // jwtKey returns the key sel names, reading the Secret's data only when its
-// resourceVersion (from the cached metadata) differs from the last read.
+// resourceVersion (as the watch of the referenced Secrets last saw it)
+// differs from the last read, or is unknown.
 func (r *ClientResolver) jwtKey(ctx context.Context, ns string, sel corev1.SecretKeySelector) ([]byte, error) {
 	name := types.NamespacedName{Namespace: ns, Name: sel.Name}
-	meta := &metav1.PartialObjectMetadata{}
-	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	err := r.cache.Get(ctx, name, meta)
-	switch {
-	case apierrors.IsNotFound(err):
-		r.forgetKey(name)
-		return nil, &refresolver.NotFoundError{Kind: "Secret", Namespace: ns, Name: sel.Name}
-	case err != nil:
-		return nil, err
-	}
-	r.mu.Lock()
-	cached, ok := r.keys[name]
-	r.mu.Unlock()
-	if ok && cached.resourceVersion == meta.ResourceVersion && cached.name == sel.Key {
-		return cached.value, nil
+	if r.versions != nil {
+		if rv, found, known := r.versions.ResourceVersion(name); known {
+			if !found {
+				r.forgetKey(name)
+				return nil, &refresolver.NotFoundError{Kind: "Secret", Namespace: ns, Name: sel.Name}
+			}
+			r.mu.Lock()
+			cached, ok := r.keys[name]
+			r.mu.Unlock()
+			if ok && cached.resourceVersion == rv && cached.name == sel.Key {
+				return cached.value, nil
+			}
+		}
 	}
 	secret := &corev1.Secret{}
 	if err := r.secrets.Get(ctx, name, secret); err != nil {

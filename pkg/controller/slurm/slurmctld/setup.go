@@ -15,12 +15,13 @@ import (
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/index"
-	"github.com/gantry-dev/gantry/pkg/framework/mapping"
 )
 
 // SetupWithManager registers r and its watches.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return core.Setup(mgr, Name, &slinkyv1beta1.Controller{}, r, r.Workers, watches)
+	return core.Setup(mgr, Name, &slinkyv1beta1.Controller{}, r, r.Workers, watches,
+		core.IndexedRefs(&corev1.Secret{}, index.ControllerSecrets, newControllerList),
+		core.IndexedRefs(&corev1.ConfigMap{}, index.ControllerConfigMaps, newControllerList))
 }
 
 func nodeSetToController(_ context.Context, obj client.Object) []reconcile.Request {
@@ -54,17 +55,14 @@ func newControllerList() client.ObjectList { return &slinkyv1beta1.ControllerLis
 
 // watches are what SetupWithManager watches: the Controller; the Services,
 // ConfigMap and StatefulSet it owns; NodeSets (slurm.conf lists them); the
-// Accounting it references (slurm.conf points at it once it exists); Secrets
-// holding its keys (the pod carries their hashes); ConfigMaps it references
-// (files and scripts). Secrets are watched as metadata only: a change of
-// resourceVersion is all the mapping needs, and the data is read on demand.
+// Accounting it references (slurm.conf points at it once it exists).
+// SetupWithManager adds the Secrets holding its keys (the pod carries their
+// hashes) and the ConfigMaps it references (files and scripts), each
+// watched by its name (core.Refs); their data is read on demand.
 func watches(b *builder.Builder, cache client.Reader) *builder.Builder {
 	return b.Owns(&corev1.Service{}).
 		Owns(&corev1.ConfigMap{}).
 		Owns(&appsv1.StatefulSet{}).
 		Watches(&slinkyv1beta1.NodeSet{}, handler.EnqueueRequestsFromMapFunc(nodeSetToController)).
-		Watches(&slinkyv1beta1.Accounting{}, handler.EnqueueRequestsFromMapFunc(accountingToControllers(cache))).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(mapping.ByIndex(cache, newControllerList, index.ControllerSecrets)),
-			builder.OnlyMetadata).
-		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(mapping.ByIndex(cache, newControllerList, index.ControllerConfigMaps)))
+		Watches(&slinkyv1beta1.Accounting{}, handler.EnqueueRequestsFromMapFunc(accountingToControllers(cache)))
 }

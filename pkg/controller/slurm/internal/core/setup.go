@@ -1,13 +1,19 @@
 package core
 
 import (
+	"context"
+
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/index"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/slurmmetrics"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
+	"github.com/gantry-dev/gantry/pkg/framework/mapping"
+	"github.com/gantry-dev/gantry/pkg/framework/refwatch"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 )
 
@@ -19,8 +25,41 @@ type Watches func(b *builder.Builder, cache client.Reader) *builder.Builder
 // least one) and the watches watch adds. The field indexes the watches map
 // through are registered once for the workload, by the slurm
 // Integration's SetupIndexes, before any kind is set up.
-func Setup(mgr ctrl.Manager, name string, forObj client.Object, r reconcile.Reconciler, workers int, watch Watches) error {
-	return watch(workload.NewController(mgr, name, forObj, workers), mgr.GetClient()).Complete(r)
+func Setup(mgr ctrl.Manager, name string, forObj client.Object, r reconcile.Reconciler, workers int, watch Watches, refs ...Refs) error {
+	b, err := WatchRefs(mgr, watch(workload.NewController(mgr, name, forObj, workers), mgr.GetClient()), refs...)
+	if err != nil {
+		return err
+	}
+	return b.Complete(r)
+}
+
+// WatchRefs adds refs to b: the holders are tracked by mgr's Watcher of
+// each kind, and its changes mapped to b's requests.
+func WatchRefs(mgr ctrl.Manager, b *builder.Builder, refs ...Refs) (*builder.Builder, error) {
+	for _, ref := range refs {
+		w, err := refwatch.For(mgr, ref.Kind)
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range ref.Holders {
+			if err := w.Track(context.Background(), mgr.GetCache(), h); err != nil {
+				return nil, err
+			}
+		}
+		b = b.WatchesRawSource(w.Source(handler.EnqueueRequestsFromMapFunc(ref.Map(mgr.GetClient()))))
+	}
+	return b, nil
+}
+
+// Refs is a watch of the user's objects of one kind (Secrets, ConfigMaps)
+// that Holders reference, which Map maps to requests, reading through
+// cache. Only the referenced objects are watched, each by its name
+// (package refwatch): the cluster's other Secrets and ConfigMaps never
+// reach the manager.
+type Refs struct {
+	Kind    client.Object
+	Holders []refwatch.Holder
+	Map     func(cache client.Reader) handler.MapFunc
 }
 
 // Options configure a Slurm kind's reconciler: the workload's options and,
@@ -37,4 +76,12 @@ type Options struct {
 // named name, reconciling o.Workers() objects at a time.
 func FromManager(mgr ctrl.Manager, name string, o workload.Options) Reconciler {
 	return newReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(name), o.Workers())
+}
+
+// IndexedRefs watches the objects of kind that the holders of the shared
+// index field reference, mapped back to those holders (of newList's kind)
+// through the index.
+func IndexedRefs(kind client.Object, field string, newList func() client.ObjectList) Refs {
+	return Refs{Kind: kind, Holders: []refwatch.Holder{index.Holder(field)},
+		Map: func(cache client.Reader) handler.MapFunc { return mapping.ByIndex(cache, newList, field) }}
 }

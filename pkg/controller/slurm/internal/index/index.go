@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gantry-dev/gantry/pkg/framework/refwatch"
+
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 )
 
@@ -125,6 +127,17 @@ var indexes = []index{
 	{&slinkyv1beta1.Accounting{}, AccountingConfigMaps, func(o client.Object) []string {
 		return AccountingConfigMapNames(o.(*slinkyv1beta1.Accounting))
 	}},
+}
+
+// Holder is the refwatch holder behind the index field: its kind and its
+// index function, which lists the names the holder references.
+func Holder(field string) refwatch.Holder {
+	for _, ix := range indexes {
+		if ix.field == field {
+			return refwatch.Holder{Object: ix.obj, Names: ix.fn}
+		}
+	}
+	panic("index: no index " + field)
 }
 
 // Register adds the field indexes the Slurm reconcilers share to

@@ -1,0 +1,158 @@
+package refwatch_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/gantry-dev/gantry/pkg/framework/refwatch"
+	"github.com/gantry-dev/gantry/test/testenv"
+)
+
+// seen records the names of the Secrets whose events reached the Source.
+type seen struct {
+	mu    sync.Mutex
+	names map[string]int
+}
+
+func (s *seen) count(name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.names[name]
+}
+
+// TestWatchesOnlyReferencedObjects runs a Watcher of Secrets in a manager
+// against a real API server. Holders are Pods naming Secrets in their
+// "refs" annotation. Only the Secrets a Pod names are watched, from when
+// the first Pod names one until the last stops naming it, and their
+// creation, changes and deletion reach the Source; another Secret's do
+// not.
+func TestWatchesOnlyReferencedObjects(t *testing.T) {
+	g := NewWithT(t)
+	g.SetDefaultEventuallyTimeout(30 * time.Second)
+	g.SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
+	env := testenv.Start(t, testenv.Options{WithoutCRDs: true})
+	ctx := context.Background()
+	c := env.Client
+	const ns = "refwatch"
+	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	w, err := refwatch.For(mgr, &corev1.Secret{})
+	g.Expect(err).NotTo(HaveOccurred())
+	again, err := refwatch.For(mgr, &corev1.Secret{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again).To(BeIdenticalTo(w), "one Watcher per manager and kind")
+	holder := refwatch.Holder{Object: &corev1.Pod{}, Names: func(o client.Object) []string {
+		if v := o.GetAnnotations()["refs"]; v != "" {
+			return strings.Split(v, ",")
+		}
+		return nil
+	}}
+	g.Expect(w.Track(ctx, mgr.GetCache(), holder)).To(Succeed())
+	g.Expect(w.Track(ctx, mgr.GetCache(), holder)).To(Succeed(), "tracking a kind twice")
+
+	events := &seen{names: map[string]int{}}
+	record := handler.Funcs{GenericFunc: func(_ context.Context, e event.GenericEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		events.mu.Lock()
+		events.names[e.Object.GetName()]++
+		events.mu.Unlock()
+	}}
+	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	t.Cleanup(queue.ShutDown)
+
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(runCtx); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	g.Expect(w.Source(record).Start(runCtx, queue)).To(Succeed())
+
+	secret := func(name, value string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, StringData: map[string]string{"k": value}}
+	}
+	update := func(name, value string) {
+		s := &corev1.Secret{}
+		g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, s)).To(Succeed())
+		s.StringData = map[string]string{"k": value}
+		g.Expect(c.Update(ctx, s)).To(Succeed())
+	}
+	key := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "holder", Annotations: map[string]string{"refs": "a"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+	}
+
+	g.Expect(c.Create(ctx, secret("a", "1"))).To(Succeed())
+	g.Expect(c.Create(ctx, secret("unrelated", "1"))).To(Succeed())
+	g.Consistently(w.Watched).WithTimeout(time.Second).Should(BeEmpty(), "nothing is referenced yet")
+
+	t.Run("a holder's reference is watched", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(c.Create(ctx, pod)).To(Succeed())
+		g.Eventually(w.Watched).Should(Equal([]types.NamespacedName{key("a")}))
+		g.Eventually(func() bool { _, found, known := w.ResourceVersion(key("a")); return found && known }).Should(BeTrue())
+		before := events.count("a")
+		update("a", "2")
+		g.Eventually(func() int { return events.count("a") }).Should(BeNumerically(">", before))
+		live := &corev1.Secret{}
+		g.Expect(c.Get(ctx, key("a"), live)).To(Succeed())
+		g.Eventually(func() string { rv, _, _ := w.ResourceVersion(key("a")); return rv }).Should(Equal(live.ResourceVersion))
+	})
+
+	t.Run("a Secret created after it is referenced is seen", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+		pod.Annotations["refs"] = "a,b"
+		g.Expect(c.Update(ctx, pod)).To(Succeed())
+		g.Eventually(w.Watched).Should(Equal([]types.NamespacedName{key("a"), key("b")}))
+		g.Eventually(func() bool { _, found, known := w.ResourceVersion(key("b")); return !found && known }).Should(BeTrue(),
+			"a referenced Secret that does not exist is known missing")
+		g.Expect(c.Create(ctx, secret("b", "1"))).To(Succeed())
+		g.Eventually(func() int { return events.count("b") }).Should(BeNumerically(">", 0))
+		g.Expect(c.Delete(ctx, secret("b", ""))).To(Succeed())
+		g.Eventually(func() int { return events.count("b") }).Should(BeNumerically(">", 1), "the deletion is an event too")
+	})
+
+	t.Run("an unreferenced Secret is never seen", func(t *testing.T) {
+		g := NewWithT(t)
+		update("unrelated", "2")
+		// A referenced Secret's later change arrives; the unrelated one's
+		// never does.
+		before := events.count("a")
+		update("a", "3")
+		g.Eventually(func() int { return events.count("a") }).Should(BeNumerically(">", before))
+		g.Expect(events.count("unrelated")).To(BeZero())
+	})
+
+	t.Run("a reference no holder names any more is no longer watched", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+		pod.Annotations["refs"] = "b"
+		g.Expect(c.Update(ctx, pod)).To(Succeed())
+		g.Eventually(w.Watched).Should(Equal([]types.NamespacedName{key("b")}))
+		_, _, known := w.ResourceVersion(key("a"))
+		g.Expect(known).To(BeFalse())
+		g.Expect(c.Delete(ctx, pod, client.GracePeriodSeconds(0))).To(Succeed())
+		g.Eventually(w.Watched).Should(BeEmpty(), "a deleted holder references nothing")
+	})
+}
