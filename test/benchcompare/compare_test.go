@@ -189,9 +189,9 @@ type sample struct {
 
 func (s sample) String() string {
 	return fmt.Sprintf("phases %v, %.2f writes and %.2f reads per object, peak RSS %.0f MiB (%.0f MiB idle), %.1f CPU s, "+
-		"%.0f reconciles (%.0f errors, %.0f requeues), reconcile p50/p99 %.1f/%.1f ms, queue wait p50/p99 %.1f/%.1f ms",
+		"%.0f reconciles (%.0f errors, %.0f requeues), reconcile p50/p99 %.1f/%.1f ms, mean queue wait %.2f s",
 		s.phases, s.writes, s.reads, s.rssMiB, s.idleMiB, s.cpuSecond, s.reconciles, s.errors, s.requeues,
-		s.reconcileP50*1000, s.reconcileP99*1000, s.queueP50*1000, s.queueP99*1000)
+		s.reconcileP50*1000, s.reconcileP99*1000, s.queueMean)
 }
 
 func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sample {

@@ -45,12 +45,28 @@ func fullPod() *corev1.Pod {
 			RestartPolicy: corev1.RestartPolicyNever, SchedulerName: "volcano",
 			Tolerations: []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}},
 			Affinity:    &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}},
-			Volumes:     []corev1.Volume{{Name: "logs", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+			Volumes: []corev1.Volume{
+				{Name: "logs", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				{Name: "kube-api-access-x7k2p", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+					Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}},
+				}}},
+			},
 		},
 		Status: corev1.PodStatus{
-			Phase:             corev1.PodRunning,
-			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
-			ContainerStatuses: []corev1.ContainerStatus{{Name: "ray-head", RestartCount: 2}},
+			Phase:      corev1.PodRunning,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			InitContainerStatuses: []corev1.ContainerStatus{{
+				Name: "wait-gcs", Ready: true, Image: "rayproject/ray:2.46.0", ImageID: "docker.io/rayproject/ray@sha256:1",
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed"}},
+			}},
+			ContainerStatuses: []corev1.ContainerStatus{{
+				Name: "ray-head", RestartCount: 2, Ready: true, Started: ptr.To(true),
+				State:                corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled"}},
+				Image:                "rayproject/ray:2.46.0", ImageID: "docker.io/rayproject/ray@sha256:1", ContainerID: "containerd://abc",
+				VolumeMounts: []corev1.VolumeMountStatus{{Name: "logs", MountPath: "/tmp/ray"}},
+			}},
+			EphemeralContainerStatuses: []corev1.ContainerStatus{{Name: "debug"}},
 		},
 	}
 }
@@ -68,6 +84,15 @@ func TestTrimPodKeepsWhatReconcilersRead(t *testing.T) {
 	want := fullPod()
 	want.ManagedFields = nil
 	want.Spec.EphemeralContainers = nil
+	for i := range want.Spec.Volumes {
+		want.Spec.Volumes[i] = corev1.Volume{Name: want.Spec.Volumes[i].Name}
+	}
+	for _, st := range [][]corev1.ContainerStatus{want.Status.InitContainerStatuses, want.Status.ContainerStatuses} {
+		for i := range st {
+			st[i] = corev1.ContainerStatus{Name: st[i].Name, State: st[i].State, Ready: st[i].Ready, RestartCount: st[i].RestartCount, Started: st[i].Started}
+		}
+	}
+	want.Status.EphemeralContainerStatuses = nil
 	for _, cs := range [][]corev1.Container{want.Spec.InitContainers, want.Spec.Containers} {
 		for i := range cs {
 			cs[i] = corev1.Container{Name: cs[i].Name, Image: cs[i].Image, Ports: cs[i].Ports, Resources: cs[i].Resources}

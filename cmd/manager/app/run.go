@@ -111,12 +111,15 @@ func CacheOptions(ins []workload.Integration, namespaces []string) (cache.Option
 }
 
 // trimPod drops from a cached Pod what no reconciler reads and most of a
-// Pod's size is: managedFields and, of every container, its environment,
+// Pod's size is: managedFields; of every container, its environment,
 // command, arguments, probes, lifecycle hooks, mounts and security
-// context. Reconcilers read a Pod's metadata, its status and, of its spec,
-// the node, hostname, host network, tolerations, affinity, restart policy,
-// volumes, scheduler and its containers' names, images, ports and
-// resources; those stay (TestTrimPodKeepsWhatReconcilersRead). A
+// context; of every volume, its source (the name stays); and of every
+// container status, all but its name, state, readiness, restart count and
+// started flag (image, image ID, container ID, last state, resources,
+// mounts, user). Reconcilers read a Pod's metadata, the rest of its status
+// and, of its spec, the node, hostname, host network, tolerations,
+// affinity, restart policy, scheduler and its containers' names, images,
+// ports and resources; those stay (TestTrimPodKeepsWhatReconcilersRead). A
 // reconciler that needs a dropped field must read the Pod from the API
 // server (the manager's APIReader), not from the cache.
 func trimPod(obj any) (any, error) {
@@ -136,6 +139,16 @@ func trimPod(obj any) (any, error) {
 		}
 	}
 	pod.Spec.EphemeralContainers = nil
+	for i := range pod.Spec.Volumes {
+		pod.Spec.Volumes[i].VolumeSource = corev1.VolumeSource{}
+	}
+	for _, statuses := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for i := range statuses {
+			cs := &statuses[i]
+			*cs = corev1.ContainerStatus{Name: cs.Name, State: cs.State, Ready: cs.Ready, RestartCount: cs.RestartCount, Started: cs.Started}
+		}
+	}
+	pod.Status.EphemeralContainerStatuses = nil
 	return pod, nil
 }
 
