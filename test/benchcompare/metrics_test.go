@@ -18,10 +18,13 @@ import (
 // on controller-runtime, so the names and buckets are the same.
 type reconcileFigures struct {
 	reconciles, errors, requeues float64
-	// p50 and p99 of controller_runtime_reconcile_time_seconds and of
-	// workqueue_queue_duration_seconds (time waiting in the queue), in
+	// p50 and p99 of controller_runtime_reconcile_time_seconds, in
 	// seconds.
-	reconcileP50, reconcileP99, queueP50, queueP99 float64
+	reconcileP50, reconcileP99 float64
+	// queueMean is the mean of workqueue_queue_duration_seconds (time an
+	// item waits in the queue), in seconds: its buckets are powers of ten,
+	// too coarse for a percentile.
+	queueMean float64
 }
 
 // scrapeReconciles reads the Prometheus text served at addr/metrics.
@@ -53,7 +56,7 @@ func scrapeReconciles(addr string) (reconcileFigures, error) {
 		}
 	}
 	f.reconcileP50, f.reconcileP99 = quantile(families["controller_runtime_reconcile_time_seconds"], 0.5), quantile(families["controller_runtime_reconcile_time_seconds"], 0.99)
-	f.queueP50, f.queueP99 = quantile(families["workqueue_queue_duration_seconds"], 0.5), quantile(families["workqueue_queue_duration_seconds"], 0.99)
+	f.queueMean = mean(families["workqueue_queue_duration_seconds"])
 	return f, nil
 }
 
@@ -64,6 +67,19 @@ func label(m *dto.Metric, name string) string {
 		}
 	}
 	return ""
+}
+
+// mean is the mean of the observations of the histograms of fam.
+func mean(fam *dto.MetricFamily) float64 {
+	sum, count := 0.0, 0.0
+	for _, m := range fam.GetMetric() {
+		sum += m.GetHistogram().GetSampleSum()
+		count += float64(m.GetHistogram().GetSampleCount())
+	}
+	if count == 0 {
+		return math.NaN()
+	}
+	return sum / count
 }
 
 // quantile estimates the q-quantile of the histograms of fam summed

@@ -16,11 +16,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/gantry-dev/gantry/pkg/framework/builder"
 	"github.com/gantry-dev/gantry/pkg/framework/refwatch"
 	"github.com/gantry-dev/gantry/test/testenv"
+	"github.com/gantry-dev/gantry/test/testenv/managertest"
 )
 
 // seen records the names of the Secrets whose events reached the Source.
@@ -51,21 +52,25 @@ func TestWatchesOnlyReferencedObjects(t *testing.T) {
 	const ns = "refwatch"
 	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
-	g.Expect(err).NotTo(HaveOccurred())
-	w, err := refwatch.For(mgr, &corev1.Secret{})
-	g.Expect(err).NotTo(HaveOccurred())
-	again, err := refwatch.For(mgr, &corev1.Secret{})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(again).To(BeIdenticalTo(w), "one Watcher per manager and kind")
+	var w *refwatch.Watcher
 	holder := refwatch.Holder{Object: &corev1.Pod{}, Names: func(o client.Object) []string {
 		if v := o.GetAnnotations()["refs"]; v != "" {
 			return strings.Split(v, ",")
 		}
 		return nil
 	}}
-	g.Expect(w.Track(ctx, mgr.GetCache(), holder)).To(Succeed())
-	g.Expect(w.Track(ctx, mgr.GetCache(), holder)).To(Succeed(), "tracking a kind twice")
+	// The manager's own cache options: holders must carry Gantry's label.
+	managertest.Start(t, env, func(mgr ctrl.Manager) error {
+		var err error
+		if w, err = refwatch.For(mgr, &corev1.Secret{}); err != nil {
+			return err
+		}
+		again, err := refwatch.For(mgr, &corev1.Secret{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(again).To(BeIdenticalTo(w), "one Watcher per manager and kind")
+		g.Expect(w.Track(ctx, mgr.GetCache(), holder)).To(Succeed())
+		return w.Track(ctx, mgr.GetCache(), holder)
+	})
 
 	events := &seen{names: map[string]int{}}
 	record := handler.Funcs{GenericFunc: func(_ context.Context, e event.GenericEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -76,16 +81,7 @@ func TestWatchesOnlyReferencedObjects(t *testing.T) {
 	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	t.Cleanup(queue.ShutDown)
 
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(runCtx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	g.Expect(w.Source(record).Start(runCtx, queue)).To(Succeed())
+	g.Expect(w.Source(record).Start(ctx, queue)).To(Succeed())
 
 	secret := func(name, value string) *corev1.Secret {
 		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, StringData: map[string]string{"k": value}}
@@ -98,8 +94,9 @@ func TestWatchesOnlyReferencedObjects(t *testing.T) {
 	}
 	key := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "holder", Annotations: map[string]string{"refs": "a"}},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "holder", Annotations: map[string]string{"refs": "a"},
+			Labels: map[string]string{builder.LabelManagedBy: builder.ManagedByGantry}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
 	}
 
 	g.Expect(c.Create(ctx, secret("a", "1"))).To(Succeed())
