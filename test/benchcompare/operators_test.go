@@ -94,6 +94,9 @@ func gantry(controller string) operator {
 
 // kuberay is KubeRay's ray-operator at the version test/tools/kuberay pins,
 // with leader election off (Gantry's default) and its CRDs from the module.
+// --enable-metrics turns on the per-cluster metrics (kuberay_cluster_info
+// and its kin), off by default in KubeRay and always on in Gantry, so that
+// both sides keep the same series.
 func kuberay() operator {
 	const mod = "github.com/ray-project/kuberay/ray-operator"
 	return operator{
@@ -106,7 +109,7 @@ func kuberay() operator {
 		args: func(t *testing.T, kubeconfig, _, probe, metrics string) (string, []string, []string) {
 			return bin("kuberay-operator"), []string{"--enable-leader-election=false", "--metrics-addr=" + metrics,
 				"--health-probe-bind-address=" + probe, fmt.Sprintf("--qps=%d", qps), fmt.Sprintf("--burst=%d", burst),
-				"--log-stdout-encoder=console", "--zap-log-level=error"}, nil
+				"--log-stdout-encoder=console", "--zap-log-level=error", "--enable-metrics"}, nil
 		},
 	}
 }
