@@ -18,6 +18,7 @@ import (
 	slurmworkload "github.com/gantry-dev/gantry/pkg/controller/slurm"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/restapi"
 	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
+	"github.com/gantry-dev/gantry/pkg/framework/refwatch"
 	"github.com/gantry-dev/gantry/pkg/slurm"
 	"github.com/gantry-dev/gantry/pkg/slurm/fake"
 	"github.com/gantry-dev/gantry/test/testenv"
@@ -50,6 +51,29 @@ func (b *builtConfigs) last() slurm.Config {
 	return b.cfgs[len(b.cfgs)-1]
 }
 
+// secretReads counts the Secrets read through it (the resolver's reads of
+// key data from the API server).
+type secretReads struct {
+	client.Reader
+	mu sync.Mutex
+	n  int
+}
+
+func (r *secretReads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*corev1.Secret); ok {
+		r.mu.Lock()
+		r.n++
+		r.mu.Unlock()
+	}
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+func (r *secretReads) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n
+}
+
 // TestClientResolver resolves a Controller's Slurm client from the cluster
 // as it is when asked: no reconciler has to have published anything first,
 // which is what makes a NodeSet reconciled right after a manager restart or
@@ -60,8 +84,13 @@ func TestClientResolver(t *testing.T) {
 	// The field indexes and the RestApi reconciler's Secret metadata watch
 	// are what the resolver reads through; the reconciler is set up but
 	// never needed.
+	var versions *refwatch.Watcher
 	mgr := managertest.Start(t, env, func(mgr ctrl.Manager) error {
 		if err := slurmworkload.Integration().SetupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+			return err
+		}
+		var err error
+		if versions, err = refwatch.For(mgr, &corev1.Secret{}); err != nil {
 			return err
 		}
 		r, err := restapi.New(mgr, restapi.Options{})
@@ -72,7 +101,8 @@ func TestClientResolver(t *testing.T) {
 	})
 	built := &builtConfigs{}
 	reg := slurm.NewRegistry(built.factory)
-	resolver := restapi.NewClientResolver(mgr.GetClient(), mgr.GetAPIReader(), restapi.ResolverOptions{Registry: reg})
+	reads := &secretReads{Reader: mgr.GetAPIReader()}
+	resolver := restapi.NewClientResolver(mgr.GetClient(), reads, restapi.ResolverOptions{Registry: reg, SecretVersions: versions})
 	overriding := restapi.NewClientResolver(mgr.GetClient(), mgr.GetAPIReader(),
 		restapi.ResolverOptions{Registry: slurm.NewRegistry(built.factory), AllowEndpointOverride: true})
 
@@ -118,6 +148,21 @@ func TestClientResolver(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(second).To(BeIdenticalTo(first))
 		g.Expect(built.count()).To(Equal(before))
+	})
+
+	t.Run("an unchanged key is not read again once its Secret is watched", func(t *testing.T) {
+		g := NewWithT(t)
+		key := types.NamespacedName{Namespace: ns, Name: "keys"}
+		g.Eventually(func() bool { _, found, known := versions.ResourceVersion(key); return found && known }).
+			WithTimeout(30*time.Second).Should(BeTrue(), "the Controller's key Secret is watched by name")
+		_, _, err := resolver.ClientFor(ctx, controller)
+		g.Expect(err).NotTo(HaveOccurred())
+		before := reads.count()
+		for range 3 {
+			_, _, err := resolver.ClientFor(ctx, controller)
+			g.Expect(err).NotTo(HaveOccurred())
+		}
+		g.Expect(reads.count()).To(Equal(before))
 	})
 
 	t.Run("with overrides allowed the annotation is the endpoint", func(t *testing.T) {
