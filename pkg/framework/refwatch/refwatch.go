@@ -310,13 +310,16 @@ func (w *Watcher) Watched() []types.NamespacedName {
 // watched and its informer has synced; found is false when the object
 // does not exist.
 func (w *Watcher) ResourceVersion(key types.NamespacedName) (rv string, found, known bool) {
+	var inf toolscache.SharedIndexInformer
 	w.mu.Lock()
-	r := w.refs[key]
+	if r := w.refs[key]; r != nil {
+		inf = r.informer // set under the lock, when the Watcher starts
+	}
 	w.mu.Unlock()
-	if r == nil || r.informer == nil || !r.informer.HasSynced() {
+	if inf == nil || !inf.HasSynced() {
 		return "", false, false
 	}
-	obj, exists, err := r.informer.GetStore().GetByKey(key.String())
+	obj, exists, err := inf.GetStore().GetByKey(key.String())
 	if err != nil {
 		return "", false, false
 	}
