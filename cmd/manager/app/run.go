@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -98,8 +99,10 @@ func CacheOptions(ins []workload.Integration, namespaces []string) (cache.Option
 	opts := cache.Options{
 		ByObject: byObject,
 		// Gantry never reads managedFields; dropping them roughly halves the
-		// memory of every cached object.
-		DefaultTransform: cache.TransformStripManagedFields(),
+		// memory of every cached object. The integrations trim their kinds
+		// further (a JobSet's spec): by type here, not by ByObject, which
+		// would need the kind's CRD installed before the cache starts.
+		DefaultTransform: trimCached(ins),
 	}
 	if len(namespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}
@@ -108,6 +111,27 @@ func CacheOptions(ins []workload.Integration, namespaces []string) (cache.Option
 		}
 	}
 	return opts, nil
+}
+
+// trimCached strips managedFields from every cached object and runs each
+// integration's TrimCached on it.
+func trimCached(ins []workload.Integration) toolscache.TransformFunc {
+	var trims []func(client.Object)
+	for _, in := range ins {
+		if in.TrimCached != nil {
+			trims = append(trims, in.TrimCached)
+		}
+	}
+	strip := cache.TransformStripManagedFields()
+	return func(obj any) (any, error) {
+		obj, err := strip(obj)
+		if o, ok := obj.(client.Object); ok && err == nil {
+			for _, trim := range trims {
+				trim(o)
+			}
+		}
+		return obj, err
+	}
 }
 
 // trimPod drops from a cached Pod what no reconciler reads and most of a

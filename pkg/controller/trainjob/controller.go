@@ -122,10 +122,11 @@ func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 		c = mgr.GetClient()
 	}
 	r := &Reconciler{
-		client:       c,
-		apiReader:    mgr.GetAPIReader(),
-		runtime:      rt,
-		applier:      apply.Applier{Client: c, FieldOwner: apply.FieldOwnerTrainer},
+		client:    c,
+		apiReader: mgr.GetAPIReader(),
+		runtime:   rt,
+		applier: apply.Applier{Client: c, FieldOwner: apply.FieldOwnerTrainer,
+			Uncached: mgr.GetAPIReader(), Trimmed: apply.NewTrimmed(&jobsetv1alpha2.JobSet{})},
 		recorder:     events.NewRecorder(mgr.GetEventRecorder(ControllerName)),
 		metrics:      metrics,
 		clock:        o.ClockOrReal(),
@@ -163,7 +164,10 @@ func (r *Reconciler) setupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler
 // writes its status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	trainJob := &trainer.TrainJob{}
-	found, err := workload.GetOrForget(ctx, r.client, req, trainJob, func() { r.metrics.Forget(req.Namespace, req.Name) })
+	found, err := workload.GetOrForget(ctx, r.client, req, trainJob, func() {
+		r.metrics.Forget(req.Namespace, req.Name)
+		r.applier.Trimmed.Forget(req.NamespacedName)
+	})
 	if !found {
 		return ctrl.Result{}, err
 	}

@@ -2,10 +2,12 @@ package trainjob
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -210,31 +212,70 @@ func TestJAXAndXGBoostTrainJobsGetTheirEnvironment(t *testing.T) {
 	}
 }
 
+// TestReconcileThatChangesNothingSendsNoWrite: running, or suspended
+// (Kueue holds every queued job suspended, and a suspended JobSet is the
+// one the controller applies again, checked against a cache that holds no
+// JobSet spec), a reconcile that finds nothing changed writes nothing.
 func TestReconcileThatChangesNothingSendsNoWrite(t *testing.T) {
+	h := startHarness(t)
+	for _, suspended := range []bool{false, true} {
+		t.Run(fmt.Sprintf("suspended=%v", suspended), func(t *testing.T) {
+			g := gomega.NewWithT(t)
+			ns := h.newNamespace(t)
+			spec := trainertesting.MakeRuntimeSpec().MPI(1, false).ReplicatedJob(trainertesting.MPIJobs("mpi:runtime")...).Obj()
+			rtName := h.clusterRuntime(t, ns, "mpi", spec)
+			h.create(t, newTrainJob(ns, "quiet", rtName).NumNodes(2).Suspend(suspended).Obj())
+			h.eventuallyJobSet(t, ns, "quiet")
+			tj := h.eventuallyCreated(t, ns, "quiet")
+
+			// Let the reconciles triggered by the creation run out first.
+			h.forceReconcile(t, tj)
+			before := h.writes.InNamespace(ns)
+			t.Logf("writes to create an MPI TrainJob: %d", before)
+			jsBefore := h.eventuallyJobSet(t, ns, "quiet")
+			tjBefore := h.trainJob(g, ns, "quiet")
+
+			h.forceReconcile(t, tj)
+			h.forceReconcile(t, tj)
+
+			g.Expect(h.writes.InNamespace(ns)).To(gomega.Equal(before), "writes: %v", h.writes.Log())
+			jsAfter := h.eventuallyJobSet(t, ns, "quiet")
+			g.Expect(jsAfter.ResourceVersion).To(gomega.Equal(jsBefore.ResourceVersion))
+			tjAfter := h.trainJob(g, ns, "quiet")
+			g.Expect(tjAfter.Status).To(gomega.Equal(tjBefore.Status))
+		})
+	}
+}
+
+// TestCachedJobSetsAreTrimmed: the manager's cache keeps a JobSet's
+// metadata, status and suspend, not its replicated jobs, and holds the
+// runtime snapshot, the same on every job of one runtime, once.
+func TestCachedJobSetsAreTrimmed(t *testing.T) {
 	h := startHarness(t)
 	g := gomega.NewWithT(t)
 	ns := h.newNamespace(t)
-	spec := trainertesting.MakeRuntimeSpec().MPI(1, false).ReplicatedJob(trainertesting.MPIJobs("mpi:runtime")...).Obj()
-	rtName := h.clusterRuntime(t, ns, "mpi", spec)
-	h.create(t, newTrainJob(ns, "quiet", rtName).NumNodes(2).Obj())
-	h.eventuallyJobSet(t, ns, "quiet")
-	tj := h.eventuallyCreated(t, ns, "quiet")
+	rtName := h.clusterRuntime(t, ns, "torch", torchRuntimeSpec())
+	h.create(t, newTrainJob(ns, "first", rtName).Obj())
+	h.create(t, newTrainJob(ns, "second", rtName).Obj())
+	whole := h.eventuallyJobSet(t, ns, "first")
+	g.Expect(whole.Spec.ReplicatedJobs).NotTo(gomega.BeEmpty())
+	h.eventuallyJobSet(t, ns, "second")
 
-	// Let the reconciles triggered by the creation run out first.
-	h.forceReconcile(t, tj)
-	before := h.writes.InNamespace(ns)
-	t.Logf("writes to create an MPI TrainJob: %d", before)
-	jsBefore := h.eventuallyJobSet(t, ns, "quiet")
-	tjBefore := h.trainJob(g, ns, "quiet")
-
-	h.forceReconcile(t, tj)
-	h.forceReconcile(t, tj)
-
-	g.Expect(h.writes.InNamespace(ns)).To(gomega.Equal(before), "writes: %v", h.writes.Log())
-	jsAfter := h.eventuallyJobSet(t, ns, "quiet")
-	g.Expect(jsAfter.ResourceVersion).To(gomega.Equal(jsBefore.ResourceVersion))
-	tjAfter := h.trainJob(g, ns, "quiet")
-	g.Expect(tjAfter.Status).To(gomega.Equal(tjBefore.Status))
+	cached := func(name string) *jobsetv1alpha2.JobSet {
+		js := &jobsetv1alpha2.JobSet{}
+		g.Eventually(func() error {
+			return h.seen.cache.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, js)
+		}).WithTimeout(10 * time.Second).Should(gomega.Succeed())
+		return js
+	}
+	first, second := cached("first"), cached("second")
+	g.Expect(first.Spec.ReplicatedJobs).To(gomega.BeEmpty(), "the cache keeps the replicated jobs")
+	g.Expect(first.Spec.Suspend).To(gomega.Equal(whole.Spec.Suspend))
+	g.Expect(first.OwnerReferences).To(gomega.Equal(whole.OwnerReferences))
+	g.Expect(first.Annotations).To(gomega.HaveKeyWithValue(RuntimeSnapshotAnnotation, whole.Annotations[RuntimeSnapshotAnnotation]))
+	a, b := first.Annotations[RuntimeSnapshotAnnotation], second.Annotations[RuntimeSnapshotAnnotation]
+	g.Expect(a).To(gomega.Equal(b))
+	g.Expect(unsafe.StringData(a)).To(gomega.Equal(unsafe.StringData(b)), "the two JobSets' runtime snapshots are two copies")
 }
 
 func TestHandEditedJobSetIsRestoredOnlyWhileSuspended(t *testing.T) {

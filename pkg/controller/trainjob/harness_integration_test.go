@@ -95,7 +95,7 @@ func newHarness() (*harness, error) {
 		return nil, err
 	}
 	stopSharedEnv = env.Stop
-	mgr, err := managertest.New(env)
+	mgr, err := managertest.New(env, Integration())
 	if err != nil {
 		return nil, err
 	}

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"unique"
 
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
@@ -28,6 +30,23 @@ func Integration() workload.Integration {
 		FeatureGates: FeatureGates(),
 		SetupIndexes: setupRuntimeIndex,
 		Setup:        setup,
+		TrimCached:   trimCachedJobSet,
+	}
+}
+
+// trimCachedJobSet keeps of a JobSet in the manager's cache its metadata,
+// status and spec.suspend: its replicated jobs' templates, most of its
+// size, are read by no reconciler (the applier verifies them by generation,
+// apply.Trimmed). The runtime snapshot annotation, the same text on every
+// JobSet of one runtime, is held once.
+func trimCachedJobSet(obj client.Object) {
+	js, ok := obj.(*jobsetv1alpha2.JobSet)
+	if !ok {
+		return
+	}
+	js.Spec = jobsetv1alpha2.JobSetSpec{Suspend: js.Spec.Suspend}
+	if snap, ok := js.Annotations[RuntimeSnapshotAnnotation]; ok {
+		js.Annotations[RuntimeSnapshotAnnotation] = unique.Make(snap).Value()
 	}
 }
 

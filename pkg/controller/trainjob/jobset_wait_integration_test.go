@@ -44,7 +44,7 @@ func TestControllerWaitsForJobSetCRD(t *testing.T) {
 			return fmt.Errorf("a missing JobSet CRD must not fail the manager's setup: %w", err)
 		}
 		return nil
-	})
+	}, Integration()) // its cache trims too: they must not need the CRD either
 
 	c := env.Client
 	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "runtimes", "torch_distributed.yaml"))

@@ -31,7 +31,7 @@ func TestRuntimeInUseFinalizerIsRemoved(t *testing.T) {
 	ctx := context.Background()
 	managertest.Start(t, env, func(mgr ctrl.Manager) error {
 		return Integration().SetupWithManager(ctx, mgr, workload.Options{})
-	})
+	}, Integration())
 
 	const other = "example.com/keep"
 	c := env.Client

@@ -56,6 +56,10 @@ type Applier struct {
 	// an object, their entries become this applier's apply entry
 	// (csaupgrade), so that nothing they wrote is orphaned or fought over.
 	UpgradeFrom []string
+	// Trimmed, when set, names the kinds the cache holds without their
+	// spec; ApplyIfChanged then verifies their spec by generation, and
+	// through Uncached (required with it) when the generation moved.
+	Trimmed *Trimmed
 }
 
 // Apply server-side-applies obj and, on success, overwrites obj with the
@@ -106,6 +110,9 @@ func (a Applier) check() error {
 	}
 	if a.FieldOwner == "" {
 		return errors.New("apply: Applier has no field owner")
+	}
+	if a.Trimmed != nil && a.Uncached == nil {
+		return errors.New("apply: Applier has Trimmed kinds but no Uncached reader to verify them")
 	}
 	return nil
 }

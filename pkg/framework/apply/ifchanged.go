@@ -54,21 +54,19 @@ func (a Applier) ApplyIfChanged(ctx context.Context, obj client.Object, live cli
 	withHash.SetAnnotations(ann)
 
 	if live != nil && !isNil(live) && live.GetDeletionTimestamp() == nil {
-		liveContent, err := toContent(live)
-		if err != nil {
-			return false, err
-		}
 		want := runtime.DeepCopyJSON(withHash.Object)
 		// A typed live object read from the cache has no apiVersion/kind.
 		delete(want, "apiVersion")
 		delete(want, "kind")
-		if Contains(liveContent, dropZeroScalars(want)) {
-			return false, nil
+		same, err := a.holdsBody(ctx, live, dropZeroScalars(want), hash)
+		if err != nil || same {
+			return false, err
 		}
 	}
 	if err := a.Apply(ctx, withHash); err != nil {
 		return false, err
 	}
+	a.Trimmed.record(obj, withHash, hash)
 	if _, ok := obj.(*unstructured.Unstructured); ok {
 		obj.(*unstructured.Unstructured).Object = withHash.Object
 		return true, nil

@@ -99,6 +99,13 @@ type Integration struct {
 	SetupIndexes func(ctx context.Context, indexer client.FieldIndexer) error
 	// Setup wires the workload's reconcilers and watches into the manager.
 	Setup func(ctx context.Context, mgr ctrl.Manager, opts Options) error
+	// TrimCached, when set, drops from an object entering the manager's
+	// cache what none of the workload's reconcilers reads there. The
+	// manager calls it for every object it caches (but Pods, which have
+	// their own transform), so it must leave other kinds alone. A
+	// reconciler that needs a dropped field reads the object through the
+	// API reader.
+	TrimCached func(obj client.Object)
 }
 
 // SetupWithManager registers the integration's field indexes, then runs

@@ -16,14 +16,16 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/gantry-dev/gantry/cmd/manager/app"
+	"github.com/gantry-dev/gantry/pkg/framework/workload"
 	"github.com/gantry-dev/gantry/test/testenv"
 )
 
 // New returns a manager for env with the Gantry manager's own cache
-// options (label-filtered caches), not started. Start is what a test
-// usually wants; New is for a harness shared by a package's tests.
-func New(env *testenv.Env) (ctrl.Manager, error) {
-	cacheOpts, err := app.CacheOptions(nil, nil)
+// options (label-filtered caches, and the cache trims of ins, the
+// integrations under test), not started. Start is what a test usually
+// wants; New is for a harness shared by a package's tests.
+func New(env *testenv.Env, ins ...workload.Integration) (ctrl.Manager, error) {
+	cacheOpts, err := app.CacheOptions(ins, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -38,9 +40,9 @@ func New(env *testenv.Env) (ctrl.Manager, error) {
 // Start runs a manager made by New, lets setup register reconcilers (and
 // the field indexes they use), and stops it when the test ends, failing
 // the test when the manager stopped with an error.
-func Start(t *testing.T, env *testenv.Env, setup func(ctrl.Manager) error) ctrl.Manager {
+func Start(t *testing.T, env *testenv.Env, setup func(ctrl.Manager) error, ins ...workload.Integration) ctrl.Manager {
 	t.Helper()
-	mgr, err := New(env)
+	mgr, err := New(env, ins...)
 	if err != nil {
 		t.Fatal(err)
 	}
