@@ -105,7 +105,8 @@ bench: test-assets manager ## Benchmarks against a real API server (GANTRY_BENCH
 	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$(BIN)}" $(GO) test ./test/bench/ -run '^$$' -bench '$(BENCH)' -benchtime=1x -timeout 60m -v $(GOTEST_FLAGS)
 
 # BENCH_COMPARE selects pairings (ray, trainjob; default all),
-# BENCH_COMPARE_ROUNDS the rounds (default 3), GANTRY_BENCH_N the objects.
+# BENCH_COMPARE_ROUNDS the rounds (default 3), GANTRY_BENCH_N the objects,
+# BENCH_COMPARE_ONLY=gantry|upstream one side only.
 .PHONY: bench-compare
 bench-compare: $(RUN_TOOLS) $(KUBERAY) $(TRAINER) manager ## Gantry and the upstream operators side by side on fresh local control planes; prints a table (docs/benchmarks.md).
 	$(GO) test -tags benchcompare ./test/benchcompare/ -run TestCompare -count=1 -timeout 300m -v $(GOTEST_FLAGS)

@@ -143,7 +143,9 @@ func atLeast(ctx context.Context, c client.Client, listKind schema.GroupVersionK
 // TestCompare runs each selected pairing (BENCH_COMPARE, default all:
 // "ray,trainjob") for BENCH_COMPARE_ROUNDS rounds (default 3) of upstream
 // then Gantry, each on a fresh cluster, with GANTRY_BENCH_N objects
-// (default 100), and prints the table.
+// (default 100), and prints the table. BENCH_COMPARE_ONLY=gantry (or
+// upstream) runs one side only, for sizes where both would not fit in one
+// sitting; the other side's column then says "no run".
 func TestCompare(t *testing.T) {
 	n := bench.N(100)
 	rounds := 3
@@ -158,7 +160,7 @@ func TestCompare(t *testing.T) {
 		}
 		results := map[string][]sample{}
 		for round := 1; round <= rounds; round++ {
-			for _, op := range []operator{p.upstream, p.gantry} {
+			for _, op := range sides(p) {
 				t.Run(fmt.Sprintf("%s/%s/%d", p.name, op.name, round), func(t *testing.T) {
 					s := runOnce(t, p, op, n, fmt.Sprintf("bc-%s-%d", strings.ToLower(op.name), round))
 					results[op.name] = append(results[op.name], s)
@@ -174,6 +176,18 @@ func TestCompare(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err == nil {
 		_ = os.WriteFile(filepath.Join(dir, "bench-compare.md"), []byte(out), 0o644)
 	}
+}
+
+// sides are the operators of p that BENCH_COMPARE_ONLY selects: both,
+// upstream first, when it is unset.
+func sides(p pairing) []operator {
+	switch os.Getenv("BENCH_COMPARE_ONLY") {
+	case "gantry":
+		return []operator{p.gantry}
+	case "upstream":
+		return []operator{p.upstream}
+	}
+	return []operator{p.upstream, p.gantry}
 }
 
 // sample is one run's figures.
@@ -210,9 +224,10 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 		t.Fatal(err)
 	}
 	t.Cleanup(proxy.Close)
-	// BENCH_COMPARE_HEAP_PROFILE=true keeps a heap profile of each
-	// operator that can serve one, taken when the last phase holds, in
-	// _artifacts/ (go tool pprof -sample_index=inuse_space).
+	// BENCH_COMPARE_HEAP_PROFILE=true keeps heap profiles of each
+	// operator that can serve one, taken as each phase holds (the first
+	// is near the peak of a burst of creations), in _artifacts/ (go tool
+	// pprof -sample_index=inuse_space).
 	var extra []string
 	pprofAddr := ""
 	if os.Getenv("BENCH_COMPARE_HEAP_PROFILE") == "true" && op.pprofFlag != "" {
@@ -241,9 +256,9 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 			t.Fatalf("%s: %s: %v", op.name, ph.name, err)
 		}
 		s.phases = append(s.phases, time.Since(start))
-	}
-	if pprofAddr != "" {
-		saveHeapProfile(t, pprofAddr, clusterName)
+		if pprofAddr != "" {
+			saveHeapProfile(t, pprofAddr, fmt.Sprintf("%s-%d", clusterName, len(s.phases)))
+		}
 	}
 	// Trailing writes (the last status, events) belong to the run.
 	counter.WaitQuiet(3*time.Second, 2*time.Minute)

@@ -126,7 +126,7 @@ func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 		apiReader: mgr.GetAPIReader(),
 		runtime:   rt,
 		applier: apply.Applier{Client: c, FieldOwner: apply.FieldOwnerTrainer,
-			Uncached: mgr.GetAPIReader(), Trimmed: apply.NewTrimmed(&jobsetv1alpha2.JobSet{})},
+			Trimmed: apply.NewTrimmed(mgr.GetAPIReader(), &jobsetv1alpha2.JobSet{})},
 		recorder:     events.NewRecorder(mgr.GetEventRecorder(ControllerName)),
 		metrics:      metrics,
 		clock:        o.ClockOrReal(),

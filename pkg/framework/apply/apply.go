@@ -58,7 +58,7 @@ type Applier struct {
 	UpgradeFrom []string
 	// Trimmed, when set, names the kinds the cache holds without their
 	// spec; ApplyIfChanged then verifies their spec by generation, and
-	// through Uncached (required with it) when the generation moved.
+	// past the cache when the generation moved.
 	Trimmed *Trimmed
 }
 
@@ -111,8 +111,8 @@ func (a Applier) check() error {
 	if a.FieldOwner == "" {
 		return errors.New("apply: Applier has no field owner")
 	}
-	if a.Trimmed != nil && a.Uncached == nil {
-		return errors.New("apply: Applier has Trimmed kinds but no Uncached reader to verify them")
+	if a.Trimmed != nil && a.Trimmed.reader == nil {
+		return errors.New("apply: Applier's Trimmed kinds have no uncached reader to verify them with")
 	}
 	return nil
 }

@@ -19,12 +19,13 @@ import (
 // when the object's generation (which the API server moves on every spec
 // change, by anyone) is the one last verified for the same body. Otherwise,
 // after a restart or someone else's spec edit, it reads the whole object
-// through the Applier's Uncached reader once and verifies it there. A
-// converged reconcile therefore still sends no request.
+// through its own uncached reader once and verifies it there. A converged
+// reconcile therefore still sends no request.
 //
 // A nil *Trimmed trims nothing. It is safe for concurrent use.
 type Trimmed struct {
-	kinds map[reflect.Type]bool
+	reader client.Reader
+	kinds  map[reflect.Type]bool
 	mu    sync.Mutex
 	seen  map[trimmedKey]verified
 }
@@ -42,9 +43,11 @@ type verified struct {
 	hash       string
 }
 
-// NewTrimmed covers the Go types of kinds (typed objects only).
-func NewTrimmed(kinds ...client.Object) *Trimmed {
-	t := &Trimmed{kinds: map[reflect.Type]bool{}, seen: map[trimmedKey]verified{}}
+// NewTrimmed covers the Go types of kinds (typed objects only), and reads
+// them whole through uncached (the manager's APIReader) when their
+// generation has to be verified again.
+func NewTrimmed(uncached client.Reader, kinds ...client.Object) *Trimmed {
+	t := &Trimmed{reader: uncached, kinds: map[reflect.Type]bool{}, seen: map[trimmedKey]verified{}}
 	for _, k := range kinds {
 		t.kinds[reflect.TypeOf(k)] = true
 	}
@@ -106,7 +109,7 @@ func (t *Trimmed) len() int {
 // with its hash annotation (apiVersion and kind removed, zero scalars
 // dropped). For a kind the cache trims, live's metadata is compared, and
 // its spec is verified by generation or, failing that, by reading the
-// whole object through Uncached.
+// whole object past the cache.
 func (a Applier) holdsBody(ctx context.Context, live client.Object, want map[string]any, hash string) (bool, error) {
 	liveContent, err := toContent(live)
 	if err != nil {
@@ -122,7 +125,7 @@ func (a Applier) holdsBody(ctx context.Context, live client.Object, want map[str
 	if a.Trimmed.holds(live, hash) {
 		return true, nil
 	}
-	full, err := get(ctx, a.Uncached, live)
+	full, err := get(ctx, a.Trimmed.reader, live)
 	if err != nil || full == nil {
 		return false, err
 	}

@@ -40,7 +40,7 @@ func TestApplyIfChangedTrimmed(t *testing.T) {
 			return c.Get(ctx, key, obj, opts...)
 		},
 	})
-	a := Applier{Client: counting, Uncached: counting, FieldOwner: FieldOwnerTrainer, Trimmed: NewTrimmed(&appsv1.Deployment{})}
+	a := Applier{Client: counting, FieldOwner: FieldOwnerTrainer, Trimmed: NewTrimmed(counting, &appsv1.Deployment{})}
 
 	desired := func(label string) *appsv1.Deployment {
 		labels := map[string]string{"app": "trimmed"}
@@ -129,7 +129,7 @@ func TestApplyIfChangedTrimmed(t *testing.T) {
 
 	// A restart forgets every generation: one read per object, no write.
 	restarted := a
-	restarted.Trimmed = NewTrimmed(&appsv1.Deployment{})
+	restarted.Trimmed = NewTrimmed(counting, &appsv1.Deployment{})
 	step("after a restart: read only", restarted, desired("b"), cached(), 0, 1)
 	step("after a restart, again: no request", restarted, desired("b"), cached(), 0, 0)
 
@@ -140,8 +140,8 @@ func TestApplyIfChangedTrimmed(t *testing.T) {
 	}
 	step("forgotten: read only", restarted, desired("b"), cached(), 0, 1)
 
-	if _, err := (Applier{Client: counting, FieldOwner: FieldOwnerTrainer, Trimmed: NewTrimmed(&appsv1.Deployment{})}).
+	if _, err := (Applier{Client: counting, FieldOwner: FieldOwnerTrainer, Trimmed: NewTrimmed(nil, &appsv1.Deployment{})}).
 		ApplyIfChanged(ctx, desired("b"), cached()); err == nil {
-		t.Fatal("an Applier with Trimmed kinds and no Uncached reader was accepted")
+		t.Fatal("an Applier with Trimmed kinds and no reader to verify them with was accepted")
 	}
 }
