@@ -246,7 +246,7 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 	}
 	s := sample{idleMiB: idle}
 	for _, ph := range p.phases {
-		err := bench.Poll(250*time.Millisecond, 30*time.Minute, func() (bool, error) {
+		err := bench.Poll(250*time.Millisecond, 90*time.Minute, func() (bool, error) {
 			if proc.Exited() {
 				return false, fmt.Errorf("%s exited (log: %s)", op.name, proc.Log)
 			}

@@ -26,8 +26,8 @@ import (
 type Trimmed struct {
 	reader client.Reader
 	kinds  map[reflect.Type]bool
-	mu    sync.Mutex
-	seen  map[trimmedKey]verified
+	mu     sync.Mutex
+	seen   map[trimmedKey]verified
 }
 
 type trimmedKey struct {
