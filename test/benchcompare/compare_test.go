@@ -153,6 +153,9 @@ func TestCompare(t *testing.T) {
 		rounds = r
 	}
 	selected := strings.Split(os.Getenv("BENCH_COMPARE"), ",")
+	if only := os.Getenv("BENCH_COMPARE_ONLY"); only != "" && only != "gantry" && only != "upstream" {
+		t.Fatalf("BENCH_COMPARE_ONLY=%q: want gantry or upstream", only)
+	}
 	var tables []string
 	for _, p := range pairings() {
 		if selected[0] != "" && !slices.Contains(selected, p.name) {

@@ -98,6 +98,9 @@ type Options struct {
 	// Client replaces the manager's client for reads and writes (tests wrap
 	// it to inject faults); nil means mgr.GetClient().
 	Client client.Client
+	// APIReader replaces the manager's uncached reader (tests count what
+	// is read past the cache); nil means mgr.GetAPIReader().
+	APIReader client.Reader
 	// StatusServer tells trainer pods where to report progress (gate
 	// TrainJobStatus); nil tells them nothing.
 	StatusServer *trainjobstatus.Config
@@ -121,12 +124,16 @@ func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 	if c == nil {
 		c = mgr.GetClient()
 	}
+	apiReader := o.APIReader
+	if apiReader == nil {
+		apiReader = mgr.GetAPIReader()
+	}
 	r := &Reconciler{
 		client:    c,
-		apiReader: mgr.GetAPIReader(),
+		apiReader: apiReader,
 		runtime:   rt,
 		applier: apply.Applier{Client: c, FieldOwner: apply.FieldOwnerTrainer,
-			Trimmed: apply.NewTrimmed(mgr.GetAPIReader(), &jobsetv1alpha2.JobSet{})},
+			Trimmed: apply.NewTrimmed(apiReader, &jobsetv1alpha2.JobSet{})},
 		recorder:     events.NewRecorder(mgr.GetEventRecorder(ControllerName)),
 		metrics:      metrics,
 		clock:        o.ClockOrReal(),

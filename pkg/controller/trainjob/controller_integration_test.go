@@ -215,7 +215,8 @@ func TestJAXAndXGBoostTrainJobsGetTheirEnvironment(t *testing.T) {
 // TestReconcileThatChangesNothingSendsNoWrite: running, or suspended
 // (Kueue holds every queued job suspended, and a suspended JobSet is the
 // one the controller applies again, checked against a cache that holds no
-// JobSet spec), a reconcile that finds nothing changed writes nothing.
+// JobSet spec), a reconcile that finds nothing changed writes nothing, and
+// no JobSet is read past the cache.
 func TestReconcileThatChangesNothingSendsNoWrite(t *testing.T) {
 	h := startHarness(t)
 	for _, suspended := range []bool{false, true} {
@@ -243,6 +244,9 @@ func TestReconcileThatChangesNothingSendsNoWrite(t *testing.T) {
 			g.Expect(jsAfter.ResourceVersion).To(gomega.Equal(jsBefore.ResourceVersion))
 			tjAfter := h.trainJob(g, ns, "quiet")
 			g.Expect(tjAfter.Status).To(gomega.Equal(tjBefore.Status))
+			// The cache holds JobSets without their spec; neither
+			// creating nor checking one needs it from the API server.
+			g.Expect(h.pastCache.count(ns, &jobsetv1alpha2.JobSet{})).To(gomega.BeZero(), "JobSets read past the cache")
 		})
 	}
 }

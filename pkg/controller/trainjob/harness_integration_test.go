@@ -43,13 +43,15 @@ import (
 const pokeAnnotation = "test.gantry.dev/poke"
 
 type harness struct {
-	env     *testenv.Env
-	c       client.Client
-	writes  *testenv.WriteCounter
-	faults  *faultInjector
-	seen    *reconcileObserver
-	metrics *Metrics
-	reg     *prometheus.Registry
+	env    *testenv.Env
+	c      client.Client
+	writes *testenv.WriteCounter
+	// pastCache counts the reconciler's reads past the cache.
+	pastCache *readCounter
+	faults    *faultInjector
+	seen      *reconcileObserver
+	metrics   *Metrics
+	reg       *prometheus.Registry
 }
 
 var (
@@ -101,10 +103,11 @@ func newHarness() (*harness, error) {
 	}
 	h := &harness{
 		env: env, c: env.Client,
-		writes: &testenv.WriteCounter{},
-		faults: &faultInjector{jobSetApplyFailures: map[string]*atomic.Int32{}},
-		seen:   &reconcileObserver{pokes: map[string]string{}},
-		reg:    prometheus.NewRegistry(),
+		writes:    &testenv.WriteCounter{},
+		pastCache: &readCounter{Reader: mgr.GetAPIReader(), gets: map[string]int{}},
+		faults:    &faultInjector{jobSetApplyFailures: map[string]*atomic.Int32{}},
+		seen:      &reconcileObserver{pokes: map[string]string{}},
+		reg:       prometheus.NewRegistry(),
 	}
 	c := h.writes.Client(interceptor.NewClient(noWatchClient{mgr.GetClient()}, h.faultFuncs()))
 	progress := false
@@ -113,6 +116,7 @@ func newHarness() (*harness, error) {
 		ProgressConditions:   &progress,
 		RuntimeNotFoundGrace: harnessRuntimeGrace,
 		Client:               c,
+		APIReader:            h.pastCache,
 	})
 	if err != nil {
 		return nil, err
@@ -338,4 +342,26 @@ func (h *harness) setJobSetStatus(t *testing.T, ns, name string, mutate func(*jo
 		mutate(&js.Status)
 		return h.c.Status().Update(context.Background(), js)
 	}).WithTimeout(10 * time.Second).Should(gomega.Succeed())
+}
+
+// readCounter counts Gets through the reader it wraps, per namespace and
+// Go type.
+type readCounter struct {
+	client.Reader
+	mu   sync.Mutex
+	gets map[string]int
+}
+
+func (r *readCounter) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	r.mu.Lock()
+	r.gets[fmt.Sprintf("%s/%T", key.Namespace, obj)]++
+	r.mu.Unlock()
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+// count is how many objects like obj were read in namespace ns.
+func (r *readCounter) count(ns string, obj client.Object) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.gets[fmt.Sprintf("%s/%T", ns, obj)]
 }
