@@ -216,11 +216,29 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, cluster *rayv1.RayClu
 	if err == nil {
 		err = statusErr
 	}
-	if err != nil || inconsistent {
+	if err != nil || (inconsistent && nextStepReads(before, cluster.Status)) {
 		return ctrl.Result{RequeueAfter: ShortRequeue}, err
 	}
 	s.Requeue.After(r.cfg.DefaultRequeue)
 	return s.Result(), nil
+}
+
+// nextStepReads reports whether a status write changed what the Pod
+// decisions read, so the next step of a transition waits for the quick
+// requeue rather than for an event: the suspend state machine (Suspending,
+// then the Pods deleted, then Suspended; and Suspended ending on resume,
+// before Pods are created) has no Pod event to move it on. KubeRay requeues
+// after every status write; a write that only reports what the Pods did
+// (ready counts, state ready, the head's address) leaves nothing to do, and
+// the quick requeue would cost every new cluster a third reconcile in the
+// queue all clusters wait in.
+func nextStepReads(before, after rayv1.RayClusterStatus) bool {
+	for _, t := range []rayv1.RayClusterConditionType{rayv1.RayClusterSuspending, rayv1.RayClusterSuspended} {
+		if meta.IsStatusConditionTrue(before.Conditions, string(t)) != meta.IsStatusConditionTrue(after.Conditions, string(t)) {
+			return true
+		}
+	}
+	return false
 }
 
 // podLimitReported reports whether status already shows the pod limit.
