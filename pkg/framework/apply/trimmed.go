@@ -98,13 +98,6 @@ func (t *Trimmed) keyOf(obj client.Object) trimmedKey {
 	return trimmedKey{kind: reflect.TypeOf(obj), key: client.ObjectKeyFromObject(obj)}
 }
 
-// len is how many objects are remembered (tests).
-func (t *Trimmed) len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.seen)
-}
-
 // holdsBody reports whether live already reflects want, the apply body
 // with its hash annotation (apiVersion and kind removed, zero scalars
 // dropped). For a kind the cache trims, live's metadata is compared, and

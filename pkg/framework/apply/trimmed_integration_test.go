@@ -145,3 +145,10 @@ func TestApplyIfChangedTrimmed(t *testing.T) {
 		t.Fatal("an Applier with Trimmed kinds and no reader to verify them with was accepted")
 	}
 }
+
+// len is how many objects t remembers.
+func (t *Trimmed) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.seen)
+}

@@ -164,7 +164,7 @@ func (w *Watcher) Track(ctx context.Context, informers cache.Informers, h Holder
 		}
 		var refs []string
 		if !gone {
-			refs = slices.Compact(slices.Sorted(slices.Values(slices.DeleteFunc(slices.Clone(names(o)), func(s string) bool { return s == "" }))))
+			refs = distinctNames(names(o))
 		}
 		w.set(holderKey{t: t, key: client.ObjectKeyFromObject(o)}, refs)
 	}
@@ -174,6 +174,14 @@ func (w *Watcher) Track(ctx context.Context, informers cache.Informers, h Holder
 		DeleteFunc: func(obj any) { update(obj, true) },
 	})
 	return err
+}
+
+// distinctNames is names sorted, without repeats or empty names; names
+// is left as it is.
+func distinctNames(names []string) []string {
+	out := slices.DeleteFunc(slices.Clone(names), func(s string) bool { return s == "" })
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // NeedLeaderElection is false: like the cache, a Watcher runs on every
@@ -190,11 +198,15 @@ func (w *Watcher) Start(ctx context.Context) error {
 	}
 	w.mu.Unlock()
 	<-ctx.Done()
-	// The manager is done: forget it, and its Watchers with it.
+	// The manager is done: forget this Watcher, and the manager with its
+	// last one.
 	watchersMu.Lock()
 	for mgr, byKind := range watchers {
 		if byKind[w.gvk] == w {
-			delete(watchers, mgr)
+			delete(byKind, w.gvk)
+			if len(byKind) == 0 {
+				delete(watchers, mgr)
+			}
 		}
 	}
 	watchersMu.Unlock()
