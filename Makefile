@@ -40,6 +40,8 @@ KUBERAY     := $(BIN)/kuberay-operator
 KUBERAY_MOD := $(CURDIR)/test/tools/kuberay
 TRAINER     := $(BIN)/trainer-controller-manager
 TRAINER_MOD := $(CURDIR)/test/tools/trainer
+SLINKY      := $(BIN)/slurm-operator
+SLINKY_MOD  := $(CURDIR)/test/tools/slinky
 
 # Go test flags; override e.g. `make test GOTEST_FLAGS=-v`.
 GOTEST_FLAGS ?=
@@ -108,7 +110,7 @@ bench: test-assets manager ## Benchmarks against a real API server (GANTRY_BENCH
 # BENCH_COMPARE_ROUNDS the rounds (default 3), GANTRY_BENCH_N the objects,
 # BENCH_COMPARE_ONLY=gantry|upstream one side only.
 .PHONY: bench-compare
-bench-compare: $(RUN_TOOLS) $(KUBERAY) $(TRAINER) manager ## Gantry and the upstream operators side by side on fresh local control planes; prints a table (docs/benchmarks.md).
+bench-compare: $(RUN_TOOLS) $(KUBERAY) $(TRAINER) $(SLINKY) manager ## Gantry and the upstream operators side by side on fresh local control planes; prints a table (docs/benchmarks.md).
 	$(GO) test -tags benchcompare ./test/benchcompare/ -run TestCompare -count=1 -timeout 300m -v $(GOTEST_FLAGS)
 
 # The e2e suite runs with the ginkgo CLI in parallel processes; GOTEST_FLAGS
@@ -252,6 +254,10 @@ $(KUBERAY):
 $(TRAINER):
 	@echo "building Kubeflow Trainer's controller manager $$(cd $(TRAINER_MOD) && $(GO) list -m -f '{{.Version}}' github.com/kubeflow/trainer/v2) (first time only)"
 	cd $(TRAINER_MOD) && $(GO) build -o $@ github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager
+
+$(SLINKY):
+	@echo "building Slinky's slurm-operator $$(cd $(SLINKY_MOD) && $(GO) list -m -f '{{.Version}}' github.com/SlinkyProject/slurm-operator) (first time only)"
+	cd $(SLINKY_MOD) && $(GO) build -o $@ github.com/SlinkyProject/slurm-operator/cmd/manager
 
 $(HELM):
 	@echo "building helm $(HELM_VERSION) (first time only)"

@@ -25,22 +25,27 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
+	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	trainerv1 "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	slurmimages "github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/test/bench"
 	"github.com/gantry-dev/gantry/test/testenv"
 	raywrappers "github.com/gantry-dev/gantry/test/wrappers/ray"
+	slinkywrappers "github.com/gantry-dev/gantry/test/wrappers/slinky"
 	trainerwrappers "github.com/gantry-dev/gantry/test/wrappers/trainer"
 )
 
 var scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, rayv1.AddToScheme,
-		trainerv1.AddToScheme, jobsetv1alpha2.AddToScheme} {
+		trainerv1.AddToScheme, jobsetv1alpha2.AddToScheme, slinkyv1beta1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err)
 		}
@@ -53,7 +58,7 @@ const namespace = "bench"
 // pairing is a workload measured under two operators.
 type pairing struct {
 	name     string
-	unit     string // what writes are counted per: "cluster", "job"
+	unit     string // what writes are counted per: "cluster", "job", "pod"
 	upstream operator
 	gantry   operator
 	// podsPer is the Pods one object makes; it sizes the simulated nodes.
@@ -61,8 +66,13 @@ type pairing struct {
 	// jobSet runs the real JobSet controller beside the operator (not
 	// counted: both sides need it the same).
 	jobSet bool
-	// create makes object i.
-	create func(i int) client.Object
+	// setup creates what the objects need (not counted), before the
+	// operator starts; nil for none.
+	setup func(ctx context.Context, c client.Client) error
+	// objects is how many objects a run of size n creates; nil means n.
+	objects func(n int) int
+	// create makes object i of a run of size n.
+	create func(i, n int) client.Object
 	// phases are what the run waits for, in order, each named by the
 	// moment it marks ("all pods", "all ready").
 	phases []phase
@@ -71,22 +81,25 @@ type pairing struct {
 type phase struct {
 	name string
 	done func(ctx context.Context, c client.Client, n int) (bool, error)
+	// begin, when set, changes the objects as the phase starts (a
+	// scale-in); its time counts from the run's start like every phase.
+	begin func(ctx context.Context, c client.Client, n int) error
 }
 
 func pairings() []pairing {
 	return []pairing{
 		{
 			name: "ray", unit: "cluster", upstream: kuberay(), gantry: gantry("raycluster"), podsPer: 4,
-			create: func(i int) client.Object {
+			create: func(i, _ int) client.Object {
 				rc := raywrappers.MakeRayCluster(fmt.Sprintf("rc-%05d", i), namespace).WorkerGroup("cpu", 3).Obj()
 				rc.UID = ""
 				return rc
 			},
 			phases: []phase{
-				{"all pods", func(ctx context.Context, c client.Client, n int) (bool, error) {
+				{name: "all pods", done: func(ctx context.Context, c client.Client, n int) (bool, error) {
 					return atLeast(ctx, c, corev1.SchemeGroupVersion.WithKind("PodList"), 4*n, client.HasLabels{rayv1.RayClusterLabelKey})
 				}},
-				{"all ready", func(ctx context.Context, c client.Client, n int) (bool, error) {
+				{name: "all ready", done: func(ctx context.Context, c client.Client, n int) (bool, error) {
 					var list rayv1.RayClusterList
 					if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
 						return false, err
@@ -103,17 +116,17 @@ func pairings() []pairing {
 		},
 		{
 			name: "trainjob", unit: "job", upstream: trainer(), gantry: gantry("trainjob"), podsPer: 2, jobSet: true,
-			create: func(i int) client.Object {
+			create: func(i, _ int) client.Object {
 				tj := trainerwrappers.MakeTrainJob(fmt.Sprintf("tj-%05d", i), namespace).
 					RuntimeRef(trainerv1.ClusterTrainingRuntimeKind, "torch-distributed").NumNodes(2).Obj()
 				tj.UID = ""
 				return tj
 			},
 			phases: []phase{
-				{"all jobsets", func(ctx context.Context, c client.Client, n int) (bool, error) {
+				{name: "all jobsets", done: func(ctx context.Context, c client.Client, n int) (bool, error) {
 					return atLeast(ctx, c, jobsetv1alpha2.SchemeGroupVersion.WithKind("JobSetList"), n)
 				}},
-				{"all complete", func(ctx context.Context, c client.Client, n int) (bool, error) {
+				{name: "all complete", done: func(ctx context.Context, c client.Client, n int) (bool, error) {
 					var list trainerv1.TrainJobList
 					if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
 						return false, err
@@ -128,7 +141,87 @@ func pairings() []pairing {
 				}},
 			},
 		},
+		{
+			// One NodeSet of n pods through its whole life: scale-out,
+			// every pod ready, then scale-in to zero. The Controller has no
+			// RestApi, so neither operator can reach Slurm, and both count
+			// nodes as drained (upstream's rule, and Gantry's for a
+			// Controller without a RestApi).
+			name: "nodeset", unit: "pod", upstream: slinky(), gantry: gantry("slurm"), podsPer: 1,
+			setup: func(ctx context.Context, c client.Client) error {
+				keys := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "keys", Namespace: namespace},
+					Data: map[string][]byte{"slurm.key": make([]byte, 1024), "jwt.key": make([]byte, 32)}}
+				if err := c.Create(ctx, keys); err != nil {
+					return err
+				}
+				// jwtHs256KeyRef: v1.0.0 requires it; v1.2.1 (and Gantry)
+				// still take it, deprecated for jwtKeyRef.
+				ctl := slinkywrappers.MakeController("slurm", namespace).
+					SlurmKey("keys", "slurm.key").JwtHs256Key("keys", "jwt.key").Obj()
+				// v1.0.0 has no default images; both get Slinky's chart's.
+				img := slurmimages.DefaultImages()
+				ctl.Spec.Slurmctld.Image, ctl.Spec.Reconfigure.Image, ctl.Spec.LogFile.Image = img.Slurmctld, img.Slurmctld, img.Logfile
+				return c.Create(ctx, ctl)
+			},
+			objects: func(int) int { return 1 },
+			create: func(_, n int) client.Object {
+				// The namespace is spelled out: v1.0.0 does not default it
+				// to the NodeSet's.
+				ns := slinkywrappers.MakeNodeSet("cpu", namespace, "slurm").ControllerNamespace(namespace).Obj()
+				ns.Spec.Replicas = ptr.To(int32(n))
+				img := slurmimages.DefaultImages()
+				ns.Spec.Slurmd.Image, ns.Spec.LogFile.Image = img.Slurmd, img.Logfile
+				// The simulated nodes are few; upstream v1.0.0 has no
+				// one-pod-per-node rule to turn off (it drops the field).
+				ns.Spec.OversubscribeNode = true
+				return ns
+			},
+			phases: []phase{
+				{name: "all pods", done: func(ctx context.Context, c client.Client, n int) (bool, error) {
+					pods, err := nodeSetPods(ctx, c)
+					return err == nil && len(pods) >= n, err
+				}},
+				{name: "all ready", done: func(ctx context.Context, c client.Client, n int) (bool, error) {
+					pods, err := nodeSetPods(ctx, c)
+					ready := 0
+					for _, p := range pods {
+						if podReady(&p) {
+							ready++
+						}
+					}
+					return err == nil && ready >= n, err
+				}},
+				{name: "scaled in", begin: func(ctx context.Context, c client.Client, _ int) error {
+					patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":0}}`))
+					return c.Patch(ctx, &slinkyv1beta1.NodeSet{ObjectMeta: metav1.ObjectMeta{Name: "cpu", Namespace: namespace}}, patch)
+				}, done: func(ctx context.Context, c client.Client, _ int) (bool, error) {
+					pods, err := nodeSetPods(ctx, c)
+					return err == nil && len(pods) == 0, err
+				}},
+			},
+		},
 	}
+}
+
+// nodeSetPods are the namespace's pods a NodeSet controls.
+func nodeSetPods(ctx context.Context, c client.Client) ([]corev1.Pod, error) {
+	var list corev1.PodList
+	if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(list.Items, func(p corev1.Pod) bool {
+		ref := metav1.GetControllerOf(&p)
+		return ref == nil || ref.Kind != slinkyv1beta1.NodeSetKind
+	}), nil
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // atLeast reports whether the namespace holds at least n objects of the
@@ -141,7 +234,7 @@ func atLeast(ctx context.Context, c client.Client, listKind schema.GroupVersionK
 }
 
 // TestCompare runs each selected pairing (BENCH_COMPARE, default all:
-// "ray,trainjob") for BENCH_COMPARE_ROUNDS rounds (default 3) of upstream
+// "ray,trainjob,nodeset") for BENCH_COMPARE_ROUNDS rounds (default 3) of upstream
 // then Gantry, each on a fresh cluster, with GANTRY_BENCH_N objects
 // (default 100), and prints the table. BENCH_COMPARE_ONLY=gantry (or
 // upstream) runs one side only, for sizes where both would not fit in one
@@ -206,9 +299,9 @@ type sample struct {
 
 func (s sample) String() string {
 	return fmt.Sprintf("phases %v, %.2f writes and %.2f reads per object, peak RSS %.0f MiB (%.0f MiB idle), %.1f CPU s, "+
-		"%.0f reconciles (%.0f errors, %.0f requeues), reconcile p50/p99 %.1f/%.1f ms, mean queue wait %.2f s",
+		"%.0f reconciles (%.0f errors, %.0f requeues), reconcile p50/p99 %.1f/%.1f ms, %.1f s reconciling, mean queue wait %.2f s",
 		s.phases, s.writes, s.reads, s.rssMiB, s.idleMiB, s.cpuSecond, s.reconciles, s.errors, s.requeues,
-		s.reconcileP50*1000, s.reconcileP99*1000, s.queueMean)
+		s.reconcileP50*1000, s.reconcileP99*1000, s.reconcileSeconds, s.queueMean)
 }
 
 func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sample {
@@ -220,6 +313,11 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 	}
 	if err := cl.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
 		t.Fatal(err)
+	}
+	if p.setup != nil {
+		if err := p.setup(ctx, cl.c); err != nil {
+			t.Fatal(err)
+		}
 	}
 	counter := &testenv.WriteCounter{}
 	proxy, err := counter.Proxy(cl.cfg)
@@ -242,14 +340,23 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 	idle := proc.PeakRSSMiB()
 	before, readsBefore := counter.Total(), proxy.Reads.Total()
 	start := time.Now()
-	for i := range n {
-		if err := cl.c.Create(ctx, p.create(i)); err != nil {
+	objects := n
+	if p.objects != nil {
+		objects = p.objects(n)
+	}
+	for i := range objects {
+		if err := cl.c.Create(ctx, p.create(i, n)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	s := sample{idleMiB: idle}
 	for _, ph := range p.phases {
-		err := bench.Poll(250*time.Millisecond, 90*time.Minute, func() (bool, error) {
+		if ph.begin != nil {
+			if err := ph.begin(ctx, cl.c, n); err != nil {
+				t.Fatalf("%s: %s: %v", op.name, ph.name, err)
+			}
+		}
+		err := bench.Poll(pollEvery(n*p.podsPer), 90*time.Minute, func() (bool, error) {
 			if proc.Exited() {
 				return false, fmt.Errorf("%s exited (log: %s)", op.name, proc.Log)
 			}
@@ -275,6 +382,14 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 	bench.LogWrites(t, counter, n, p.unit)
 	bench.LogWrites(t, &proxy.Reads, n, p.unit)
 	return s
+}
+
+// pollEvery is how often a phase is checked in a run of pods Pods: every
+// 250 ms, and less often past 1,000 Pods, so that the harness lists about
+// as many Pods a second at any size. Listing 40,000 Pods four times a
+// second took most of the API server's time from both operators.
+func pollEvery(pods int) time.Duration {
+	return 250 * time.Millisecond * time.Duration(max(1, pods/1000))
 }
 
 // startJobSet runs the real JobSet controller (hack/jobset-local.sh, as

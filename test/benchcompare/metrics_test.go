@@ -21,6 +21,9 @@ type reconcileFigures struct {
 	// p50 and p99 of controller_runtime_reconcile_time_seconds, in
 	// seconds.
 	reconcileP50, reconcileP99 float64
+	// reconcileSeconds is the time spent reconciling, all reconciles
+	// together: with one worker, what the queue costs every object.
+	reconcileSeconds float64
 	// queueMean is the mean of workqueue_queue_duration_seconds (time an
 	// item waits in the queue), in seconds: its buckets are powers of ten,
 	// too coarse for a percentile.
@@ -57,6 +60,7 @@ func scrapeReconciles(addr string) (reconcileFigures, error) {
 	}
 	f.reconcileP50, f.reconcileP99 = quantile(families["controller_runtime_reconcile_time_seconds"], 0.5), quantile(families["controller_runtime_reconcile_time_seconds"], 0.99)
 	f.queueMean = mean(families["workqueue_queue_duration_seconds"])
+	f.reconcileSeconds = total(families["controller_runtime_reconcile_time_seconds"])
 	return f, nil
 }
 
@@ -67,6 +71,15 @@ func label(m *dto.Metric, name string) string {
 		}
 	}
 	return ""
+}
+
+// total is the sum of the observations of the histograms of fam.
+func total(fam *dto.MetricFamily) float64 {
+	sum := 0.0
+	for _, m := range fam.GetMetric() {
+		sum += m.GetHistogram().GetSampleSum()
+	}
+	return sum
 }
 
 // mean is the mean of the observations of the histograms of fam.

@@ -33,6 +33,8 @@ type operator struct {
 	// pprofFlag is the flag that serves Go's /debug/pprof on an address,
 	// when the operator has one.
 	pprofFlag string
+	// unlimited: the operator cannot be given the client rate limit.
+	unlimited bool
 }
 
 // start runs op against kubeconfig (the counting proxy) and waits until its
@@ -148,6 +150,27 @@ leaderElection: {leaderElect: false}
 			testenv.WriteServingCert(t, filepath.Join(dir, "k8s-webhook-server", "serving-certs"))
 			return bin("trainer-controller-manager"), []string{"--config", config, "--zap-log-level=error"},
 				[]string{"TMPDIR=" + dir}
+		},
+	}
+}
+
+// slinky is Slinky's slurm-operator at the version test/tools/slinky pins
+// (v1.0.0: the newest the module proxy serves here; Gantry's Slurm API
+// follows v1.2.1, with the same group and version), with its CRDs from the
+// module. It has no flag for the client rate limit: controller-runtime
+// v0.22 then turns client-side limiting off (QPS -1), so it runs
+// unlimited where Gantry has 100/200.
+func slinky() operator {
+	const mod = "github.com/SlinkyProject/slurm-operator"
+	return operator{
+		name: "Slinky", unlimited: true,
+		install: func(t *testing.T, cl *cluster) {
+			cl.apply(t, "-f", filepath.Join(moduleDir(t, "slinky", mod), "config", "crd", "bases"))
+			cl.waitEstablished(t)
+		},
+		args: func(t *testing.T, kubeconfig, _, probe, metrics string) (string, []string, []string) {
+			return bin("slurm-operator"), []string{"--kubeconfig", kubeconfig, "--leader-elect=false",
+				"--metrics-addr=" + metrics, "--health-addr=" + probe, "--zap-log-level=error"}, nil
 		},
 	}
 }

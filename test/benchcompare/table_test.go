@@ -13,7 +13,11 @@ import (
 func table(p pairing, n, rounds int, results map[string][]sample) string {
 	up, ga := results[p.upstream.name], results[p.gantry.name]
 	var b strings.Builder
-	fmt.Fprintf(&b, "### %s: %s vs Gantry, N=%d, %d rounds (A B alternating), QPS %d / burst %d\n\n", p.name, p.upstream.name, n, rounds, qps, burst)
+	limit := fmt.Sprintf("QPS %d / burst %d", qps, burst)
+	if p.upstream.unlimited {
+		limit += fmt.Sprintf(" (%s: no client limit, it has no flag for one)", p.upstream.name)
+	}
+	fmt.Fprintf(&b, "### %s: %s vs Gantry, N=%d, %d rounds (A B alternating), %s\n\n", p.name, p.upstream.name, n, rounds, limit)
 	fmt.Fprintf(&b, "| figure | %s median (min–max) | Gantry median (min–max) | Gantry / %s |\n|---|---|---|---|\n", p.upstream.name, p.upstream.name)
 	row := func(name, format string, get func(sample) float64) {
 		u, g := figures(up, get), figures(ga, get)
@@ -37,6 +41,7 @@ func table(p pairing, n, rounds int, results map[string][]sample) string {
 	row("reconciles asking to requeue", "%.0f", func(s sample) float64 { return s.requeues })
 	row("reconcile p50 (ms)", "%.1f", func(s sample) float64 { return s.reconcileP50 * 1000 })
 	row("reconcile p99 (ms)", "%.1f", func(s sample) float64 { return s.reconcileP99 * 1000 })
+	row("reconcile time per "+p.unit+" (ms)", "%.1f", func(s sample) float64 { return s.reconcileSeconds * 1000 / float64(n) })
 	row("mean queue wait (s)", "%.2f", func(s sample) float64 { return s.queueMean })
 	return b.String()
 }
