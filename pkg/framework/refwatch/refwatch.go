@@ -76,6 +76,8 @@ type ref struct {
 	holders  int
 	informer toolscache.SharedIndexInformer
 	stop     context.CancelFunc
+	// kept is the object as a Reader last read it, nil when none is kept.
+	kept client.Object
 }
 
 type sink struct {

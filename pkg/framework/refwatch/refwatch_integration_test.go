@@ -4,11 +4,13 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -141,6 +143,40 @@ func TestWatchesOnlyReferencedObjects(t *testing.T) {
 		g.Expect(events.count("unrelated")).To(BeZero())
 	})
 
+	t.Run("a Reader reads a referenced Secret once per change", func(t *testing.T) {
+		g := NewWithT(t)
+		reads := &countingReader{Reader: c}
+		r := refwatch.NewReader(reads, c.Scheme(), w)
+		live := &corev1.Secret{}
+		g.Expect(c.Get(ctx, key("a"), live)).To(Succeed())
+		g.Eventually(func() string { rv, _, _ := w.ResourceVersion(key("a")); return rv }).Should(Equal(live.ResourceVersion))
+		get := func(name string) (string, error) {
+			s := &corev1.Secret{}
+			err := r.Get(ctx, key(name), s)
+			return string(s.Data["k"]), err
+		}
+
+		g.Expect(get("a")).To(Equal("3"))
+		g.Expect(reads.n.Load()).To(BeEquivalentTo(1))
+		mine := &corev1.Secret{}
+		g.Expect(r.Get(ctx, key("a"), mine)).To(Succeed())
+		mine.Data["k"] = []byte("changed by the caller")
+		g.Expect(get("a")).To(Equal("3"), "what is kept is not the caller's copy")
+		g.Expect(reads.n.Load()).To(BeEquivalentTo(1), "unchanged: no read")
+
+		update("a", "4")
+		g.Eventually(get).WithArguments("a").Should(Equal("4"))
+		g.Expect(reads.n.Load()).To(BeEquivalentTo(2), "one read for the change")
+
+		_, err := get("b")
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "b was deleted: %v", err)
+		g.Expect(reads.n.Load()).To(BeEquivalentTo(2), "a deletion the Watcher saw needs no read")
+
+		g.Expect(get("unrelated")).To(Equal("2"))
+		g.Expect(get("unrelated")).To(Equal("2"))
+		g.Expect(reads.n.Load()).To(BeEquivalentTo(4), "what no holder references is read every time")
+	})
+
 	t.Run("a reference no holder names any more is no longer watched", func(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
@@ -152,4 +188,15 @@ func TestWatchesOnlyReferencedObjects(t *testing.T) {
 		g.Expect(c.Delete(ctx, pod, client.GracePeriodSeconds(0))).To(Succeed())
 		g.Eventually(w.Watched).Should(BeEmpty(), "a deleted holder references nothing")
 	})
+}
+
+// countingReader counts the Gets it passes on.
+type countingReader struct {
+	client.Reader
+	n atomic.Int64
+}
+
+func (r *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	r.n.Add(1)
+	return r.Reader.Get(ctx, key, obj, opts...)
 }

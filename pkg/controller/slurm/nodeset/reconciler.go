@@ -29,6 +29,7 @@ import (
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/slurmmetrics"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/framework/expectations"
+	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
 	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 )
@@ -98,6 +99,7 @@ type Options struct {
 // New builds the NodeSet reconciler for mgr.
 func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 	r := newReconciler(mgr.GetClient(), mgr.GetAPIReader(), o.Clients, mgr.GetEventRecorder(Name))
+	r.Refs = refresolver.New(core.RefReader(mgr))
 	r.Images = o.Images.Or(r.Images)
 	r.Workers = o.Workers()
 	r.clock = o.ClockOrReal()

@@ -104,7 +104,7 @@ func (r *Reconciler) loadSsh(ctx context.Context, n *slinkyv1beta1.NodeSet) (ssh
 		st.sssdMissing = fmt.Errorf("%w: ssh is enabled and spec.ssh.sssdConfRef names no Secret; the pods cannot start until it does", errSssdConfMissing)
 		return st, nil
 	}
-	sssd, err := refresolver.New(r.APIReader).GetSecretKey(ctx, n.Namespace, n.Spec.Ssh.SssdConfRef)
+	sssd, err := r.Refs.GetSecretKey(ctx, n.Namespace, n.Spec.Ssh.SssdConfRef)
 	switch {
 	case refresolver.IsNotFound(err):
 		st.sssdMissing = fmt.Errorf("%w: %v; the pods cannot start until it exists", errSssdConfMissing, err)

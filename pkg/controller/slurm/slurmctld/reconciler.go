@@ -47,6 +47,9 @@ type Reconciler struct {
 	// metrics hold the Controller's slurmrestd request series, dropped
 	// when it is gone.
 	metrics *slurmmetrics.Metrics
+	// monitorsMissing is when the ServiceMonitor CRD was last found
+	// missing.
+	monitorsMissing missingCRD
 }
 
 // Options configure the Controller reconciler.

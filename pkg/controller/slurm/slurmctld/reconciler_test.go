@@ -2,6 +2,7 @@ package slurmctld
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -292,5 +294,55 @@ func TestDeletedControllerDropsItsMetrics(t *testing.T) {
 	}
 	if len(controllers) != 1 || controllers[0] != "kept" {
 		t.Errorf("request series left for Controllers %v, want only kept", controllers)
+	}
+}
+
+// countingMapper counts the RESTMapping lookups of a kind: with the
+// manager's lazy mapper, each miss is a discovery request.
+type countingMapper struct {
+	meta.RESTMapper
+	lookups atomic.Int32
+}
+
+func (m *countingMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	if gk == ServiceMonitorGVK.GroupKind() {
+		m.lookups.Add(1)
+	}
+	return m.RESTMapper.RESTMapping(gk, versions...)
+}
+
+type mapperClient struct {
+	client.Client
+	mapper meta.RESTMapper
+}
+
+func (c mapperClient) RESTMapper() meta.RESTMapper { return c.mapper }
+
+// TestMissingServiceMonitorCRDIsNotLookedUpEveryReconcile: a Controller
+// that asks for no ServiceMonitor looks for the CRD once a minute at most,
+// not on every reconcile (each look is a discovery request, and the
+// Controller is reconciled whenever one of its NodeSets' status moves). One
+// that asks for a ServiceMonitor looks every time, so that installing the
+// CRD takes effect at its next reconcile.
+func TestMissingServiceMonitorCRDIsNotLookedUpEveryReconcile(t *testing.T) {
+	for _, wants := range []bool{false, true} {
+		t.Run(fmt.Sprintf("wants a ServiceMonitor: %v", wants), func(t *testing.T) {
+			ctl := slinkytesting.MakeController("slurm", "ns").Keys("keys").Obj()
+			ctl.Spec.Metrics.Enabled = wants
+			ctl.Spec.Metrics.ServiceMonitor.Enabled = wants
+			env := newFakeEnv(t, ctl, keysSecret())
+			mapper := &countingMapper{RESTMapper: env.client.RESTMapper()}
+			env.r.Client = mapperClient{Client: env.r.Client, mapper: mapper}
+			for range 3 {
+				env.reconcile(t, "slurm", "ns")
+			}
+			want := int32(1)
+			if wants {
+				want = 3
+			}
+			if got := mapper.lookups.Load(); got != want {
+				t.Errorf("three reconciles looked up the ServiceMonitor kind %d times, want %d", got, want)
+			}
+		})
 	}
 }

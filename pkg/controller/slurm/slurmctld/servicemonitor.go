@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -120,10 +122,17 @@ func (r *Reconciler) syncServiceMonitor(ctx context.Context, s *scope) error {
 
 func (r *Reconciler) serviceMonitor(ctx context.Context, s *scope) error {
 	c := s.Object
+	if !wantsServiceMonitor(c) && r.monitorsMissing.recently(time.Now()) {
+		// Nothing of ours to delete where the CRD is not installed; a
+		// Controller that asks for none does not look again on every
+		// reconcile (each look is a discovery request).
+		return nil
+	}
 	served, err := r.servesServiceMonitors()
 	if err != nil {
 		return err
 	}
+	r.monitorsMissing.seen(!served, time.Now())
 	if !served {
 		if wantsServiceMonitor(c) {
 			msg := fmt.Sprintf("spec.metrics.serviceMonitor is enabled but the ServiceMonitor CRD (%s) is not installed; install the Prometheus Operator's CRDs to have slurmctld scraped",
@@ -158,6 +167,26 @@ func (r *Reconciler) serviceMonitor(ctx context.Context, s *scope) error {
 		return fmt.Errorf("deleting ServiceMonitor %s: %w", client.ObjectKeyFromObject(existing), err)
 	}
 	return nil
+}
+
+// monitorsMissingFor is how long a missing ServiceMonitor CRD is taken as
+// still missing by Controllers that ask for no ServiceMonitor.
+const monitorsMissingFor = time.Minute
+
+// missingCRD remembers when a CRD was last found missing.
+type missingCRD struct{ at atomic.Int64 }
+
+func (m *missingCRD) seen(missing bool, now time.Time) {
+	if missing {
+		m.at.Store(now.UnixNano())
+	} else {
+		m.at.Store(0)
+	}
+}
+
+func (m *missingCRD) recently(now time.Time) bool {
+	at := m.at.Load()
+	return at != 0 && now.Sub(time.Unix(0, at)) < monitorsMissingFor
 }
 
 // servesServiceMonitors asks the API server (through the manager's lazy

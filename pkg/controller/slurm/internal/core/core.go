@@ -44,7 +44,8 @@ type Reconciler struct {
 	// APIReader: the manager caches the first as metadata and the second
 	// without their data, so that every Secret and ConfigMap of the
 	// cluster (Helm releases, tokens, kube-root-ca.crt) is not held in
-	// memory for the few reads.
+	// memory for the few reads. From a manager (FromManager), it keeps
+	// what it read until the object changes (RefReader).
 	Refs *refresolver.Resolver
 	// Applier writes every object the kind owns (Ensure), taking over
 	// in place what the upstream operator made, and moving what Gantry
@@ -67,6 +68,12 @@ func New(c client.Client, apiReader client.Reader, recorder k8sevents.EventRecor
 }
 
 func newReconciler(c client.Client, apiReader client.Reader, recorder k8sevents.EventRecorder, workers int) Reconciler {
+	return newReconcilerReading(c, apiReader, refresolver.New(apiReader), recorder, workers)
+}
+
+// newReconcilerReading is newReconciler with refs reading the referenced
+// objects.
+func newReconcilerReading(c client.Client, apiReader client.Reader, refs *refresolver.Resolver, recorder k8sevents.EventRecorder, workers int) Reconciler {
 	c = client.WithFieldOwner(c, apply.FieldOwnerSlurm)
 	return Reconciler{
 		Client:    c,
@@ -77,7 +84,7 @@ func newReconciler(c client.Client, apiReader client.Reader, recorder k8sevents.
 			// name, until it moved to server-side apply.
 			UpgradeFrom: []string{apply.FieldOwnerSlurm},
 		},
-		Refs:     refresolver.New(apiReader),
+		Refs:     refs,
 		Recorder: events.NewRecorder(recorder),
 	}
 }

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -13,6 +14,7 @@ import (
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/slurmmetrics"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/framework/mapping"
+	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
 	"github.com/gantry-dev/gantry/pkg/framework/refwatch"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 )
@@ -73,9 +75,26 @@ type Options struct {
 }
 
 // FromManager is New over mgr's client, API reader and the event recorder
-// named name, reconciling o.Workers() objects at a time.
+// named name, reconciling o.Workers() objects at a time. Its Refs keep
+// the referenced Secrets and ConfigMaps mgr's Watchers follow until they
+// change (RefReader).
 func FromManager(mgr ctrl.Manager, name string, o workload.Options) Reconciler {
-	return newReconciler(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorder(name), o.Workers())
+	return newReconcilerReading(mgr.GetClient(), mgr.GetAPIReader(), refresolver.New(RefReader(mgr)), mgr.GetEventRecorder(name), o.Workers())
+}
+
+// RefReader reads the user's Secrets and ConfigMaps past the cache (it
+// holds none of them), keeping each one mgr's Watchers follow until its
+// resourceVersion moves: a Controller's keys are read once per change, not
+// once per reconcile. Without a Watcher (a kind the RESTMapper does not
+// know) it reads through every time.
+func RefReader(mgr ctrl.Manager) client.Reader {
+	var watchers []*refwatch.Watcher
+	for _, kind := range []client.Object{&corev1.Secret{}, &corev1.ConfigMap{}} {
+		if w, err := refwatch.For(mgr, kind); err == nil {
+			watchers = append(watchers, w)
+		}
+	}
+	return refwatch.NewReader(mgr.GetAPIReader(), mgr.GetScheme(), watchers...)
 }
 
 // IndexedRefs watches the objects of kind that the holders of the shared
