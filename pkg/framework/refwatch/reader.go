@@ -31,19 +31,15 @@ func NewReader(uncached client.Reader, scheme *runtime.Scheme, watchers ...*Watc
 
 // Get reads key into obj: from what was kept, when the Watcher of obj's
 // kind follows key and has seen no change since it was read, else from the
-// uncached reader. An object the Watcher has seen deleted is NotFound
-// without a request.
+// uncached reader. An object the Watcher takes for missing is still asked
+// for: the caller may have just created it (a generated key Secret), and
+// the watch not seen it yet.
 func (r *Reader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	w := r.watcherFor(obj)
 	if w == nil || len(opts) > 0 {
 		return r.uncached.Get(ctx, key, obj, opts...)
 	}
-	rv, found, known := w.ResourceVersion(key)
-	if known && !found {
-		w.keep(key, nil)
-		return apierrors.NewNotFound(w.gvr.GroupResource(), key.Name)
-	}
-	if known {
+	if rv, found, known := w.ResourceVersion(key); known && found {
 		if kept := w.kept(key); kept != nil && kept.GetResourceVersion() == rv &&
 			reflect.TypeOf(kept) == reflect.TypeOf(obj) {
 			reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(kept.DeepCopyObject()).Elem())
