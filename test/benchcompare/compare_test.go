@@ -35,6 +35,7 @@ import (
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	trainerv1 "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 	slurmimages "github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
+	"github.com/gantry-dev/gantry/pkg/framework/podcond"
 	"github.com/gantry-dev/gantry/test/bench"
 	"github.com/gantry-dev/gantry/test/testenv"
 	raywrappers "github.com/gantry-dev/gantry/test/wrappers/ray"
@@ -185,7 +186,7 @@ func pairings() []pairing {
 					pods, err := nodeSetPods(ctx, c)
 					ready := 0
 					for _, p := range pods {
-						if podReady(&p) {
+						if podcond.IsReady(&p) {
 							ready++
 						}
 					}
@@ -213,15 +214,6 @@ func nodeSetPods(ctx context.Context, c client.Client) ([]corev1.Pod, error) {
 		ref := metav1.GetControllerOf(&p)
 		return ref == nil || ref.Kind != slinkyv1beta1.NodeSetKind
 	}), nil
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // atLeast reports whether the namespace holds at least n objects of the

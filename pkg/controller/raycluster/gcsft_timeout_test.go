@@ -11,8 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clientevents "k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -52,12 +50,7 @@ func newGCSFTDeletion(t *testing.T, rc *rayv1.RayCluster, elapsed time.Duration,
 	t.Helper()
 	rc.Finalizers = []string{rayv1.GCSFaultToleranceRedisCleanupFinalizer, keepFinalizer}
 	rc.DeletionTimestamp = &metav1.Time{Time: gcsftDeletedAt}
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, rayv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
+	scheme := testScheme(t)
 	var c client.Client = fake.NewClientBuilder().WithScheme(scheme).WithObjects(append(objs, rc)...).Build()
 	if funcs != nil {
 		c = interceptor.NewClient(c.(client.WithWatch), *funcs)

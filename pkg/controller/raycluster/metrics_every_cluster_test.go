@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,12 +29,7 @@ func TestMetricsForEveryCluster(t *testing.T) {
 	deleting.Finalizers = []string{"example.com/keep"}
 	deleting.DeletionTimestamp = &metav1.Time{Time: statusTestNow}
 
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, rayv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
+	scheme := testScheme(t)
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(external, invalid, deleting).
 		WithStatusSubresource(&rayv1.RayCluster{}).Build()
 	m, reg := newTestMetrics(t)

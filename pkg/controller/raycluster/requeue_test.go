@@ -8,8 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -61,12 +59,7 @@ func TestStatusWriteRequeuesOnlyForTheNextStep(t *testing.T) {
 					objs = append(objs, readyPod(w))
 				}
 			}
-			scheme := runtime.NewScheme()
-			for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, rayv1.AddToScheme} {
-				if err := add(scheme); err != nil {
-					t.Fatal(err)
-				}
-			}
+			scheme := testScheme(t)
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
 				WithStatusSubresource(&rayv1.RayCluster{}).Build()
 			r := newReconciler(c, c, nil, nil, cfg)
