@@ -33,6 +33,7 @@ import (
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 	"github.com/gantry-dev/gantry/pkg/framework/apply"
 	"github.com/gantry-dev/gantry/pkg/framework/events"
+	"github.com/gantry-dev/gantry/pkg/framework/status"
 	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 	"github.com/gantry-dev/gantry/pkg/runtime"
@@ -83,6 +84,8 @@ type Reconciler struct {
 	runtimeGrace time.Duration
 	// workers is the number of TrainJobs reconciled in parallel.
 	workers int
+	// statusWindow holds changes of jobsStatus alone (StatusWindow).
+	statusWindow *status.Coalescer
 }
 
 // Options configure a TrainJob Reconciler.
@@ -95,6 +98,8 @@ type Options struct {
 	// RuntimeNotFoundGrace is how long a job waits for a missing runtime;
 	// 0 means RuntimeNotFoundGrace.
 	RuntimeNotFoundGrace time.Duration
+	// StatusWindow replaces StatusWindow; negative holds nothing.
+	StatusWindow time.Duration
 	// Client replaces the manager's client for reads and writes (tests wrap
 	// it to inject faults); nil means mgr.GetClient().
 	Client client.Client
@@ -140,6 +145,11 @@ func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 		runtimeGrace: o.RuntimeNotFoundGrace,
 		workers:      o.Workers(),
 	}
+	window := StatusWindow
+	if o.StatusWindow != 0 {
+		window = o.StatusWindow
+	}
+	r.statusWindow = status.NewCoalescer(window, r.clock)
 	if r.runtimeGrace == 0 {
 		r.runtimeGrace = RuntimeNotFoundGrace
 	}
@@ -174,6 +184,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	found, err := workload.GetOrForget(ctx, r.client, req, trainJob, func() {
 		r.metrics.Forget(req.Namespace, req.Name)
 		r.applier.Trimmed.Forget(req.NamespacedName)
+		r.statusWindow.Close(req.NamespacedName)
 	})
 	if !found {
 		return ctrl.Result{}, err
@@ -192,7 +203,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if trainer.IsFinished(trainJob.Status.Conditions) {
-		return ctrl.Result{}, r.reconcileFinished(ctx, trainJob, jobSet)
+		return r.reconcileFinished(ctx, trainJob, jobSet)
 	}
 	s := &scope{Base: syncsteps.Base[*trainer.TrainJob]{Object: trainJob}, jobSet: jobSet}
 	switch dl := activeDeadline(trainJob, r.clock.Now()); {
@@ -213,9 +224,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return s.Result(), nil
 	}
 	succeeded := runtime.CreatedCondition(nil)
-	if _, err := r.writeStatus(ctx, trainJob, s.jobSet, outcome{created: &succeeded}); err != nil {
+	_, held, err := r.writeStatus(ctx, trainJob, s.jobSet, outcome{created: &succeeded})
+	if err != nil {
 		return ctrl.Result{}, err
 	}
+	s.Requeue.After(held)
 	s.Events.Flush(r.recorder, trainJob)
 	return s.Result(), nil
 }
@@ -289,13 +302,13 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) error {
 // reconcileFinished keeps mirroring the JobSet (its counters still move
 // after the terminal condition) but never builds again: a finished job
 // whose JobSet was removed by JobSet's TTL must not start over.
-func (r *Reconciler) reconcileFinished(ctx context.Context, trainJob *trainer.TrainJob, jobSet *jobsetv1alpha2.JobSet) error {
+func (r *Reconciler) reconcileFinished(ctx context.Context, trainJob *trainer.TrainJob, jobSet *jobsetv1alpha2.JobSet) (ctrl.Result, error) {
 	if jobSet != nil && deadlineExceeded(trainJob.Status.Conditions) {
 		// The status write of an earlier expiry landed but its delete may not have.
-		return r.deleteJobSet(ctx, jobSet)
+		return ctrl.Result{}, r.deleteJobSet(ctx, jobSet)
 	}
-	_, err := r.writeStatus(ctx, trainJob, jobSet, outcome{})
-	return err
+	_, held, err := r.writeStatus(ctx, trainJob, jobSet, outcome{})
+	return ctrl.Result{RequeueAfter: held}, err
 }
 
 // handleBuildFailure sorts an error from resolving, building or applying
@@ -334,7 +347,8 @@ func (r *Reconciler) handleBuildFailure(ctx context.Context, s *scope, buildErr 
 			o.failed = &failed
 		}
 	}
-	changed, err := r.writeStatus(ctx, trainJob, jobSet, o)
+	changed, held, err := r.writeStatus(ctx, trainJob, jobSet, o)
+	s.Requeue.After(held)
 	if changed || jobSet != nil {
 		if o.failed != nil {
 			r.recorder.Warning(trainJob, o.failed.Reason, "%s", created.Message)

@@ -67,7 +67,8 @@ func (r *Reconciler) failDeadlineExceeded(ctx context.Context, trainJob *trainer
 		Reason:  trainer.TrainJobDeadlineExceededReason,
 		Message: msg,
 	}
-	changed, err := r.writeStatus(ctx, trainJob, nil, outcome{failed: &failed})
+	// Failed is a condition, which is never held.
+	changed, _, err := r.writeStatus(ctx, trainJob, nil, outcome{failed: &failed})
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -28,6 +29,7 @@ var IgnoredTimeFields = []string{"lastTransitionTime", "lastUpdateTime", "lastPr
 
 type options struct {
 	equal func(old, updated client.Object) (bool, error)
+	hold  func(old, updated client.Object) time.Duration
 }
 
 // Option tunes Update.
@@ -42,8 +44,18 @@ func WithEqual[T client.Object](equal func(old, updated T) bool) Option {
 	}
 }
 
-// Update runs mutate on a copy of obj and writes the status when it changed.
-// It reports whether a write happened.
+// WithHold lets a change wait (Coalescer): hold receives the object before
+// and after mutate once their statuses differ, and a positive duration
+// means the status is not written now. Update then reports no write; the
+// caller, whose hold saw the duration, asks to be reconciled again by then.
+func WithHold[T client.Object](hold func(old, updated T) time.Duration) Option {
+	return func(o *options) {
+		o.hold = func(a, b client.Object) time.Duration { return hold(a.(T), b.(T)) }
+	}
+}
+
+// Update runs mutate on a copy of obj and writes the status when it changed
+// (and no WithHold holds it). It reports whether a write happened.
 func Update[T client.Object](ctx context.Context, c client.Client, obj T, mutate func(T) error, opts ...Option) (bool, error) {
 	o := options{equal: StatusEqual}
 	for _, opt := range opts {
@@ -73,7 +85,7 @@ func Update[T client.Object](ctx context.Context, c client.Client, obj T, mutate
 		if err != nil {
 			return err
 		}
-		if same {
+		if same || (o.hold != nil && o.hold(current, next) > 0) {
 			// The unwritten copy is dropped: the caller keeps the server's view.
 			changed = false
 			return nil
