@@ -318,9 +318,10 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 	}
 	t.Cleanup(proxy.Close)
 	// BENCH_COMPARE_HEAP_PROFILE=true keeps heap profiles of each
-	// operator that can serve one, taken as each phase holds (the first
-	// is near the peak of a burst of creations), in _artifacts/ (go tool
-	// pprof -sample_index=inuse_space).
+	// operator that can serve one, taken when it is idle (-0) and as each
+	// phase holds (the first is near the peak of a burst of creations), in
+	// _artifacts/ (go tool pprof -sample_index=inuse_space; GODEBUG=
+	// memprofilerate=1 in the environment samples every allocation).
 	var extra []string
 	pprofAddr := ""
 	if os.Getenv("BENCH_COMPARE_HEAP_PROFILE") == "true" && op.pprofFlag != "" {
@@ -330,6 +331,11 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 	proc, metricsAddr := op.start(t, proxy.Kubeconfig, extra...)
 
 	idle := proc.PeakRSSMiB()
+	anon, file := proc.RSSMiB()
+	t.Logf("%s idle: RSS %.1f MiB anonymous, %.1f MiB of files", op.name, anon, file)
+	if pprofAddr != "" {
+		saveHeapProfile(t, pprofAddr, clusterName+"-0")
+	}
 	before, readsBefore := counter.Total(), proxy.Reads.Total()
 	start := time.Now()
 	objects := n
@@ -367,6 +373,8 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 	s.writes = float64(counter.Total()-before) / float64(n)
 	s.reads = float64(proxy.Reads.Total()-readsBefore) / float64(n)
 	s.rssMiB = proc.PeakRSSMiB()
+	anon, file = proc.RSSMiB()
+	t.Logf("%s at the end: RSS %.1f MiB anonymous, %.1f MiB of files", op.name, anon, file)
 	s.cpuSecond = proc.CPUSeconds()
 	if s.reconcileFigures, err = scrapeReconciles(metricsAddr); err != nil {
 		t.Errorf("%s: its metrics: %v", op.name, err)

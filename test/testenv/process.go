@@ -105,10 +105,22 @@ func (m *ManagerProcess) Stop() {
 	<-m.done
 }
 
+// RSSMiB is the process's resident set now, split as the kernel counts it:
+// anonymous memory (heap, stacks) and pages of files (its binary's code and
+// data as they are first touched).
+func (m *ManagerProcess) RSSMiB() (anon, file float64) {
+	path := fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid)
+	return statusMiB(path, "RssAnon:"), statusMiB(path, "RssFile:")
+}
+
 // VmHWMMiB reads a process's peak resident set (VmHWM) in MiB from its
 // /proc/<pid>/status file (/proc/self/status for this process); 0 when it
 // cannot be read.
-func VmHWMMiB(statusFile string) float64 {
+func VmHWMMiB(statusFile string) float64 { return statusMiB(statusFile, "VmHWM:") }
+
+// statusMiB reads the field (with its colon) of a /proc/<pid>/status file,
+// given in kB, as MiB; 0 when it cannot be read.
+func statusMiB(statusFile, field string) float64 {
 	f, err := os.Open(statusFile)
 	if err != nil {
 		return 0
@@ -116,7 +128,7 @@ func VmHWMMiB(statusFile string) float64 {
 	defer func() { _ = f.Close() }()
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		if strings.HasPrefix(s.Text(), "VmHWM:") {
+		if strings.HasPrefix(s.Text(), field) {
 			if kb, err := strconv.Atoi(strings.Fields(s.Text())[1]); err == nil {
 				return float64(kb) / 1024
 			}
