@@ -3,20 +3,34 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/raycluster"
+	slurmworkload "github.com/gantry-dev/gantry/pkg/controller/slurm"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/nodeset"
 	"github.com/gantry-dev/gantry/pkg/controller/trainjob"
+	"github.com/gantry-dev/gantry/pkg/slurm/fake"
 	"github.com/gantry-dev/gantry/test/testenv"
+	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 )
 
 // BenchmarkLeaderChange runs two manager processes (bin/manager, leader
-// election on) in front of N converged RayClusters (1 head + 3 workers)
-// and N TrainJobs, kills the leader with SIGKILL, as a lost node does, and
-// reports for the standby that takes over: its writes until it is quiet
-// (Lease renewals left out) and those to the workloads' namespace (the
-// target is zero: nothing changed), the time
+// election on, acting as the chart's ServiceAccount with the chart's RBAC)
+// in front of N converged RayClusters (1 head + 3 workers), N TrainJobs and
+// one NodeSet of N pods (running, their Slurm nodes IDLE in a fake
+// slurmrestd the managers reach over HTTP), kills the leader with SIGKILL,
+// as a lost node does, and reports for the standby that takes over: its
+// writes until it is quiet (Lease renewals left out) and those to the
+// workloads' namespace (the target is zero: nothing changed), the time
 // from the kill to its first reconcile (the lease must expire first:
 // --leader-elect-lease-duration, 12 s by default) and to its having
 // reconciled every object once. Each process sends its requests through its
@@ -36,17 +50,19 @@ type electedManager struct {
 	metrics string // host:port of its metrics endpoint
 }
 
-func startElectedManager(b *testing.B, env *testenv.Env, name string) *electedManager {
+func startElectedManager(b *testing.B, cfg *rest.Config, name string) *electedManager {
 	b.Helper()
 	m := &electedManager{writes: &testenv.WriteCounter{IgnoreLeases: true}}
-	proxy, err := m.writes.Proxy(env.Config)
+	proxy, err := m.writes.Proxy(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(proxy.Close)
 	m.metrics = testenv.FreeAddr(b)
 	m.proc, err = testenv.StartManagerProcess(proxy.Kubeconfig, b.TempDir(), name,
-		"--controllers", raycluster.Name+","+trainjob.Name, "--leader-elect", "--leader-election-namespace", "default",
+		"--controllers", raycluster.Name+","+trainjob.Name+","+slurmworkload.Name,
+		"--feature-gates", string(slurmworkload.SlurmrestdURLOverride)+"=true",
+		"--leader-elect", "--leader-election-namespace", testenv.ChartNamespace,
 		"--metrics-bind-address", m.metrics)
 	if err != nil {
 		b.Fatal(err)
@@ -61,7 +77,7 @@ func startElectedManager(b *testing.B, env *testenv.Env, name string) *electedMa
 
 func (m *electedManager) reconciles(b *testing.B) float64 {
 	b.Helper()
-	n, err := testenv.ProcessReconciles(m.metrics, raycluster.Name, trainjob.Name)
+	n, err := testenv.ProcessReconciles(m.metrics, raycluster.Name, trainjob.Name, nodeset.Name)
 	if err != nil {
 		b.Fatalf("reading the reconcile count of %s: %v (log %s)", m.metrics, err, m.proc.Log)
 	}
@@ -70,7 +86,8 @@ func (m *electedManager) reconciles(b *testing.B) float64 {
 
 func runLeaderChange(b *testing.B, n int) {
 	b.StopTimer()
-	scheme := append(raycluster.Integration().AddToScheme, trainjob.Integration().AddToScheme...)
+	scheme := slices.Concat(raycluster.Integration().AddToScheme, trainjob.Integration().AddToScheme,
+		[]func(*runtime.Scheme) error{slinkyv1beta1.AddToScheme})
 	env, err := testenv.StartE(testenv.Options{AddToScheme: scheme})
 	if err != nil {
 		b.Fatal(err)
@@ -81,21 +98,55 @@ func runLeaderChange(b *testing.B, n int) {
 	ctx := context.Background()
 	c := env.Client
 	setupTorchRuntimeAndNamespace(ctx, b, c)
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = testenv.ChartIdentity(b, env)
+	slurmFake := fake.New()
+	const jwtKey = "leader-change-jwt-key-of-32-bytes"
+	url, stopSlurm := fake.NewServer(slurmFake, fake.WithJWTKey([]byte(jwtKey))).Start()
+	b.Cleanup(stopSlurm)
+	restAPI := slinkytesting.MakeRestApi("slurm", "bench", "slurm").Obj()
+	restAPI.Annotations = map[string]string{slinkyv1beta1.AnnotationSlurmrestdURL: url}
+	nodeSet := slinkytesting.MakeNodeSet("cpu", "bench", "slurm").Obj()
+	nodeSet.Spec.Replicas = ptr.To(int32(n))
+	for _, obj := range []client.Object{
+		slinkytesting.MakeSecret("keys", "bench", map[string]string{"slurm.key": "leader-change-slurm-key", "jwt.key": jwtKey}).Obj(),
+		slinkytesting.MakeController("slurm", "bench").Keys("keys").Obj(), restAPI, nodeSet,
+	} {
+		if err := c.Create(ctx, obj); err != nil {
+			b.Fatal(err)
+		}
+	}
+	nodeSetPods := client.HasLabels{slinkyv1beta1.LabelNodeSetPodName}
 
 	// The first to start takes the lease; the standby starts once the
 	// leader has converged everything.
-	leader := startElectedManager(b, env, "leader")
+	leader := startElectedManager(b, cfg, "leader")
 	createRayClustersAndTrainJobs(ctx, b, c, n)
 	err = Poll(200*time.Millisecond, 20*time.Minute, func() (bool, error) {
 		if leader.proc.Exited() {
 			return false, fmt.Errorf("the leader exited; log %s", leader.proc.Log)
 		}
-		return rayPodsAndJobSetsMade(ctx, c, n)
+		if made, err := rayPodsAndJobSetsMade(ctx, c, n); !made || err != nil {
+			return false, err
+		}
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace("bench"), nodeSetPods); err != nil {
+			return false, err
+		}
+		return len(pods.Items) >= n, nil
 	})
 	if err != nil {
 		b.Fatalf("not converged: %v", err)
 	}
-	standby := startElectedManager(b, env, "standby")
+	// The NodeSet's pods run and their Slurm nodes are IDLE, as in a
+	// running cluster.
+	if err := bringUp(ctx, c, "bench", slurmFake, nodeSetPods); err != nil {
+		b.Fatal(err)
+	}
+	if err := waitForSlurmConditions(ctx, c, "bench", nodeSetPods); err != nil {
+		b.Fatalf("Slurm pod conditions not written: %v (leader log %s)", err, leader.proc.Log)
+	}
+	standby := startElectedManager(b, cfg, "standby")
 	if !leader.writes.WaitQuiet(3*time.Second, 5*time.Minute) {
 		b.Fatalf("the leader kept writing: %v", leader.writes.ByVerb())
 	}
@@ -123,7 +174,7 @@ func runLeaderChange(b *testing.B, n int) {
 		if done > 0 && toFirst == 0 {
 			toFirst = time.Since(start)
 		}
-		return done >= float64(2*n), nil
+		return done >= float64(2*n+1), nil
 	})
 	toAll := time.Since(start)
 	b.StopTimer()
@@ -139,7 +190,7 @@ func runLeaderChange(b *testing.B, n int) {
 	b.ReportMetric(toFirst.Seconds(), "s-to-first-reconcile")
 	b.ReportMetric(toAll.Seconds(), "s-to-every-object")
 	if standby.writes.Total() > 0 {
-		LogWrites(b, standby.writes, 2*n, "object")
+		LogWrites(b, standby.writes, 2*n+1, "object")
 		b.Logf("the writes, as namespace: request: %q", standby.writes.Log())
 	}
 }

@@ -40,7 +40,7 @@ func TestKillRayClusters(t *testing.T) {
 	made := watchCreations(ctx, t, env, w.ns)
 	kubelet(ctx, env.Client, w.ns)
 	w.watchStatus(ctx)
-	m := newManagers(t, chartKubeconfig(t, env), "--controllers", raycluster.Name)
+	m := newManagers(t, testenv.ChartKubeconfig(t, env), "--controllers", raycluster.Name)
 
 	start := time.Now()
 	killed := m.killer(ctx, r, m.start(), kills, 300*time.Millisecond, 1500*time.Millisecond)
@@ -90,7 +90,7 @@ func TestKillTrainJobs(t *testing.T) {
 	w := &trainJobs{c: env.Client, ns: namespace(t, env.Client, "trainjob-kills"), n: objects}
 	secretsMade := watchCreationsOf(ctx, t, env, w.ns, func() client.ObjectList { return &corev1.SecretList{} })
 	w.watchStatus(ctx)
-	m := newManagers(t, chartKubeconfig(t, env), "--controllers", trainjob.Name)
+	m := newManagers(t, testenv.ChartKubeconfig(t, env), "--controllers", trainjob.Name)
 
 	start := time.Now()
 	killed := m.killer(ctx, r, m.start(), kills, 300*time.Millisecond, 1500*time.Millisecond)
@@ -130,8 +130,8 @@ func TestLeaderFailover(t *testing.T) {
 	made := watchCreations(ctx, t, env, w.ns)
 	kubelet(ctx, env.Client, w.ns)
 	w.watchStatus(ctx)
-	m := newManagers(t, chartKubeconfig(t, env), "--controllers", raycluster.Name,
-		"--leader-elect", "--leader-election-namespace", chartNamespace)
+	m := newManagers(t, testenv.ChartKubeconfig(t, env), "--controllers", raycluster.Name,
+		"--leader-elect", "--leader-election-namespace", testenv.ChartNamespace)
 
 	first := m.start()
 	leader := waitLeader(t, env.Client, "")
@@ -177,7 +177,7 @@ func waitLeader(t *testing.T, c client.Client, previous string) string {
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		lease := &coordinationv1.Lease{}
-		err := c.Get(context.Background(), client.ObjectKey{Namespace: chartNamespace, Name: "gantry-manager.gantry.dev"}, lease)
+		err := c.Get(context.Background(), client.ObjectKey{Namespace: testenv.ChartNamespace, Name: "gantry-manager.gantry.dev"}, lease)
 		if holder := ptr.Deref(lease.Spec.HolderIdentity, ""); err == nil && holder != "" && holder != previous {
 			return holder
 		}

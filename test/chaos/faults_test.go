@@ -48,7 +48,7 @@ func startFaultProxy(t *testing.T, env *testenv.Env, r *rand.Rand, errorRate, ti
 	}
 	// The proxy acts as the chart's ServiceAccount for the manager.
 	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = chartIdentity(t, env)
+	cfg.Impersonate = testenv.ChartIdentity(t, env)
 	transport, err := rest.TransportFor(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,18 +17,13 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/gantry-dev/gantry/pkg/controller/raycluster"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm"
@@ -324,72 +317,4 @@ func (c *creations) count() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.uids)
-}
-
-// chartNamespace is the namespace the chart's RBAC is installed into, as a
-// release would be.
-const chartNamespace = "gantry-system"
-
-// chartIdentity installs the chart's ServiceAccount and RBAC (bin/helm
-// template with the default values) and returns the identity to
-// impersonate, so the manager has exactly the rights the chart gives it:
-// what it lacks fails here as it would in a cluster.
-func chartIdentity(t *testing.T, env *testenv.Env) rest.ImpersonationConfig {
-	t.Helper()
-	helm := filepath.Join(testenv.RepoRoot(), "bin", "helm")
-	if _, err := os.Stat(helm); err != nil {
-		t.Fatalf("the chart's RBAC is rendered with bin/helm (make bin/helm builds it): %v", err)
-	}
-	out, err := exec.Command(helm, "template", "gantry", filepath.Join(testenv.RepoRoot(), "charts", "gantry"),
-		"--namespace", chartNamespace, "--kube-version", "1.34.0").Output()
-	if err != nil {
-		t.Fatalf("helm template: %v", err)
-	}
-	ctx := context.Background()
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: chartNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	serviceAccount := ""
-	for doc := range strings.SplitSeq(string(out), "\n---") {
-		obj := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(doc), &obj.Object); err != nil || obj.Object == nil {
-			continue
-		}
-		switch obj.GetKind() {
-		case "ServiceAccount":
-			serviceAccount = obj.GetName()
-		case "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
-		default:
-			continue
-		}
-		if err := env.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("creating the chart's %s %s: %v", obj.GetKind(), obj.GetName(), err)
-		}
-	}
-	if serviceAccount == "" {
-		t.Fatal("the chart renders no ServiceAccount")
-	}
-	return rest.ImpersonationConfig{
-		UserName: "system:serviceaccount:" + chartNamespace + ":" + serviceAccount,
-		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + chartNamespace, "system:authenticated"},
-	}
-}
-
-// chartKubeconfig is env's kubeconfig acting as the chart's ServiceAccount
-// (see chartIdentity).
-func chartKubeconfig(t *testing.T, env *testenv.Env) []byte {
-	t.Helper()
-	as := chartIdentity(t, env)
-	cfg, err := clientcmd.Load(env.KubeConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, user := range cfg.AuthInfos {
-		user.Impersonate, user.ImpersonateGroups = as.UserName, as.Groups
-	}
-	data, err := clientcmd.Write(*cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
 }

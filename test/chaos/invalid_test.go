@@ -54,7 +54,7 @@ func TestInvalidObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := newManagers(t, chartKubeconfig(t, env), "--controllers", raycluster.Name+","+trainjob.Name+","+slurmworkload.Name,
+	m := newManagers(t, testenv.ChartKubeconfig(t, env), "--controllers", raycluster.Name+","+trainjob.Name+","+slurmworkload.Name,
 		"--zap-log-level=5")
 	// The objects below may land before the manager's caches sync: the
 	// initial list brings them in as adds all the same.

@@ -22,6 +22,7 @@ import (
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/nodeset"
 	"github.com/gantry-dev/gantry/pkg/slurm"
 	"github.com/gantry-dev/gantry/pkg/slurm/fake"
+	"github.com/gantry-dev/gantry/test/testenv"
 	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 )
 
@@ -210,7 +211,7 @@ func TestKillNodeSet(t *testing.T) {
 	made := watchCreations(ctx, t, env, s.ns)
 	kubeletWith(ctx, env.Client, s.ns, s.register)
 	s.watchDeletions(ctx)
-	m := newManagers(t, chartKubeconfig(t, env), "--controllers", slurmworkload.Name,
+	m := newManagers(t, testenv.ChartKubeconfig(t, env), "--controllers", slurmworkload.Name,
 		"--feature-gates", string(slurmworkload.SlurmrestdURLOverride)+"=true")
 
 	start := time.Now()
