@@ -43,12 +43,13 @@ func (r *Reconciler) writeStatus(ctx context.Context, trainJob *trainer.TrainJob
 	before := trainJob.Status.DeepCopy()
 	key := client.ObjectKeyFromObject(trainJob)
 	changed, err = status.Update(ctx, r.client, trainJob, func(next *trainer.TrainJob) error {
+		// Each attempt (a conflict re-reads) decides anew.
+		held = 0
 		next.Status = desiredStatus(r.runtime, next, jobSet, o, now)
 		return nil
 	}, status.WithEqual(func(old, updated *trainer.TrainJob) bool {
 		return statusEqual(old.Status, updated.Status)
 	}), status.WithHold(func(old, updated *trainer.TrainJob) time.Duration {
-		held = 0
 		if countersOnly(old.Status, updated.Status) {
 			held = r.statusWindow.Hold(key)
 		}

@@ -10,11 +10,11 @@ import (
 
 // Coalescer lets status changes that nobody needs at once (counters that a
 // child object moves several times in a few seconds) wait, so that one
-// object's changes within Window become one write. The first such change of
+// object's changes within a window become one write. The first such change of
 // an object opens its window; the change is written when the window ends,
 // with every change that came during it. A change that is not held (a
 // condition) is written at once and closes the window, so nothing waits
-// longer than Window and nothing that matters waits at all.
+// longer than the window and nothing that matters waits at all.
 //
 // Windows live in memory: after a restart the next held change opens a new
 // one. Safe for concurrent use.
