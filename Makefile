@@ -108,7 +108,8 @@ bench: test-assets manager ## Benchmarks against a real API server (GANTRY_BENCH
 
 # BENCH_COMPARE selects pairings (ray, trainjob; default all),
 # BENCH_COMPARE_ROUNDS the rounds (default 3), GANTRY_BENCH_N the objects,
-# BENCH_COMPARE_ONLY=gantry|upstream one side only.
+# BENCH_COMPARE_ONLY=gantry|upstream one side only, BENCH_COMPARE_PHASES=k
+# the first k phases only.
 .PHONY: bench-compare
 bench-compare: $(RUN_TOOLS) $(KUBERAY) $(TRAINER) $(SLINKY) manager ## Gantry and the upstream operators side by side on fresh local control planes; prints a table (docs/benchmarks.md).
 	$(GO) test -tags benchcompare ./test/benchcompare/ -run TestCompare -count=1 -timeout 300m -v $(GOTEST_FLAGS)

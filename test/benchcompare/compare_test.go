@@ -231,6 +231,9 @@ func atLeast(ctx context.Context, c client.Client, listKind schema.GroupVersionK
 // (default 100), and prints the table. BENCH_COMPARE_ONLY=gantry (or
 // upstream) runs one side only, for sizes where both would not fit in one
 // sitting; the other side's column then says "no run".
+// BENCH_COMPARE_PHASES=k stops each run after its first k phases (e.g. 1:
+// until every JobSet exists, not through every job's whole life); its
+// writes are then those of that part of the life.
 func TestCompare(t *testing.T) {
 	n := bench.N(100)
 	rounds := 3
@@ -241,10 +244,17 @@ func TestCompare(t *testing.T) {
 	if only := os.Getenv("BENCH_COMPARE_ONLY"); only != "" && only != "gantry" && only != "upstream" {
 		t.Fatalf("BENCH_COMPARE_ONLY=%q: want gantry or upstream", only)
 	}
+	phases := 0
+	if k, err := strconv.Atoi(os.Getenv("BENCH_COMPARE_PHASES")); err == nil && k > 0 {
+		phases = k
+	}
 	var tables []string
 	for _, p := range pairings() {
 		if selected[0] != "" && !slices.Contains(selected, p.name) {
 			continue
+		}
+		if phases > 0 && phases < len(p.phases) {
+			p.phases = p.phases[:phases]
 		}
 		results := map[string][]sample{}
 		for round := 1; round <= rounds; round++ {
