@@ -3,6 +3,7 @@ package raycluster
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -198,7 +199,11 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, cluster *rayv1.RayClu
 		log.Error(reconcileErr, "reconciling RayCluster")
 	}
 
-	inconsistent, before, statusErr := r.updateStatus(ctx, s, errors.Join(reconcileErr, s.podLimit))
+	// What the Pod decisions read. The status written, or the API server's
+	// when the write's Conflict read the cluster again (the cache lagging
+	// an earlier write), can differ from it.
+	read := rayv1.RayClusterStatus{Conditions: slices.Clone(cluster.Status.Conditions)}
+	_, before, statusErr := r.updateStatus(ctx, s, errors.Join(reconcileErr, s.podLimit))
 	// What changed is reported once the status shows it.
 	s.Events.Flush(r.recorder, cluster)
 	if s.podLimit != nil && !podLimitReported(&before) && statusErr == nil {
@@ -216,22 +221,24 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, cluster *rayv1.RayClu
 	if err == nil {
 		err = statusErr
 	}
-	if err != nil || (inconsistent && nextStepReads(before, cluster.Status)) {
+	if err != nil || nextStepReads(read, cluster.Status) {
 		return ctrl.Result{RequeueAfter: ShortRequeue}, err
 	}
 	s.Requeue.After(r.cfg.DefaultRequeue)
 	return s.Result(), nil
 }
 
-// nextStepReads reports whether a status write changed what the Pod
-// decisions read, so the next step of a transition waits for the quick
-// requeue rather than for an event: the suspend state machine (Suspending,
-// then the Pods deleted, then Suspended; and Suspended ending on resume,
-// before Pods are created) has no Pod event to move it on. KubeRay requeues
-// after every status write; a write that only reports what the Pods did
-// (ready counts, state ready, the head's address) leaves nothing to do, and
-// the quick requeue would cost every new cluster a third reconcile in the
-// queue all clusters wait in.
+// nextStepReads reports whether the status now differs from the one the
+// Pod decisions read in what they read, so the next step of a transition
+// waits for the quick requeue rather than for an event: the suspend state
+// machine (Suspending, then the Pods deleted, then Suspended; and Suspended
+// ending on resume, before Pods are created) has no Pod event to move it
+// on. The difference is this reconcile's write, or an earlier one the
+// cache had not shown it. KubeRay requeues after every status write; a
+// write that only reports what the Pods did (ready counts, state ready,
+// the head's address) leaves nothing to do, and the quick requeue would
+// cost every new cluster a third reconcile in the queue all clusters wait
+// in.
 func nextStepReads(before, after rayv1.RayClusterStatus) bool {
 	for _, t := range []rayv1.RayClusterConditionType{rayv1.RayClusterSuspending, rayv1.RayClusterSuspended} {
 		if meta.IsStatusConditionTrue(before.Conditions, string(t)) != meta.IsStatusConditionTrue(after.Conditions, string(t)) {

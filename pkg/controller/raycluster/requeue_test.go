@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
 	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
@@ -89,4 +90,55 @@ func readyPod(p corev1.Pod) *corev1.Pod {
 	p.Status.PodIP = "10.0.0.2"
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	return &p
+}
+
+// TestStaleSuspendStatusRequeuesQuickly: the cache can lag the reconcile's
+// own status write. A reconcile that reads the cluster without the
+// Suspending condition it wrote decides no Pod deletion, finds on the
+// write's Conflict that the API server already has Suspending, and so
+// writes nothing. It must still come back soon: no event will (status
+// changes do not enqueue), and the Pods would stay until the periodic
+// resync, 5 minutes later.
+func TestStaleSuspendStatusRequeuesQuickly(t *testing.T) {
+	cfg := ConfigFromEnv(func(string) string { return "" }, nil)
+	rc := raytesting.MakeRayCluster("rc", "ns").UID("u1").WorkerGroup("cpu", 1).Obj()
+	rc.Spec.Suspend = ptr.To(true)
+	head := BuildHeadPod(rc, cfg.Build)
+	head.Name = "rc-head"
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(rc, readyPod(head)).
+		WithStatusSubresource(&rayv1.RayCluster{}).Build()
+	ctx := context.Background()
+	stale := &rayv1.RayCluster{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(rc), stale); err != nil {
+		t.Fatal(err)
+	}
+	// The write an earlier reconcile made, which the cache has not seen.
+	written := stale.DeepCopy()
+	meta.SetStatusCondition(&written.Status.Conditions, metav1.Condition{Type: string(rayv1.RayClusterSuspending),
+		Status: metav1.ConditionTrue, Reason: string(rayv1.RayClusterSuspending)})
+	if err := c.Status().Update(ctx, written); err != nil {
+		t.Fatal(err)
+	}
+	gets := 0
+	cache := interceptor.NewClient(c, interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		if rcObj, ok := obj.(*rayv1.RayCluster); ok {
+			gets++
+			if gets == 1 {
+				stale.DeepCopyInto(rcObj)
+				return nil
+			}
+		}
+		return c.Get(ctx, key, obj, opts...)
+	}})
+	r := newReconciler(cache, cache, nil, nil, cfg)
+	res, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(rc)})
+	if err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	if gets < 2 {
+		t.Fatalf("the status write did not read the cluster again (%d reads): the test did not make the Conflict it is about", gets)
+	}
+	if res.RequeueAfter != ShortRequeue {
+		t.Errorf("Reconcile = %+v, want the quick requeue (%v): the Pods of a Suspending cluster would wait for the resync", res, ShortRequeue)
+	}
 }
