@@ -98,8 +98,6 @@ type Options struct {
 	// RuntimeNotFoundGrace is how long a job waits for a missing runtime;
 	// 0 means RuntimeNotFoundGrace.
 	RuntimeNotFoundGrace time.Duration
-	// StatusWindow replaces StatusWindow; negative holds nothing.
-	StatusWindow time.Duration
 	// Client replaces the manager's client for reads and writes (tests wrap
 	// it to inject faults); nil means mgr.GetClient().
 	Client client.Client
@@ -145,11 +143,7 @@ func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 		runtimeGrace: o.RuntimeNotFoundGrace,
 		workers:      o.Workers(),
 	}
-	window := StatusWindow
-	if o.StatusWindow != 0 {
-		window = o.StatusWindow
-	}
-	r.statusWindow = status.NewCoalescer(window, r.clock)
+	r.statusWindow = status.NewCoalescer(StatusWindow, r.clock)
 	if r.runtimeGrace == 0 {
 		r.runtimeGrace = RuntimeNotFoundGrace
 	}
