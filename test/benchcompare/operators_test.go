@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,28 @@ import (
 // allowed more requests (KubeRay's and Gantry's defaults; Trainer's are
 // 50/100).
 const qps, burst = 100, 200
+
+// workers is BENCH_COMPARE_WORKERS: how many reconciles of its workload
+// each operator runs at once, through its own setting (Gantry's
+// --max-concurrent-reconciles, KubeRay's --reconcile-concurrency,
+// Trainer's groupKindConcurrency for TrainJob, Slinky's --nodeset-workers).
+// Unset (0), each runs what it ships: Gantry's defaults (5 TrainJob
+// workers, 1 for the others), KubeRay's and Slinky's 1, Trainer's 5.
+func workers() int {
+	k, err := strconv.Atoi(os.Getenv("BENCH_COMPARE_WORKERS"))
+	if err != nil || k < 1 {
+		return 0
+	}
+	return k
+}
+
+// workersFlag is flag=k when BENCH_COMPARE_WORKERS sets k, else nothing.
+func workersFlag(flag string) []string {
+	if k := workers(); k > 0 {
+		return []string{fmt.Sprintf("%s=%d", flag, k)}
+	}
+	return nil
+}
 
 // operator is one side of a pairing.
 type operator struct {
@@ -87,9 +110,10 @@ func gantry(controller string) operator {
 			}
 		},
 		args: func(t *testing.T, kubeconfig, _, probe, metrics string) (string, []string, []string) {
-			return bin("manager"), []string{"--kubeconfig", kubeconfig, "--controllers", controller,
+			return bin("manager"), append([]string{"--kubeconfig", kubeconfig, "--controllers", controller,
 				"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + probe, "--webhook-port=0",
-				"--zap-log-level=error", fmt.Sprintf("--kube-api-qps=%d", qps), fmt.Sprintf("--kube-api-burst=%d", burst)}, nil
+				"--zap-log-level=error", fmt.Sprintf("--kube-api-qps=%d", qps), fmt.Sprintf("--kube-api-burst=%d", burst)},
+				workersFlag("--max-concurrent-reconciles")...), nil
 		},
 	}
 }
@@ -109,9 +133,10 @@ func kuberay() operator {
 			cl.waitEstablished(t)
 		},
 		args: func(t *testing.T, kubeconfig, _, probe, metrics string) (string, []string, []string) {
-			return bin("kuberay-operator"), []string{"--enable-leader-election=false", "--metrics-addr=" + metrics,
+			return bin("kuberay-operator"), append([]string{"--enable-leader-election=false", "--metrics-addr=" + metrics,
 				"--health-probe-bind-address=" + probe, fmt.Sprintf("--qps=%d", qps), fmt.Sprintf("--burst=%d", burst),
-				"--log-stdout-encoder=console", "--zap-log-level=error", "--enable-metrics"}, nil
+				"--log-stdout-encoder=console", "--zap-log-level=error", "--enable-metrics"},
+				workersFlag("--reconcile-concurrency")...), nil
 		},
 	}
 }
@@ -134,6 +159,13 @@ func trainer() operator {
 		args: func(t *testing.T, kubeconfig, dir, probe, metrics string) (string, []string, []string) {
 			webhookPort := port(testenv.FreeAddr(t))
 			config := filepath.Join(dir, "config.yaml")
+			// Unless BENCH_COMPARE_WORKERS says otherwise, 5 TrainJob
+			// workers: what Trainer's manifests and chart ship (its
+			// binary's default, without a configuration, is 1).
+			trainJobWorkers := 5
+			if k := workers(); k > 0 {
+				trainJobWorkers = k
+			}
 			if err := os.WriteFile(config, fmt.Appendf(nil, `apiVersion: config.trainer.kubeflow.org/v1alpha1
 kind: Configuration
 webhook: {host: 127.0.0.1, port: %s}
@@ -142,7 +174,8 @@ health: {healthProbeBindAddress: %q}
 certManagement: {enable: false}
 clientConnection: {qps: %d, burst: %d}
 leaderElection: {leaderElect: false}
-`, webhookPort, metrics, probe, qps, burst), 0o600); err != nil {
+controller: {groupKindConcurrency: {TrainJob.trainer.kubeflow.org: %d}}
+`, webhookPort, metrics, probe, qps, burst, trainJobWorkers), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			// controller-runtime's webhook server reads its certificate from
@@ -169,8 +202,9 @@ func slinky() operator {
 			cl.waitEstablished(t)
 		},
 		args: func(t *testing.T, kubeconfig, _, probe, metrics string) (string, []string, []string) {
-			return bin("slurm-operator"), []string{"--kubeconfig", kubeconfig, "--leader-elect=false",
-				"--metrics-addr=" + metrics, "--health-addr=" + probe, "--zap-log-level=error"}, nil
+			return bin("slurm-operator"), append([]string{"--kubeconfig", kubeconfig, "--leader-elect=false",
+				"--metrics-addr=" + metrics, "--health-addr=" + probe, "--zap-log-level=error"},
+				workersFlag("--nodeset-workers")...), nil
 		},
 	}
 }

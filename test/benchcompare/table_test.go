@@ -17,6 +17,11 @@ func table(p pairing, n, rounds int, results map[string][]sample) string {
 	if p.upstream.unlimited {
 		limit += fmt.Sprintf(" (%s: no client limit, it has no flag for one)", p.upstream.name)
 	}
+	if k := workers(); k > 0 {
+		limit += fmt.Sprintf(", %d workers each", k)
+	} else {
+		limit += ", workers as shipped"
+	}
 	fmt.Fprintf(&b, "### %s: %s vs Gantry, N=%d, %d rounds (A B alternating), %s\n\n", p.name, p.upstream.name, n, rounds, limit)
 	fmt.Fprintf(&b, "| figure | %s median (min–max) | Gantry median (min–max) | Gantry / %s |\n|---|---|---|---|\n", p.upstream.name, p.upstream.name)
 	row := func(name, format string, get func(sample) float64) {

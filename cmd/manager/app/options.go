@@ -91,7 +91,8 @@ func ParseFlags(args []string, reg *workload.Registry) (*Options, error) {
 	fs.StringSliceVar(&o.Namespaces, "namespaces", nil, "Comma-separated namespaces to watch; empty watches all namespaces.")
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", 100, "Client-side QPS limit towards the API server.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 200, "Client-side burst limit towards the API server.")
-	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 1, "Default number of parallel reconciles per controller.")
+	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 0,
+		fmt.Sprintf("Parallel reconciles of every controller; 0 (the default) gives each its own (%s), as the upstream operators ship.", reg.DefaultWorkers()))
 	fs.Int32Var(&o.RayMaxPodsPerCluster, "ray-max-pods-per-cluster", raycluster.DefaultMaxPodsPerCluster,
 		"The most Pods (head and workers: replicas × numOfHosts summed over groups) one RayCluster may have. Admission refuses a RayCluster over it; "+
 			"for one admitted before, the reconciler keeps the head, creates no workers and sets the ReplicaFailure condition (reason PodLimitExceeded).")
@@ -130,8 +131,8 @@ func ParseFlags(args []string, reg *workload.Registry) (*Options, error) {
 	if o.KubeAPIQPS <= 0 || o.KubeAPIBurst <= 0 {
 		return nil, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive")
 	}
-	if o.MaxConcurrentReconciles < 1 {
-		return nil, fmt.Errorf("--max-concurrent-reconciles must be at least 1")
+	if o.MaxConcurrentReconciles < 0 {
+		return nil, fmt.Errorf("--max-concurrent-reconciles must not be negative (0 gives each controller its default)")
 	}
 	var err error
 	if o.RayBatchScheduler, err = raycluster.ValidateBatchScheduler(o.RayBatchScheduler, legacyBatchScheduler); err != nil {

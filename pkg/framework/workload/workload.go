@@ -32,7 +32,8 @@ type Options struct {
 	Namespaces []string
 	// Features is the process's feature gate, already parsed from --feature-gates.
 	Features featuregate.FeatureGate
-	// MaxConcurrentReconciles is the default worker count per controller.
+	// MaxConcurrentReconciles is the worker count of every controller;
+	// 0 leaves each integration its DefaultWorkers (SetupWithManager).
 	MaxConcurrentReconciles int
 	// RayMaxPodsPerCluster is --ray-max-pods-per-cluster: the most Pods
 	// (head and workers) one RayCluster may have; 0 means the RayCluster
@@ -77,8 +78,8 @@ func (o Options) RegistererOrDefault() prometheus.Registerer {
 	return o.Registerer
 }
 
-// Workers is the number of reconciles a controller runs in parallel: at
-// least one.
+// Workers is the number of reconciles a controller runs in parallel:
+// MaxConcurrentReconciles, at least one.
 func (o Options) Workers() int { return max(o.MaxConcurrentReconciles, 1) }
 
 // Integration describes one workload family.
@@ -99,6 +100,9 @@ type Integration struct {
 	SetupIndexes func(ctx context.Context, indexer client.FieldIndexer) error
 	// Setup wires the workload's reconcilers and watches into the manager.
 	Setup func(ctx context.Context, mgr ctrl.Manager, opts Options) error
+	// DefaultWorkers is how many objects its controllers reconcile at once
+	// when --max-concurrent-reconciles is not given; 0 means one.
+	DefaultWorkers int
 	// TrimCached, when set, drops from an object entering the manager's
 	// cache what none of the workload's reconcilers reads there. The
 	// manager calls it for every object it caches (but Pods, which have
@@ -109,9 +113,12 @@ type Integration struct {
 }
 
 // SetupWithManager registers the integration's field indexes, then runs
-// its Setup: the one way an integration is started, by the manager and by
-// tests alike.
+// its Setup with its DefaultWorkers unless opts sets a worker count: the
+// one way an integration is started, by the manager and by tests alike.
 func (in Integration) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	if opts.MaxConcurrentReconciles == 0 {
+		opts.MaxConcurrentReconciles = max(in.DefaultWorkers, 1)
+	}
 	if in.SetupIndexes != nil {
 		if err := in.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 			return fmt.Errorf("registering the %s field indexes: %w", in.Name, err)
@@ -154,6 +161,16 @@ func (r *Registry) Names() []string {
 		names = append(names, in.Name)
 	}
 	return names
+}
+
+// DefaultWorkers describes each integration's DefaultWorkers, for help
+// text: "raycluster 1, trainjob 5, ...".
+func (r *Registry) DefaultWorkers() string {
+	parts := make([]string, 0, len(r.items))
+	for _, in := range r.items {
+		parts = append(parts, fmt.Sprintf("%s %d", in.Name, max(in.DefaultWorkers, 1)))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Select returns the integrations named in names, in registration order.

@@ -81,3 +81,41 @@ func TestSelectOnEmptyRegistrySaysSo(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// An integration's DefaultWorkers applies only when no worker count is
+// given, and "unset" means one worker.
+func TestSetupWithManagerAppliesDefaultWorkers(t *testing.T) {
+	cases := []struct {
+		name          string
+		defaultWorker int
+		given, want   int
+	}{
+		{name: "integration default", defaultWorker: 5, given: 0, want: 5},
+		{name: "given count wins", defaultWorker: 5, given: 2, want: 2},
+		{name: "no default", defaultWorker: 0, given: 0, want: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := -1
+			in := Integration{Name: "x", DefaultWorkers: tc.defaultWorker, Setup: func(_ context.Context, _ ctrl.Manager, o Options) error {
+				got = o.Workers()
+				return nil
+			}}
+			if err := in.SetupWithManager(context.Background(), nil, Options{MaxConcurrentReconciles: tc.given}); err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Fatalf("Setup saw %d workers, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRegistryDescribesDefaultWorkers(t *testing.T) {
+	r := &Registry{}
+	r.MustRegister(Integration{Name: "raycluster", Setup: noopSetup})
+	r.MustRegister(Integration{Name: "trainjob", DefaultWorkers: 5, Setup: noopSetup})
+	if got, want := r.DefaultWorkers(), "raycluster 1, trainjob 5"; got != want {
+		t.Fatalf("DefaultWorkers() = %q, want %q", got, want)
+	}
+}
