@@ -145,8 +145,9 @@ func isDaemonPod(pod *corev1.Pod) bool {
 
 // identityMatches reports whether the pod's identity labels are intact.
 func identityMatches(n *slinkyv1beta1.NodeSet, pod *corev1.Pod) bool {
-	want := pod.DeepCopy()
-	setIdentity(n, want)
+	want := *pod // setIdentity changes only the labels
+	want.Labels = maps.Clone(pod.Labels)
+	setIdentity(n, &want)
 	return maps.Equal(want.Labels, pod.Labels)
 }
 

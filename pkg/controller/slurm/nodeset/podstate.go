@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
@@ -157,13 +158,15 @@ func (r *Reconciler) syncCordon(ctx context.Context, s *scope) error {
 	})
 }
 
-// kubeNode is the Kubernetes Node the pod runs on; nil when unscheduled or gone.
+// kubeNode is the Kubernetes Node the pod runs on; nil when unscheduled or
+// gone. It is the cache's own object, not a copy (it is read twice per pod
+// per reconcile): callers only read it.
 func (r *Reconciler) kubeNode(ctx context.Context, pod *corev1.Pod) (*corev1.Node, error) {
 	if pod.Spec.NodeName == "" {
 		return nil, nil
 	}
 	node := &corev1.Node{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, node); err != nil {
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, node, &client.GetOptions{UnsafeDisableDeepCopy: ptr.To(true)}); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -83,7 +84,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	return b.
-		Watches(&corev1.Pod{}, r.expectations.Handler(podOwnerKey, handler.EnqueueRequestsFromMapFunc(podToNodeSet))).
+		Watches(&corev1.Pod{}, r.expectations.Handler(podOwnerKey, podEvents(podUpdateBatch))).
 		Watches(&corev1.Service{}, handler.EnqueueRequestsFromMapFunc(sharedToNodeSets)).
 		Watches(&policyv1.PodDisruptionBudget{}, handler.EnqueueRequestsFromMapFunc(sharedToNodeSets)).
 		Owns(&corev1.ConfigMap{}).
@@ -115,6 +116,51 @@ func podOwnerKey(o client.Object) (string, string, bool) {
 
 // podToNodeSet wakes the controlling NodeSet, or for an orphan slurmd pod
 // the NodeSet its labels name, which may adopt it.
+// podUpdateBatch is how long a change of a pod, other than its creation or
+// deletion, may wait before its NodeSet is reconciled. The status changes
+// of many pods starting or stopping together (scheduled, running, ready,
+// terminating) then make one reconcile instead of one each, as the
+// Kubernetes Job controller batches its pod events (1 s). Creations and
+// deletions, which scaling waits for, are not held.
+const podUpdateBatch = time.Second
+
+// podEvents enqueues the NodeSet of a pod (podToNodeSet): at once for a
+// pod created or deleted, after batch for any other change. A NodeSet
+// already waiting keeps its earlier time, so a burst of changes is one
+// reconcile.
+func podEvents(batch time.Duration) handler.EventHandler {
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], after time.Duration, objs ...client.Object) {
+		seen := map[reconcile.Request]bool{}
+		for _, o := range objs {
+			for _, req := range podToNodeSet(ctx, o) {
+				if seen[req] {
+					continue
+				}
+				seen[req] = true
+				if after > 0 {
+					q.AddAfter(req, after)
+				} else {
+					q.Add(req)
+				}
+			}
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, ev event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, 0, ev.Object)
+		},
+		UpdateFunc: func(ctx context.Context, ev event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, batch, ev.ObjectOld, ev.ObjectNew)
+		},
+		DeleteFunc: func(ctx context.Context, ev event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, 0, ev.Object)
+		},
+		GenericFunc: func(ctx context.Context, ev event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, 0, ev.Object)
+		},
+	}
+}
+
 func podToNodeSet(_ context.Context, o client.Object) []reconcile.Request {
 	if ref := metav1.GetControllerOf(o); ref != nil {
 		if !isNodeSetRef(ref) {
