@@ -114,8 +114,6 @@ func podOwnerKey(o client.Object) (string, string, bool) {
 	return types.NamespacedName{Namespace: o.GetNamespace(), Name: ref.Name}.String(), expectationGroup, true
 }
 
-// podToNodeSet wakes the controlling NodeSet, or for an orphan slurmd pod
-// the NodeSet its labels name, which may adopt it.
 // podUpdateBatch is how long a change of a pod, other than its creation or
 // deletion, may wait before its NodeSet is reconciled. The status changes
 // of many pods starting or stopping together (scheduled, running, ready,
@@ -161,6 +159,8 @@ func podEvents(batch time.Duration) handler.EventHandler {
 	}
 }
 
+// podToNodeSet wakes the controlling NodeSet, or for an orphan slurmd pod
+// the NodeSet its labels name, which may adopt it.
 func podToNodeSet(_ context.Context, o client.Object) []reconcile.Request {
 	if ref := metav1.GetControllerOf(o); ref != nil {
 		if !isNodeSetRef(ref) {
