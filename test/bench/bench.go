@@ -44,8 +44,12 @@ func StartManager(ctx context.Context, cfg *rest.Config, reg *workload.Registry,
 }
 
 // N is the benchmark's object count: GANTRY_BENCH_N, default def.
-func N(def int) int {
-	if n, err := strconv.Atoi(os.Getenv("GANTRY_BENCH_N")); err == nil && n > 0 {
+func N(def int) int { return EnvPositive("GANTRY_BENCH_N", def) }
+
+// EnvPositive is the positive integer the environment variable name holds,
+// or def when it is unset or holds anything else.
+func EnvPositive(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
 		return n
 	}
 	return def

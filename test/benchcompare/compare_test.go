@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -236,18 +235,12 @@ func atLeast(ctx context.Context, c client.Client, listKind schema.GroupVersionK
 // writes are then those of that part of the life.
 func TestCompare(t *testing.T) {
 	n := bench.N(100)
-	rounds := 3
-	if r, err := strconv.Atoi(os.Getenv("BENCH_COMPARE_ROUNDS")); err == nil && r > 0 {
-		rounds = r
-	}
+	rounds := bench.EnvPositive("BENCH_COMPARE_ROUNDS", 3)
 	selected := strings.Split(os.Getenv("BENCH_COMPARE"), ",")
 	if only := os.Getenv("BENCH_COMPARE_ONLY"); only != "" && only != "gantry" && only != "upstream" {
 		t.Fatalf("BENCH_COMPARE_ONLY=%q: want gantry or upstream", only)
 	}
-	phases := 0
-	if k, err := strconv.Atoi(os.Getenv("BENCH_COMPARE_PHASES")); err == nil && k > 0 {
-		phases = k
-	}
+	phases := bench.EnvPositive("BENCH_COMPARE_PHASES", 0)
 	var tables []string
 	for _, p := range pairings() {
 		if selected[0] != "" && !slices.Contains(selected, p.name) {

@@ -7,11 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gantry-dev/gantry/test/bench"
 	"github.com/gantry-dev/gantry/test/testenv"
 )
 
@@ -26,13 +26,7 @@ const qps, burst = 100, 200
 // Trainer's groupKindConcurrency for TrainJob, Slinky's --nodeset-workers).
 // Unset (0), each runs what it ships: Gantry's defaults (5 TrainJob
 // workers, 1 for the others), KubeRay's and Slinky's 1, Trainer's 5.
-func workers() int {
-	k, err := strconv.Atoi(os.Getenv("BENCH_COMPARE_WORKERS"))
-	if err != nil || k < 1 {
-		return 0
-	}
-	return k
-}
+func workers() int { return bench.EnvPositive("BENCH_COMPARE_WORKERS", 0) }
 
 // workersFlag is flag=k when BENCH_COMPARE_WORKERS sets k, else nothing.
 func workersFlag(flag string) []string {

@@ -203,7 +203,7 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, cluster *rayv1.RayClu
 	// when the write's Conflict read the cluster again (the cache lagging
 	// an earlier write), can differ from it.
 	read := rayv1.RayClusterStatus{Conditions: slices.Clone(cluster.Status.Conditions)}
-	_, before, statusErr := r.updateStatus(ctx, s, errors.Join(reconcileErr, s.podLimit))
+	before, statusErr := r.updateStatus(ctx, s, errors.Join(reconcileErr, s.podLimit))
 	// What changed is reported once the status shows it.
 	s.Events.Flush(r.recorder, cluster)
 	if s.podLimit != nil && !podLimitReported(&before) && statusErr == nil {
@@ -302,7 +302,10 @@ func (r *Reconciler) writeInvalidStatus(ctx context.Context, cluster *rayv1.RayC
 	return err
 }
 
-func (r *Reconciler) updateStatus(ctx context.Context, s *scope, reconcileErr error) (changed bool, before rayv1.RayClusterStatus, err error) {
+// updateStatus writes the cluster's status when it changed, and returns
+// the status it last compared against (the cluster's, or the API server's
+// after a Conflict).
+func (r *Reconciler) updateStatus(ctx context.Context, s *scope, reconcileErr error) (before rayv1.RayClusterStatus, err error) {
 	cluster := s.Object
 	before = *cluster.Status.DeepCopy()
 	key := client.ObjectKeyFromObject(cluster).String()
@@ -310,7 +313,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope, reconcileErr er
 	if !replicaFailure && (s.podsChanged || !r.expectations.SatisfiedAll(key)) {
 		// The cache lags our own creates and deletes; a status computed now
 		// would be wrong and cost a write. The pod events requeue us.
-		return false, before, nil
+		return before, nil
 	}
 	// A create or delete the API server refused (quota, Pod Security, a
 	// webhook) is written at once, as KubeRay does: no Pod event will come
@@ -319,14 +322,14 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope, reconcileErr er
 	// the next reconcile corrects them.
 	pods, err := r.listPods(ctx, cluster, nil)
 	if err != nil {
-		return false, before, err
+		return before, err
 	}
 	headSvc := s.headService
 	if headSvc == nil {
 		headSvc = &corev1.Service{}
 		if err := r.client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: HeadServiceName(cluster)}, headSvc); err != nil {
 			if !apierrors.IsNotFound(err) {
-				return false, before, err
+				return before, err
 			}
 			headSvc = nil
 		}
@@ -348,10 +351,10 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope, reconcileErr er
 		return !InconsistentRayClusterStatus(old.Status, updated.Status)
 	}))
 	if err != nil {
-		return false, before, err
+		return before, err
 	}
 	if written && r.metrics != nil {
 		r.metrics.ObserveStatusWrite(cluster, before, now)
 	}
-	return written, before, nil
+	return before, nil
 }

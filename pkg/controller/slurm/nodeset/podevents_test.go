@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
@@ -43,13 +44,7 @@ func TestPodEventsBatchUpdatesOnly(t *testing.T) {
 		}
 		q.Done(got)
 	}
-	waitFor := func(n int) {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for q.Len() != n && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
-	}
+	g := gomega.NewWithT(t)
 
 	h.Create(ctx, event.CreateEvent{Object: pod("a-0")}, q)
 	take("create")
@@ -59,16 +54,13 @@ func TestPodEventsBatchUpdatesOnly(t *testing.T) {
 		cur.Status.Phase = corev1.PodRunning
 		h.Update(ctx, event.UpdateEvent{ObjectOld: old, ObjectNew: cur}, q)
 	}
-	if q.Len() != 0 {
-		t.Fatalf("updates queued the NodeSet before the batch ended (%d)", q.Len())
-	}
+	g.Expect(q.Len()).To(gomega.BeZero(), "updates queued the NodeSet before the batch ended")
 	clk.Step(999 * time.Millisecond)
-	time.Sleep(20 * time.Millisecond)
-	if q.Len() != 0 {
-		t.Fatalf("updates queued the NodeSet before the batch ended (%d)", q.Len())
-	}
+	// The queue moves a waiting item on its own goroutine: give it the
+	// chance to do so early.
+	g.Consistently(q.Len, 50*time.Millisecond, 5*time.Millisecond).Should(gomega.BeZero(), "updates queued the NodeSet before the batch ended")
 	clk.Step(time.Millisecond)
-	waitFor(1)
+	g.Eventually(q.Len, 5*time.Second, 5*time.Millisecond).Should(gomega.Equal(1), "the batch ended and the NodeSet was not queued")
 	take("three updates in one batch")
 
 	h.Delete(ctx, event.DeleteEvent{Object: pod("a-1")}, q)
