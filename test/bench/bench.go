@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"testing"
@@ -96,5 +97,30 @@ func LogWrites(b testing.TB, counter *testenv.WriteCounter, n int, unit string) 
 	sort.Strings(keys)
 	for _, k := range keys {
 		b.Logf("%-40s %6d (%.2f per %s)", k, byVerb[k], float64(byVerb[k])/float64(n), unit)
+	}
+}
+
+// startCPUProfile profiles this process's CPU into the file
+// GANTRY_BENCH_CPUPROFILE names, until the returned stop is called; with
+// the variable unset it does nothing. go test's -cpuprofile covers the
+// whole benchmark, setup included; this covers only the part measured.
+func startCPUProfile(b testing.TB) (stop func()) {
+	b.Helper()
+	path := os.Getenv("GANTRY_BENCH_CPUPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Error(err)
+		}
 	}
 }

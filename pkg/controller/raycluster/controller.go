@@ -110,6 +110,9 @@ func newReconciler(c client.Client, apiReader client.Reader, recorder clienteven
 
 // SetupWithManager registers the controller and its watches.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, IndexPodCluster, podClusterIndex); err != nil {
+		return err
+	}
 	podOwner := expectations.LabelOwner(rayv1.RayClusterLabelKey, rayv1.RayNodeGroupLabelKey)
 	enqueueOwner := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &rayv1.RayCluster{}, handler.OnlyControllerOwner())
 	return workload.NewController(mgr, Name, &rayv1.RayCluster{}, r.workers, workload.SpecChanged).

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
@@ -23,7 +22,7 @@ const otherFinalizer = "example.com/other-controller"
 func racingFinalizerClient(t *testing.T, objs ...client.Object) client.Client {
 	t.Helper()
 	scheme := testScheme(t)
-	base := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+	base := fakeClientBuilder(scheme).WithObjects(objs...).Build()
 	raced := false
 	secondWriter := func(ctx context.Context, c client.WithWatch, obj client.Object) {
 		if _, ok := obj.(*rayv1.RayCluster); !ok || raced {

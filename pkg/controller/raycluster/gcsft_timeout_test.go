@@ -15,7 +15,6 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
@@ -51,7 +50,7 @@ func newGCSFTDeletion(t *testing.T, rc *rayv1.RayCluster, elapsed time.Duration,
 	rc.Finalizers = []string{rayv1.GCSFaultToleranceRedisCleanupFinalizer, keepFinalizer}
 	rc.DeletionTimestamp = &metav1.Time{Time: gcsftDeletedAt}
 	scheme := testScheme(t)
-	var c client.Client = fake.NewClientBuilder().WithScheme(scheme).WithObjects(append(objs, rc)...).Build()
+	var c client.Client = fakeClientBuilder(scheme).WithObjects(append(objs, rc)...).Build()
 	if funcs != nil {
 		c = interceptor.NewClient(c.(client.WithWatch), *funcs)
 	}

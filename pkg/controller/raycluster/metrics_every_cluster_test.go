@@ -9,7 +9,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
 	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
@@ -30,7 +29,7 @@ func TestMetricsForEveryCluster(t *testing.T) {
 	deleting.DeletionTimestamp = &metav1.Time{Time: statusTestNow}
 
 	scheme := testScheme(t)
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(external, invalid, deleting).
+	c := fakeClientBuilder(scheme).WithObjects(external, invalid, deleting).
 		WithStatusSubresource(&rayv1.RayCluster{}).Build()
 	m, reg := newTestMetrics(t)
 	r := newReconciler(c, c, nil, m, Config{})

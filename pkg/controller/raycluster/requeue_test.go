@@ -11,7 +11,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
@@ -61,7 +60,7 @@ func TestStatusWriteRequeuesOnlyForTheNextStep(t *testing.T) {
 				}
 			}
 			scheme := testScheme(t)
-			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
+			c := fakeClientBuilder(scheme).WithObjects(objs...).
 				WithStatusSubresource(&rayv1.RayCluster{}).Build()
 			r := newReconciler(c, c, nil, nil, cfg)
 			res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(rc)})
@@ -105,7 +104,7 @@ func TestStaleSuspendStatusRequeuesQuickly(t *testing.T) {
 	rc.Spec.Suspend = ptr.To(true)
 	head := BuildHeadPod(rc, cfg.Build)
 	head.Name = "rc-head"
-	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(rc, readyPod(head)).
+	c := fakeClientBuilder(testScheme(t)).WithObjects(rc, readyPod(head)).
 		WithStatusSubresource(&rayv1.RayCluster{}).Build()
 	ctx := context.Background()
 	stale := &rayv1.RayCluster{}
