@@ -264,14 +264,13 @@ func (r *Reconciler) claimPods(ctx context.Context, s *scope) ([]*corev1.Pod, er
 	if err := r.Client.List(ctx, owned, client.InNamespace(n.Namespace), client.MatchingFields{IndexPodOwner: string(n.UID)}); err != nil {
 		return nil, err
 	}
-	// The candidates are the cache's own objects (no copy: every reconcile
-	// lists all the NodeSet's pods twice, and copying them was a quarter of
-	// the manager's CPU at 250 pods). Only an orphan is copied, before it
-	// is changed.
+	// The candidates are the orphans the selector matches (IndexPodOwner),
+	// read as the cache's own objects: only one about to be adopted is
+	// copied.
 	candidates := &corev1.PodList{}
 	selector := slinky.NodeSetSelectorLabels(n)
-	if err := r.Client.List(ctx, candidates, client.InNamespace(n.Namespace), client.MatchingLabels(selector),
-		client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.Client.List(ctx, candidates, client.InNamespace(n.Namespace), client.MatchingFields{IndexPodOwner: OrphanPod},
+		client.MatchingLabels(selector), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	var pods, orphans []*corev1.Pod

@@ -31,8 +31,15 @@ import (
 // Field indexes on Pods. The names are this package's own so they cannot
 // clash with another reconciler's index of the same field.
 const (
-	// IndexPodOwner maps a pod to the UID of the NodeSet controlling it.
+	// IndexPodOwner maps a pod to the UID of the NodeSet controlling it,
+	// and a pod nobody controls to OrphanPod.
 	IndexPodOwner = "slinky.nodeset.pod.owner"
+	// OrphanPod is IndexPodOwner's value for a pod without a controller:
+	// the NodeSets' candidates for adoption. Listing them through the
+	// index costs the orphans alone; a list by the selector labels matched
+	// every cached pod of the namespace, the NodeSet's own included, on
+	// every reconcile. (A UID is never this.)
+	OrphanPod = "orphan"
 	// IndexPodNodeName maps a pod to the Kubernetes Node it runs on or, not
 	// scheduled yet, is bound to by its node affinity (DaemonSet mode).
 	IndexPodNodeName = "slinky.nodeset.pod.nodeName"
@@ -99,7 +106,11 @@ func isNodeSetRef(ref *metav1.OwnerReference) bool {
 }
 
 func podOwnerIndex(o client.Object) []string {
-	if ref := metav1.GetControllerOf(o); isNodeSetRef(ref) {
+	ref := metav1.GetControllerOf(o)
+	switch {
+	case ref == nil:
+		return []string{OrphanPod}
+	case isNodeSetRef(ref):
 		return []string{string(ref.UID)}
 	}
 	return nil
