@@ -333,9 +333,11 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 	}
 	proc, metricsAddr := op.start(t, proxy.Kubeconfig, extra...)
 
+	settle(t, op.name, proc)
 	idle := proc.PeakRSSMiB()
 	anon, file := proc.RSSMiB()
 	t.Logf("%s idle: RSS %.1f MiB anonymous, %.1f MiB of files", op.name, anon, file)
+	logGoMemory(t, op.name+" idle", metricsAddr)
 	if pprofAddr != "" {
 		saveHeapProfile(t, pprofAddr, clusterName+"-0")
 	}
@@ -378,6 +380,7 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 	s.rssMiB = proc.PeakRSSMiB()
 	anon, file = proc.RSSMiB()
 	t.Logf("%s at the end: RSS %.1f MiB anonymous, %.1f MiB of files", op.name, anon, file)
+	logGoMemory(t, op.name+" at the end", metricsAddr)
 	s.cpuSecond = proc.CPUSeconds()
 	if s.reconcileFigures, err = scrapeReconciles(metricsAddr); err != nil {
 		t.Errorf("%s: its metrics: %v", op.name, err)
@@ -385,6 +388,35 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 	bench.LogWrites(t, counter, n, p.unit)
 	bench.LogWrites(t, &proxy.Reads, n, p.unit)
 	return s
+}
+
+// settle waits until proc's start is over: /readyz can answer before an
+// operator's controllers have started their watches (controller-runtime
+// starts them after the probes, and the first lists fill the caches), and
+// an idle figure taken then would count that start against the objects.
+// The start is over when the peak RSS has not moved for 5 s; it waits at
+// most a minute.
+func settle(t *testing.T, name string, proc *testenv.ManagerProcess) {
+	t.Helper()
+	const still = 5 * time.Second
+	start, peak, since := time.Now(), proc.PeakRSSMiB(), time.Now()
+	for time.Since(since) < still && time.Since(start) < time.Minute {
+		time.Sleep(250 * time.Millisecond)
+		if p := proc.PeakRSSMiB(); p != peak {
+			peak, since = p, time.Now()
+		}
+	}
+	t.Logf("%s settled %.1f s after ready", name, time.Since(start).Seconds()-still.Seconds())
+}
+
+// logGoMemory logs goMemory of the operator serving metrics at addr.
+func logGoMemory(t *testing.T, when, addr string) {
+	t.Helper()
+	if mem, err := goMemory(addr); err != nil {
+		t.Logf("%s: no Go memory figures: %v", when, err)
+	} else {
+		t.Logf("%s: %s", when, mem)
+	}
 }
 
 // pollEvery is how often a phase is checked in a run of pods Pods: every
