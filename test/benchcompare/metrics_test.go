@@ -155,20 +155,13 @@ func goMemory(addr string) (string, error) {
 		if fam == nil || len(fam.GetMetric()) == 0 {
 			return math.NaN()
 		}
-		m := fam.GetMetric()[0]
-		switch {
-		case m.GetGauge() != nil:
-			return m.GetGauge().GetValue()
-		case m.GetSummary() != nil:
-			return float64(m.GetSummary().GetSampleCount())
-		}
-		return m.GetCounter().GetValue()
+		return fam.GetMetric()[0].GetGauge().GetValue()
 	}
 	const mib = 1 << 20
-	return fmt.Sprintf("heap in use %.1f MiB, heap free but kept %.1f MiB, stacks %.1f MiB, runtime %.1f MiB, %.0f goroutines, %.0f threads, %.0f GCs",
+	return fmt.Sprintf("heap in use %.1f MiB, heap free but kept %.1f MiB, stacks %.1f MiB, runtime %.1f MiB, %.0f goroutines, %.0f threads",
 		v("go_memstats_heap_inuse_bytes")/mib,
 		(v("go_memstats_heap_idle_bytes")-v("go_memstats_heap_released_bytes"))/mib,
 		v("go_memstats_stack_inuse_bytes")/mib,
 		(v("go_memstats_mspan_inuse_bytes")+v("go_memstats_mcache_inuse_bytes")+v("go_memstats_gc_sys_bytes")+v("go_memstats_other_sys_bytes")+v("go_memstats_buck_hash_sys_bytes"))/mib,
-		v("go_goroutines"), v("go_threads"), v("go_gc_duration_seconds_count")), nil
+		v("go_goroutines"), v("go_threads")), nil
 }
