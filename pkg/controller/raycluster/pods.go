@@ -78,9 +78,9 @@ func (r *Reconciler) reconcilePods(ctx context.Context, s *scope) error {
 
 // IndexPodCluster maps a cached Pod to the RayCluster its ray.io/cluster
 // label names. A reconcile lists its cluster's Pods through it several
-// times; without it each list would match the labels of every Pod in the
-// namespace, which made restarting on 1,000 clusters (4,000 Pods) take 22 s
-// of CPU.
+// times; a list by the label instead matches the labels of every cached
+// Pod of the namespace, and a new manager took 22 s to reconcile 1,000
+// clusters once, with 5,000 Pods in their namespace.
 const IndexPodCluster = "ray.pod.cluster"
 
 // podClusterIndex is IndexPodCluster's index function.

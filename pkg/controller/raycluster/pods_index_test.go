@@ -19,9 +19,9 @@ import (
 // through IndexPodCluster, so its cost is the cluster's own Pods and not
 // every Pod of the namespace. A list by the ray.io/cluster label alone
 // made the cache match the labels of every Pod in the namespace, several
-// times per reconcile: a new manager on 1,000 converged clusters took 22 s
-// to reconcile them once. The Pods of another cluster whose name shares a
-// prefix are not listed.
+// times per reconcile: a new manager took 22 s to reconcile 1,000
+// converged clusters once, with 5,000 Pods in their namespace. The Pods of
+// another cluster whose name shares a prefix are not listed.
 func TestPodListsUseTheClusterIndex(t *testing.T) {
 	cfg := ConfigFromEnv(func(string) string { return "" }, nil)
 	var objs []client.Object
