@@ -281,9 +281,11 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options, reg *workload.Regist
 	return nil
 }
 
-// cacheSyncedCheck reports ready only once the informers have synced, so a
-// rollout does not route traffic (or hand over leadership) to a replica that
-// would reconcile from an empty cache.
+// cacheSyncedCheck reports ready once the informers that exist when the
+// manager's caches start have synced: those the field indexes made at
+// setup. The controllers' own watches start later, on the
+// leader only, and each controller waits for them before its first
+// reconcile, so no replica reconciles from an empty cache either way.
 type cacheSyncedCheck struct {
 	cache  cache.Cache
 	synced atomic.Bool
