@@ -17,9 +17,7 @@ import (
 	"reflect"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -106,57 +104,6 @@ func Update[T client.Object](ctx context.Context, c client.Client, obj T, mutate
 		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(current).Elem())
 	}
 	return changed, nil
-}
-
-// StatusEqual compares the status of two objects, ignoring IgnoredTimeFields
-// at any depth.
-func StatusEqual(a, b client.Object) (bool, error) {
-	sa, err := comparableStatus(a)
-	if err != nil {
-		return false, err
-	}
-	sb, err := comparableStatus(b)
-	if err != nil {
-		return false, err
-	}
-	return equality.Semantic.DeepEqual(sa, sb), nil
-}
-
-func comparableStatus(obj client.Object) (any, error) {
-	var content map[string]any
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		content = u.Object
-	} else {
-		var err error
-		content, err = runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-		if err != nil {
-			return nil, fmt.Errorf("status: converting %T: %w", obj, err)
-		}
-	}
-	return stripTimes(content["status"]), nil
-}
-
-// stripTimes returns a copy of v without the ignored timestamp fields.
-func stripTimes(v any) any {
-	switch tv := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(tv))
-		for k, val := range tv {
-			if isIgnoredTimeField(k) {
-				continue
-			}
-			out[k] = stripTimes(val)
-		}
-		return out
-	case []any:
-		out := make([]any, len(tv))
-		for i := range tv {
-			out[i] = stripTimes(tv[i])
-		}
-		return out
-	default:
-		return v
-	}
 }
 
 func isIgnoredTimeField(name string) bool {
