@@ -86,7 +86,7 @@ func TestStatusEqualTypedAgreesWithJSON(t *testing.T) {
 		{"start time set", pod(), podWith(func(s *corev1.PodStatus) { s.StartTime = &t0 }), false},
 		{"start time below a second", podWith(func(s *corev1.PodStatus) { s.StartTime = &t0 }),
 			podWith(func(s *corev1.PodStatus) { s.StartTime = ptr.To(metav1.NewTime(t0.Add(time.Millisecond))) }), true},
-		{"pointer to zero and nil", pod(), podWith(func(s *corev1.PodStatus) { s.ObservedGeneration = 0 }), true},
+		{"nil and pointer to empty", node(nil), node(func(s *corev1.NodeStatus) { s.Config = &corev1.NodeConfigStatus{} }), false},
 		{"deep pointer", podWith(func(s *corev1.PodStatus) {
 			s.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: t0}}}}
 		}), podWith(func(s *corev1.PodStatus) {
