@@ -15,7 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -284,7 +283,6 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) error {
 		r.metrics.ObserveCreated(trainJob.Namespace)
 	}
 	if len(created) > 0 {
-		s.Events.Add(trainer.TrainJobJobsCreationSucceededReason, "Created %s", strings.Join(created, ", "))
 		// Warnings describe the build, which only matters when it first lands.
 		for _, w := range s.objects.Warnings {
 			r.recorder.Warning(trainJob, ReasonRuntimeWarning, "%s", w)
