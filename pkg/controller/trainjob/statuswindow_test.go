@@ -35,9 +35,9 @@ func TestJobsStatusWaitsForItsWindow(t *testing.T) {
 	tj := &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: "tj", Namespace: "ns"}}
 	writes := 0
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tj).WithStatusSubresource(tj).
-		WithInterceptorFuncs(interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+		WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 			writes++
-			return c.SubResource(sub).Update(ctx, obj, opts...)
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 		}}).Build()
 	rt, err := runtime.New(runtime.Options{Existing: c, RESTMapper: meta.NewDefaultRESTMapper(nil)})
 	if err != nil {

@@ -71,9 +71,9 @@ func TestUpdateWithHold(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			updates := 0
 			c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(pod()).WithStatusSubresource(&corev1.Pod{}).
-				WithInterceptorFuncs(interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 					updates++
-					return c.SubResource(sub).Update(ctx, obj, opts...)
+					return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 				}}).Build()
 			obj := &corev1.Pod{}
 			if err := c.Get(context.Background(), client.ObjectKeyFromObject(pod()), obj); err != nil {

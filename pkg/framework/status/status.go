@@ -9,15 +9,24 @@
 // supply its own equality instead. On a Conflict the object is read again and
 // mutate is re-run on the fresh copy, so mutate must be a pure function of the
 // object it receives. The caller's object is updated to what was written.
+//
+// The write is a JSON merge patch of the status subresource holding only
+// what changed in the status, with the object's resourceVersion as a
+// precondition: a Conflict when the object moved, as an Update gives, and
+// the same result, since the status it is computed from is the server's at
+// that version.
 package status
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -88,7 +97,7 @@ func Update[T client.Object](ctx context.Context, c client.Client, obj T, mutate
 			changed = false
 			return nil
 		}
-		if err := c.Status().Update(ctx, next); err != nil {
+		if err := write(ctx, c, current, next); err != nil {
 			return err
 		}
 		changed = true
@@ -127,4 +136,91 @@ func emptyLike[T client.Object](obj T) (T, error) {
 		return zero, fmt.Errorf("status: unsupported object type %T", obj)
 	}
 	return reflect.New(t.Elem()).Interface().(T), nil
+}
+
+// write sends the change from current's status to next's as a JSON merge
+// patch (RFC 7386) of the status subresource, with current's
+// resourceVersion as a precondition, and decodes the object the server
+// returns into next.
+//
+// Not an Update: that sends the whole object, spec included (a RayCluster's
+// pod templates), for the API server to decode and then ignore, and
+// encoding/json builds its encoders for every type of the object on the
+// first write (0.2 MB for a TrainJob). The patch is built through the
+// unstructured converter from the status alone, and the response is
+// decoded by the API machinery's decoder, whose cache the manager's watches
+// have filled.
+func write(ctx context.Context, c client.Client, current, next client.Object) error {
+	before, err := statusMap(current)
+	if err != nil {
+		return err
+	}
+	after, err := statusMap(next)
+	if err != nil {
+		return err
+	}
+	body := map[string]any{}
+	if diff := mergePatch(before, after); len(diff) > 0 {
+		body["status"] = diff
+	}
+	if rv := current.GetResourceVersion(); rv != "" {
+		body["metadata"] = map[string]any{"resourceVersion": rv}
+	}
+	data, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	return c.Status().Patch(ctx, next, client.RawPatch(types.MergePatchType, data))
+}
+
+// statusMap is obj's status as JSON values (nil when it has none).
+func statusMap(obj client.Object) (map[string]any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		m, _ := u.Object["status"].(map[string]any)
+		return m, nil
+	}
+	f, err := statusField(obj)
+	if err != nil {
+		return nil, err
+	}
+	if f.Kind() == reflect.Pointer {
+		if f.IsNil() {
+			return nil, nil
+		}
+		f = f.Elem()
+	}
+	if f.Kind() != reflect.Struct || !f.CanAddr() {
+		return nil, fmt.Errorf("status: the Status field of %T is not a struct", obj)
+	}
+	return runtime.DefaultUnstructuredConverter.ToUnstructured(f.Addr().Interface())
+}
+
+// mergePatch is the JSON merge patch from before to after: the keys whose
+// value changed (objects compared key by key, anything else replaced
+// whole, as RFC 7386 replaces arrays) and null for the keys after lacks.
+func mergePatch(before, after map[string]any) map[string]any {
+	patch := map[string]any{}
+	for k, a := range after {
+		b, had := before[k]
+		if had {
+			bm, bIsObject := b.(map[string]any)
+			am, aIsObject := a.(map[string]any)
+			if bIsObject && aIsObject {
+				if sub := mergePatch(bm, am); len(sub) > 0 {
+					patch[k] = sub
+				}
+				continue
+			}
+			if reflect.DeepEqual(a, b) {
+				continue
+			}
+		}
+		patch[k] = a
+	}
+	for k := range before {
+		if _, kept := after[k]; !kept {
+			patch[k] = nil
+		}
+	}
+	return patch
 }

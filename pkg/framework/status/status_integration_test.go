@@ -2,6 +2,8 @@ package status
 
 import (
 	"context"
+	"encoding/json"
+	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,10 +29,16 @@ func TestUpdateAgainstAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var statusWrites atomic.Int32
+	var lastPatch atomic.Pointer[[]byte]
 	c := interceptor.NewClient(raw, interceptor.Funcs{
-		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 			statusWrites.Add(1)
-			return c.SubResource(sub).Update(ctx, obj, opts...)
+			data, err := patch.Data(obj)
+			if err != nil {
+				return err
+			}
+			lastPatch.Store(&data)
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 		},
 	})
 	ctx := context.Background()
@@ -105,5 +113,34 @@ func TestUpdateAgainstAPIServer(t *testing.T) {
 	}
 	if final.Status.Restarts != 2 || final.Status.TerminalState != "Completed" || len(final.Status.Conditions) != 1 {
 		t.Errorf("final status = %+v", final.Status)
+	}
+
+	// Fields the new status lacks are removed (the patch sends null for
+	// them), and the patch holds the changed status fields and the
+	// resourceVersion precondition, never the spec.
+	update(t, final, func(j *jobsetv1alpha2.JobSet) error {
+		j.Status.TerminalState, j.Status.Conditions = "", nil
+		return nil
+	}, true)
+	var body map[string]any
+	if err := json.Unmarshal(*lastPatch.Load(), &body); err != nil {
+		t.Fatal(err)
+	}
+	wantBody := map[string]any{
+		"metadata": map[string]any{"resourceVersion": stale.ResourceVersion},
+		"status":   map[string]any{"terminalState": nil, "conditions": nil},
+	}
+	if !reflect.DeepEqual(body, wantBody) {
+		t.Errorf("patch = %v, want %v", body, wantBody)
+	}
+	cleared := &jobsetv1alpha2.JobSet{}
+	if err := raw.Get(ctx, client.ObjectKeyFromObject(js), cleared); err != nil {
+		t.Fatal(err)
+	}
+	if cleared.Status.TerminalState != "" || len(cleared.Status.Conditions) != 0 || cleared.Status.Restarts != 2 {
+		t.Errorf("status after clearing = %+v", cleared.Status)
+	}
+	if cleared.ResourceVersion != final.ResourceVersion {
+		t.Errorf("caller's object has resourceVersion %s, the server %s", final.ResourceVersion, cleared.ResourceVersion)
 	}
 }

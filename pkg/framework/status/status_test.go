@@ -2,9 +2,13 @@ package status
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -94,12 +98,12 @@ func TestUpdate(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).
 				WithObjects(pod()).WithStatusSubresource(&corev1.Pod{}).
 				WithInterceptorFuncs(interceptor.Funcs{
-					SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+					SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 						updates++
 						if updates <= tc.failUpdates {
 							return tc.failWith
 						}
-						return c.SubResource(sub).Update(ctx, obj, opts...)
+						return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 					},
 				}).Build()
 			ctx := context.Background()
@@ -185,4 +189,88 @@ func TestStatusEqual(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMergePatch checks the status patch against RFC 7386 as
+// evanphx/json-patch applies it: the patch applied to before gives after
+// (without its nulls, which a merge patch cannot store), and it holds
+// nothing that did not change.
+func TestMergePatch(t *testing.T) {
+	obj := func(kv ...any) map[string]any {
+		m := map[string]any{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name          string
+		before, after map[string]any
+		want          map[string]any
+	}{
+		{name: "nothing changed", before: obj("phase", "Running"), after: obj("phase", "Running"), want: obj()},
+		{name: "a scalar changed", before: obj("phase", "Pending", "message", "m"), after: obj("phase", "Running", "message", "m"), want: obj("phase", "Running")},
+		{name: "a key is gone", before: obj("phase", "Running", "message", "m"), after: obj("phase", "Running"), want: obj("message", nil)},
+		{name: "from no status", before: nil, after: obj("phase", "Running"), want: obj("phase", "Running")},
+		{name: "to no status", before: obj("phase", "Running"), after: nil, want: obj("phase", nil)},
+		{
+			name:   "nested objects are diffed key by key",
+			before: obj("counts", obj("ready", int64(1), "active", int64(2)), "phase", "Running"),
+			after:  obj("counts", obj("ready", int64(2), "active", int64(2)), "phase", "Running"),
+			want:   obj("counts", obj("ready", int64(2))),
+		},
+		{
+			name:   "a nested key is gone",
+			before: obj("counts", obj("ready", int64(1), "failed", int64(1))),
+			after:  obj("counts", obj("ready", int64(1))),
+			want:   obj("counts", obj("failed", nil)),
+		},
+		{
+			name:   "arrays are replaced whole",
+			before: obj("conditions", []any{obj("type", "A", "status", "True"), obj("type", "B", "status", "False")}),
+			after:  obj("conditions", []any{obj("type", "B", "status", "True")}),
+			want:   obj("conditions", []any{obj("type", "B", "status", "True")}),
+		},
+		{name: "an equal array is left out", before: obj("hosts", []any{"a", "b"}), after: obj("hosts", []any{"a", "b"}), want: obj()},
+		{name: "an object replaces a scalar", before: obj("x", "s"), after: obj("x", obj("y", "z")), want: obj("x", obj("y", "z"))},
+		{name: "an explicit null stays absent", before: obj("phase", "Running"), after: obj("phase", "Running", "startTime", nil), want: obj("startTime", nil)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := mergePatch(tc.before, tc.after)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("patch = %v, want %v", got, tc.want)
+			}
+			doc := func(m map[string]any) []byte {
+				b, err := json.Marshal(map[string]any{"status": m})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b
+			}
+			applied, err := jsonpatch.MergePatch(doc(tc.before), doc(got))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A merge patch stores no null: after without them (and an
+			// absent status as an empty one) is what it can give.
+			wantDoc := doc(withoutNulls(tc.after))
+			if !jsonpatch.Equal(applied, wantDoc) {
+				t.Errorf("before + patch = %s, want %s", applied, wantDoc)
+			}
+		})
+	}
+}
+
+func withoutNulls(m map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range m {
+		switch v := v.(type) {
+		case nil:
+		case map[string]any:
+			out[k] = withoutNulls(v)
+		default:
+			out[k] = v
+		}
+	}
+	return out
 }

@@ -66,9 +66,9 @@ func newFakeEnv(t *testing.T, objs ...client.Object) *fakeEnv {
 				count()
 				return c.Apply(ctx, o, opts...)
 			},
-			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, o client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 				count()
-				return c.SubResource(sub).Update(ctx, o, opts...)
+				return c.SubResource(sub).Patch(ctx, o, patch, opts...)
 			},
 		}).Build()
 	rec := events.NewFakeRecorder(100)
