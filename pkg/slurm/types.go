@@ -154,6 +154,28 @@ const (
 	JobStateTimeout   JobState = "TIMEOUT"
 )
 
+// Job state flags (slurmrestd v0.0.44 lists them beside the base state,
+// e.g. ["RUNNING","CONFIGURING"]) under which a job still holds nodes.
+const (
+	// JobStateCompleting: the job ended; its epilog still runs on the nodes.
+	JobStateCompleting JobState = "COMPLETING"
+	// JobStateConfiguring: the allocated nodes are booting.
+	JobStateConfiguring JobState = "CONFIGURING"
+	// JobStateStopped: SIGSTOPped, holding its resources.
+	JobStateStopped JobState = "STOPPED"
+	// JobStateSignaling: a signal to the job's processes is pending.
+	JobStateSignaling JobState = "SIGNALING"
+	// JobStateResizing: the job's size is about to change.
+	JobStateResizing JobState = "RESIZING"
+)
+
+// nodeHoldingJobStates are the states in which a job has processes, or the
+// right to run them, on the nodes in its node list.
+var nodeHoldingJobStates = []JobState{
+	JobStateRunning, JobStateSuspended, JobStateCompleting, JobStateConfiguring,
+	JobStateStopped, JobStateSignaling, JobStateResizing,
+}
+
 // Job is a Slurm job as slurmrestd v0.0.44 reports it, reduced to what the
 // operator needs to tell when a node's jobs will end.
 type Job struct {
@@ -163,9 +185,12 @@ type Job struct {
 	UserName  string     `json:"user_name,omitempty"`
 	Partition string     `json:"partition,omitempty"`
 	// Nodes is a hostlist expression ("node-[1-3,7]"); see NodeNames.
-	Nodes     string `json:"nodes,omitempty"`
-	StartTime NoVal  `json:"start_time,omitzero"`
-	EndTime   NoVal  `json:"end_time,omitzero"`
+	Nodes string `json:"nodes,omitempty"`
+	// RequiredNodes are the nodes the job asked for (sbatch -w), a
+	// hostlist expression; a pending job waits for them.
+	RequiredNodes string `json:"required_nodes,omitempty"`
+	StartTime     NoVal  `json:"start_time,omitzero"`
+	EndTime       NoVal  `json:"end_time,omitzero"`
 	// TimeLimit is in minutes; Infinite means no limit.
 	TimeLimit NoVal `json:"time_limit,omitzero"`
 }
@@ -175,6 +200,21 @@ func (j *Job) HasState(s JobState) bool { return slices.Contains(j.State, s) }
 
 // IsRunning reports the RUNNING state.
 func (j *Job) IsRunning() bool { return j.HasState(JobStateRunning) }
+
+// HoldsNodes reports whether the job has processes, or the right to run
+// them, on its nodes: running, suspended (Slurm frees a suspended job's
+// CPUs, so its nodes may look IDLE, but resuming it needs them), stopped,
+// booting its nodes, resizing, signalling, or still completing. Deleting
+// such a node's pod ends the job.
+func (j *Job) HoldsNodes() bool {
+	return slices.ContainsFunc(nodeHoldingJobStates, j.HasState)
+}
+
+// IsPending reports the PENDING base state.
+func (j *Job) IsPending() bool { return j.HasState(JobStatePending) }
+
+// RequiredNodeNames expands the job's required node list.
+func (j *Job) RequiredNodeNames() ([]string, error) { return ExpandHostlist(j.RequiredNodes) }
 
 // NodeNames expands the job's hostlist expression.
 func (j *Job) NodeNames() ([]string, error) { return ExpandHostlist(j.Nodes) }

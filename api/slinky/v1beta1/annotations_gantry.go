@@ -11,6 +11,15 @@ const (
 	// and goes with it. An existing Secret is never modified, even when it
 	// lacks the referenced key. Ignored for an external slurmctld.
 	AnnotationGenerateAuthKeys = "gantry.dev/generate-auth-keys"
+
+	// AnnotationSlurmWithoutRestApi, when "true", says that the Controller
+	// runs without a RestApi on purpose. Once a Controller's NodeSets have
+	// seen a RestApi, its removal (a Helm rename, a GitOps replace) leaves
+	// Slurm's state unknown, not empty: Gantry deletes no pod that may run
+	// jobs until a RestApi answers again. This annotation opts out: its
+	// NodeSets go back to upstream's rule, under which every Slurm node
+	// counts as drained and pods follow Kubernetes alone.
+	AnnotationSlurmWithoutRestApi = "gantry.dev/slurm-without-restapi"
 )
 
 // Annotations on RestApis.

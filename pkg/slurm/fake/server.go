@@ -491,6 +491,7 @@ type jobJSON struct {
 	UserName  string           `json:"user_name"`
 	Partition string           `json:"partition"`
 	Nodes     string           `json:"nodes"`
+	Required  string           `json:"required_nodes"`
 	StartTime slurm.NoVal      `json:"start_time"`
 	EndTime   slurm.NoVal      `json:"end_time"`
 	TimeLimit slurm.NoVal      `json:"time_limit"`
@@ -499,7 +500,7 @@ type jobJSON struct {
 func toJobJSON(j slurm.Job) jobJSON {
 	return jobJSON{
 		JobID: j.JobID, Name: j.Name, State: nonNil(j.State), UserName: j.UserName,
-		Partition: j.Partition, Nodes: j.Nodes,
+		Partition: j.Partition, Nodes: j.Nodes, Required: j.RequiredNodes,
 		StartTime: j.StartTime, EndTime: j.EndTime, TimeLimit: j.TimeLimit,
 	}
 }

@@ -66,6 +66,13 @@ func (f *fakeClients) add(key types.NamespacedName) *fake.Client {
 	return c
 }
 
+// remove drops the Controller's client, as when its RestApi is deleted.
+func (f *fakeClients) remove(key types.NamespacedName) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.m, key)
+}
+
 type harness struct {
 	t       *testing.T
 	ctx     context.Context

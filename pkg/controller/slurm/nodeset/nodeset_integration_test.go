@@ -390,6 +390,44 @@ func TestNodeSetIntegration(t *testing.T) {
 		g.Expect(node.IsDrain()).To(BeTrue(), "wait-0 was deleted without being drained first")
 	})
 
+	t.Run("a Controller whose RestApi goes keeps failing closed until the user opts out", func(t *testing.T) {
+		// A Helm rename or a GitOps replace deletes the RestApi for a while:
+		// Slurm's state is then unknown, not empty, and a pod whose node
+		// runs a job must not be deleted as if every node were drained.
+		g := NewWithT(t)
+		g.Expect(h.c.Create(h.ctx, slinkytesting.MakeController("renamed-rest", h.ns).Keys("keys").Obj())).To(Succeed())
+		f := h.clients.add(h.key("renamed-rest"))
+		g.Expect(h.c.Create(h.ctx, slinkytesting.MakeNodeSet("kept", h.ns, "renamed-rest").Obj())).To(Succeed())
+		g.Eventually(h.liveNames("kept")).Should(Equal([]string{"kept-0"}))
+		h.kubelet(g, "kept", f)
+		f.SetNode(slurm.Node{Name: "kept-0", State: []slurm.NodeState{slurm.NodeStateAllocated, slurm.NodeStateDrain}, AllocCPUs: 1, Reason: "x"})
+		h.poke(g, "kept-0")
+		g.Eventually(func(g Gomega) *metav1.Condition {
+			return meta.FindStatusCondition(h.nodeSet(g, "kept").Status.Conditions, nodeset.ConditionSlurmReachable)
+		}).Should(HaveField("Status", metav1.ConditionTrue))
+
+		h.clients.remove(h.key("renamed-rest"))
+		h.updateNodeSet(g, "kept", func(n *slinkyv1beta1.NodeSet) { n.Spec.Replicas = ptr.To[int32](0) })
+		g.Eventually(func(g Gomega) *metav1.Condition {
+			return meta.FindStatusCondition(h.nodeSet(g, "kept").Status.Conditions, nodeset.ConditionSlurmReachable)
+		}).Should(And(Not(BeNil()), HaveField("Status", metav1.ConditionFalse), HaveField("Reason", nodeset.ReasonSlurmRestApiGone),
+			HaveField("Message", ContainSubstring(slinkyv1beta1.AnnotationSlurmWithoutRestApi))))
+		g.Consistently(h.liveNames("kept")).Should(Equal([]string{"kept-0"}),
+			"a pod whose node ran a job was deleted once the RestApi was gone")
+
+		// The user says the cluster now runs without a RestApi on purpose.
+		c := &slinkyv1beta1.Controller{}
+		g.Expect(h.c.Get(h.ctx, h.key("renamed-rest"), c)).To(Succeed())
+		patch := client.MergeFrom(c.DeepCopy())
+		c.Annotations = map[string]string{slinkyv1beta1.AnnotationSlurmWithoutRestApi: "true"}
+		g.Expect(h.c.Patch(h.ctx, c, patch)).To(Succeed())
+		h.poke(g, "kept-0")
+		g.Eventually(h.liveNames("kept")).Should(BeEmpty())
+		g.Eventually(func(g Gomega) *metav1.Condition {
+			return meta.FindStatusCondition(h.nodeSet(g, "kept").Status.Conditions, nodeset.ConditionSlurmReachable)
+		}).Should(BeNil())
+	})
+
 	t.Run("a Ready pod whose node Slurm does not list is kept and reported", func(t *testing.T) {
 		// slurmd registered under another name (e.g. the host's FQDN): Gantry
 		// cannot see the node's jobs, so it must not delete the pod.

@@ -97,8 +97,10 @@ func (r *Reconciler) syncDeadlines(ctx context.Context, s *scope) error {
 	})
 }
 
-// syncProtection labels pods whose Slurm node is busy, which puts them
-// under the worker PodDisruptionBudget. With Slurm unreachable the labels
+// syncProtection labels pods whose Slurm node a job holds (running or
+// suspended), or may hold where Slurm cannot show it (a Ready pod whose
+// node it does not list), which puts them under the worker
+// PodDisruptionBudget. With Slurm unreachable the labels
 // stay as they are: dropping protection because nothing is known would
 // expose running jobs to evictions.
 func (r *Reconciler) syncProtection(ctx context.Context, s *scope) error {
@@ -108,8 +110,7 @@ func (r *Reconciler) syncProtection(ctx context.Context, s *scope) error {
 	}
 	enabled := n.Spec.WorkloadDisruptionProtectionEnabled()
 	return forEachPod(livePods(pods), func(pod *corev1.Pod) error {
-		node, ok := s.slurm.node(SlurmNodeName(pod))
-		protect := enabled && ok && node.IsBusy()
+		protect := enabled && s.slurm.protects(pod)
 		return r.patchPod(ctx, pod, func(p *corev1.Pod) {
 			if protect {
 				p.Labels[slinkyv1beta1.LabelNodeSetPodProtect] = "true"

@@ -12,10 +12,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sevents "k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -170,6 +172,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if s.pods, err = r.claimPods(ctx, s); err != nil {
 		return reconcile.Result{}, err
 	}
+	s.slurm.knowPods(n, s.pods)
 	if s.daemon, err = r.loadDaemonPlan(ctx, n, s.pods); err != nil {
 		// Pods adopted above are news even so.
 		s.Events.Flush(r.Recorder, n)
@@ -219,8 +222,30 @@ func (r *Reconciler) loadSlurm(ctx context.Context, n *slinkyv1beta1.NodeSet) *s
 	case err != nil:
 		return unknownSlurmView(fmt.Errorf("the Slurm client of RestApi %s for Controller %s is not usable; "+
 			"no pod that may run jobs is deleted until it is: %w", rest, n.ControllerKey(), err))
+	case c == nil && r.hadRestApi(ctx, n):
+		v := unknownSlurmView(fmt.Errorf("the Controller %s had a RestApi and has none now, so Slurm's state is unknown; "+
+			"no pod that may run jobs is deleted until a RestApi answers, unless the Controller is annotated %s=true",
+			n.ControllerKey(), slinkyv1beta1.AnnotationSlurmWithoutRestApi))
+		v.restApiGone = true
+		return v
 	}
 	return loadSlurmView(ctx, c, r.clock.Now())
+}
+
+// hadRestApi reports whether the NodeSet has consulted a RestApi (its
+// status carries SlurmReachable, which exists only then) and its
+// Controller does not say that it now runs without one on purpose. A
+// Controller that cannot be read is taken as not saying so.
+func (r *Reconciler) hadRestApi(ctx context.Context, n *slinkyv1beta1.NodeSet) bool {
+	if meta.FindStatusCondition(n.Status.Conditions, ConditionSlurmReachable) == nil {
+		return false
+	}
+	c := &slinkyv1beta1.Controller{}
+	if err := r.Client.Get(ctx, n.ControllerKey(), c); err != nil {
+		return true
+	}
+	optOut, _ := strconv.ParseBool(c.Annotations[slinkyv1beta1.AnnotationSlurmWithoutRestApi])
+	return !optOut
 }
 
 // steps are the NodeSet's sync steps in upstream's order: shared objects,

@@ -158,30 +158,34 @@ func (r *Reconciler) condemnAll(ctx context.Context, n *slinkyv1beta1.NodeSet, s
 
 // condemn deletes the pod if its Slurm node runs nothing; otherwise it
 // drains the node and, if work remains, cordons the pod (so no later step
-// undrains it) and comes back later. The node is read again after the
-// drain: the list predates it, and a job may have started in between.
+// undrains it) and comes back later. The node is read again right before
+// any delete: the list predates the drain and anything an administrator
+// or a job did since.
 func (r *Reconciler) condemn(ctx context.Context, n *slinkyv1beta1.NodeSet, s *scope, pod *corev1.Pod, why string) error {
 	if isTerminating(pod) {
 		return nil
-	}
-	if !s.slurm.mayRunJobs(pod) {
-		return r.deletePod(ctx, n, s, pod, why)
 	}
 	reason := fmt.Sprintf("Pod (%s/%s) is pending termination for %s", pod.Namespace, pod.Name, why)
 	if why == cordonedForNodeMismatch {
 		reason = fmt.Sprintf("Pod (%s/%s) is pending termination: its Kubernetes node %s is gone or no longer matches the NodeSet",
 			pod.Namespace, pod.Name, targetNode(pod))
 	}
-	if node, ok := s.slurm.node(SlurmNodeName(pod)); ok && !node.IsDrain() {
-		if err := s.slurm.drain(ctx, pod, reason); err != nil {
-			return err
-		}
+	work := s.slurm.work(pod)
+	// A no-op for a node Slurm does not list or that already drains.
+	if err := s.slurm.drain(ctx, pod, reason); err != nil {
+		return err
+	}
+	switch work {
+	case workNone, workPossible:
 		if err := s.slurm.refresh(ctx, pod); err != nil {
 			return err
 		}
 		if !s.slurm.mayRunJobs(pod) {
 			return r.deletePod(ctx, n, s, pod, why)
 		}
+	default:
+		// Kept whatever a re-read says; mayRunJobs records why.
+		s.slurm.mayRunJobs(pod)
 	}
 	if !isPodCordoned(pod) {
 		s.tally.add(&s.tally.draining, pod)

@@ -2,14 +2,10 @@ package nodeset
 
 import (
 	"context"
-	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
-	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/framework/podcond"
 )
 
@@ -50,34 +46,19 @@ func (r *Reconciler) syncUnregistered(ctx context.Context, s *scope) error {
 			s.Requeue.After(wait)
 			continue
 		}
-		if s.slurm.couldBeElsewhere(n, pods, name) {
+		if s.slurm.couldBeElsewhere(name) {
 			s.slurm.markUnknown(pod, name)
 			continue
 		}
 		gone = append(gone, pod)
 	}
-	return forEachPod(gone, func(pod *corev1.Pod) error { return r.deletePod(ctx, n, s, pod, whyUnregistered) })
-}
-
-// couldBeElsewhere reports whether a node Slurm lists might be the one the
-// pod's slurmd registered under another name than name.
-func (v *slurmView) couldBeElsewhere(n *slinkyv1beta1.NodeSet, pods []*corev1.Pod, name string) bool {
-	ours := make(map[string]bool, len(pods))
-	for _, p := range pods {
-		ours[SlurmNodeName(p)] = true
-	}
-	feature := slinky.SlurmNodeSetName(n)
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	for _, node := range v.nodes {
-		if strings.HasPrefix(node.Name, name+".") {
-			return true
+	return forEachPod(gone, func(pod *corev1.Pod) error {
+		// The list may be stale: a slurmd that registered since is kept.
+		if stillGone, err := s.slurm.confirmGone(ctx, pod); err != nil || !stillGone {
+			return err
 		}
-		if !ours[node.Name] && slices.Contains(node.Features, feature) {
-			return true
-		}
-	}
-	return false
+		return r.deletePod(ctx, n, s, pod, whyUnregistered)
+	})
 }
 
 // markUnknown records a pod kept because Slurm does not list its node.

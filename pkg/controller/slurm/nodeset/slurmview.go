@@ -40,14 +40,25 @@ type ClientSource interface {
 type slurmView struct {
 	client slurm.Client
 	// pending marks a Controller that has a RestApi whose client is not
-	// known yet; client is nil and err says why.
+	// known yet, or had one that is gone; client is nil and err says why.
 	pending bool
+	// restApiGone marks the second case.
+	restApiGone bool
 	// err is why Slurm could not be read this reconcile.
 	err error
 
 	mu        sync.Mutex
 	nodes     map[string]slurm.Node
 	deadlines map[string]time.Time
+	// held are the nodes in the node list of a job that holds them
+	// (running, suspended, completing, ...), whatever the node's state.
+	held map[string]bool
+	// required are the nodes a pending job asks for by name (sbatch -w).
+	required map[string]bool
+	// feature and ours tell a node that could be a pod's slurmd under
+	// another name: the NodeSet's feature on a node no pod accounts for.
+	feature string
+	ours    map[string]bool
 	// unknown maps pods kept because their Slurm node is not in Slurm's
 	// node list to that node name.
 	unknown map[string]string
@@ -57,7 +68,7 @@ type slurmView struct {
 // client yields a view that behaves as upstream does without a RestApi:
 // every node counts as drained and no Slurm state is written.
 func loadSlurmView(ctx context.Context, c slurm.Client, now time.Time) *slurmView {
-	v := &slurmView{client: c, nodes: map[string]slurm.Node{}, deadlines: map[string]time.Time{}}
+	v := &slurmView{client: c, nodes: map[string]slurm.Node{}, deadlines: map[string]time.Time{}, held: map[string]bool{}, required: map[string]bool{}}
 	if c == nil {
 		return v
 	}
@@ -75,19 +86,39 @@ func loadSlurmView(ctx context.Context, c slurm.Client, now time.Time) *slurmVie
 		return v
 	}
 	v.deadlines = nodeDeadlines(jobs, now)
+	for i := range jobs {
+		j := &jobs[i]
+		if j.HoldsNodes() {
+			names, _ := j.NodeNames()
+			for _, name := range names {
+				v.held[name] = true
+			}
+		}
+		if j.IsPending() {
+			names, _ := j.RequiredNodeNames()
+			for _, name := range names {
+				v.required[name] = true
+			}
+		}
+	}
 	return v
 }
 
 // nodeDeadlines maps each node to the latest time limit of the jobs
-// running on it: the time by which the node is expected to be idle.
+// holding it: the time by which the node is expected to be idle. A
+// suspended or stopped job's clock is not running, so its nodes have no
+// known end.
 func nodeDeadlines(jobs []slurm.Job, now time.Time) map[string]time.Time {
 	out := map[string]time.Time{}
 	for i := range jobs {
 		j := &jobs[i]
-		if !j.IsRunning() {
+		if !j.HoldsNodes() {
 			continue
 		}
 		deadline, bounded := j.Deadline()
+		if !j.IsRunning() || j.HasState(slurm.JobStateStopped) {
+			bounded = false
+		}
 		if !bounded {
 			// No limit: the node may stay busy forever; a far deadline
 			// keeps it last in line for scale-in.
@@ -110,7 +141,8 @@ func nodeDeadlines(jobs []slurm.Job, now time.Time) map[string]time.Time {
 // client is not known: configured, never reachable, so nothing that may
 // run jobs is deleted and no Slurm state is written.
 func unknownSlurmView(err error) *slurmView {
-	return &slurmView{pending: true, err: err, nodes: map[string]slurm.Node{}, deadlines: map[string]time.Time{}}
+	return &slurmView{pending: true, err: err, nodes: map[string]slurm.Node{}, deadlines: map[string]time.Time{},
+		held: map[string]bool{}, required: map[string]bool{}}
 }
 
 // configured reports whether the Controller has a RestApi.
@@ -154,36 +186,6 @@ func isReasonOurs(n slurm.Node) bool {
 // answering; its state is left to slurmctld.
 func isUnresponsive(n slurm.Node) bool {
 	return n.IsDown() && strings.Contains(n.Reason, "Not responding")
-}
-
-// mayRunJobs reports whether deleting the pod could kill a Slurm job, i.e.
-// whether a delete must wait for the node to drain. A pod that never ran
-// slurmd cannot run jobs; without any RestApi Slurm state cannot be known
-// and nodes count as drained (upstream behaviour); with an unreachable
-// slurmrestd, or a RestApi whose client cannot be had, nothing is known,
-// so every running pod may run jobs; so may a Ready pod whose node name
-// Slurm does not list.
-func (v *slurmView) mayRunJobs(pod *corev1.Pod) bool {
-	if pod.Status.Phase != corev1.PodRunning || !v.configured() {
-		return false
-	}
-	if !v.reachable() {
-		return true
-	}
-	name := SlurmNodeName(pod)
-	n, ok := v.node(name)
-	if !ok {
-		// A pod whose slurmd is not Ready never registered (or is starting):
-		// nothing runs there. A Ready one whose node Slurm does not list
-		// registered under another name, or Slurm lost it: either way jobs
-		// may run there, so the pod is kept and the mismatch reported.
-		if !podcond.IsReady(pod) {
-			return false
-		}
-		v.markUnknown(pod, name)
-		return true
-	}
-	return !n.IsDrained()
 }
 
 // unknownNodes describes the pods kept because Slurm does not list their

@@ -2,7 +2,6 @@ package nodeset
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -15,38 +14,6 @@ import (
 
 func slurmNode(name string, reason string, states ...slurm.NodeState) slurm.Node {
 	return slurm.Node{Name: name, State: states, Reason: reason}
-}
-
-func TestMayRunJobs(t *testing.T) {
-	running := makePod("ns-0").obj()
-	pending := makePod("ns-0").phase(corev1.PodPending).obj()
-	unreachable := fake.New(slurmNode("ns-0", "", slurm.NodeStateIdle))
-	unreachable.SetError(fake.OpListNodes, errors.New("connection refused"))
-	tests := []struct {
-		name   string
-		client slurm.Client
-		pod    *corev1.Pod
-		want   bool
-	}{
-		{"no RestApi: nodes count as drained", nil, running, false},
-		{"unreachable: a running pod may run jobs", unreachable, running, true},
-		{"unreachable: a pending pod never ran slurmd", unreachable, pending, false},
-		{"idle, not drained", fake.New(slurmNode("ns-0", "", slurm.NodeStateIdle)), running, true},
-		{"drained and idle", fake.New(slurmNode("ns-0", "x", slurm.NodeStateIdle, slurm.NodeStateDrain)), running, false},
-		{"draining with a job", fake.New(slurmNode("ns-0", "x", slurm.NodeStateMixed, slurm.NodeStateDrain)), running, true},
-		{"draining while completing", fake.New(slurmNode("ns-0", "x", slurm.NodeStateIdle, slurm.NodeStateDrain, slurm.NodeStateCompleting)), running, true},
-		{"never registered, slurmd not Ready", fake.New(), running, false},
-		{"Ready but its node is not listed: may run jobs", fake.New(), makePod("ns-0").ready(t0).obj(), true},
-		{"Ready but only another name is listed", fake.New(slurmNode("ns-0.cluster.local", "", slurm.NodeStateIdle, slurm.NodeStateDrain)), makePod("ns-0").ready(t0).obj(), true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			v := loadSlurmView(context.Background(), tt.client, t0)
-			if got := v.mayRunJobs(tt.pod); got != tt.want {
-				t.Errorf("mayRunJobs = %v, want %v", got, tt.want)
-			}
-		})
-	}
 }
 
 func TestDrainAndUndrain(t *testing.T) {

@@ -37,6 +37,8 @@ const ReasonSlurmNodeNotFound = "SlurmNodeNotFound"
 const (
 	ReasonSlurmReachable     = "SlurmRestApiReachable"
 	ReasonSlurmRestApiFailed = "SlurmRestApiError"
+	// ReasonSlurmRestApiGone: the Controller had a RestApi and has none.
+	ReasonSlurmRestApiGone = "SlurmRestApiNotFound"
 )
 
 // replicaCounts are the pod counts of the status.
@@ -96,8 +98,12 @@ func computeStatus(n *slinkyv1beta1.NodeSet, pods []*corev1.Pod, view *slurmView
 		})
 	default:
 		// The last known Slurm counts stay: zeros would claim every node vanished.
+		reason := ReasonSlurmRestApiFailed
+		if view.restApiGone {
+			reason = ReasonSlurmRestApiGone
+		}
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: ConditionSlurmReachable, Status: metav1.ConditionFalse, Reason: ReasonSlurmRestApiFailed,
+			Type: ConditionSlurmReachable, Status: metav1.ConditionFalse, Reason: reason,
 			Message:            "Slurm is unreachable; pods are still created, but none that may run jobs is deleted: " + view.err.Error(),
 			ObservedGeneration: n.Generation,
 		})
