@@ -270,15 +270,38 @@ func podTemplate(n *slinkyv1beta1.NodeSet, in PodInputs) corev1.PodTemplateSpec 
 	return out
 }
 
-// PreStopScript is slurmd's preStop: the pod's dynamic node leaves Slurm
-// at once, instead of after slurmctld's node timeout, so no job is sent to
-// a node that is going away and no DOWN record is left behind for the pod
-// that replaces it. Slurm refuses to delete a node that still runs a job
-// (the pod is going anyway, e.g. evicted); that node is marked DOWN with
-// Gantry's reason instead, as Slinky's preStop does, and resumed by the
-// operator when a pod of the same name is Ready again.
-const PreStopScript = "scontrol delete nodename=$(hostname) || " +
-	"scontrol update nodename=$(hostname) state=down reason='" + reasonPrefix + "Pod is terminating';"
+// PreStopReason is the reason slurmd's preStop leaves on the pod's Slurm
+// node; it carries Gantry's prefix, so Gantry (or Slinky, whose preStop
+// uses the same text) lifts it once a pod of that name is Ready again.
+const PreStopReason = reasonPrefix + "Pod is terminating"
+
+// PreStopScript is slurmd's preStop. It takes the pod's Slurm node out of
+// service without deleting its record:
+//
+//   - DRAIN first, then DOWN, both with PreStopReason. No new job lands on
+//     a terminating pod: the DRAIN flag survives a return to service
+//     (ReturnToService=2 lifts a DOWN when slurmd registers again, which
+//     slurmctld asks for periodically and on every reconfigure), and DOWN
+//     has slurmctld requeue at once what still runs on a pod that is going
+//     anyway (an eviction).
+//   - The record stays: slurmctld fails, on its next reconfigure or
+//     restart, every pending job that names a node that no longer exists
+//     (sbatch -w). The pod that replaces this one registers onto the same
+//     record; Gantry deletes records only of pods that will not come back.
+//   - A node carrying someone else's reason (an administrator's drain or
+//     DOWN) is left exactly as it is, reason included: it comes back
+//     drained, as the administrator left it.
+//
+// It needs only sh and scontrol, as Slinky's preStop does.
+const PreStopScript = `n="$(hostname)"
+s="$(scontrol --oneliner show node "$n" 2>/dev/null)" || exit 0
+case "$s" in
+*" Reason=` + reasonPrefix + `"*) ;;
+*" Reason="*) exit 0 ;;
+esac
+scontrol update nodename="$n" state=drain reason='` + PreStopReason + `'
+scontrol update nodename="$n" state=down reason='` + PreStopReason + `'
+`
 
 func slurmdContainer(n *slinkyv1beta1.NodeSet, in PodInputs) corev1.Container {
 	probe := func(path string) corev1.ProbeHandler {

@@ -20,28 +20,31 @@ import (
 // under pruneSlurmNodeRecords: NodeNotFound (Slinky's reason).
 const ReasonDefunctSlurmNodePruned = "DefunctSlurmNodePruned"
 
+// ReasonSlurmNodeDeleted is the event of Slurm node records deleted after
+// a scale-in in StatefulSet mode: no pod will register onto them again.
+const ReasonSlurmNodeDeleted = "SlurmNodeDeleted"
+
 // defunctNode is a Slurm node record that names, in its comment, a pod of
-// the NodeSet, and that slurmctld reports DOWN and NOT_RESPONDING.
+// the NodeSet.
 type defunctNode struct {
 	name string
 	pod  podInfo
 }
 
-// defunctCandidates are the NodeSet's Slurm node records that may be
-// defunct, from this reconcile's node list: DOWN+NOT_RESPONDING, the
-// comment Gantry (or Slinky) wrote naming a pod of this very NodeSet (its
-// UID, so a NodeSet recreated under the same name does not inherit them),
-// and nothing running there.
-func defunctCandidates(n *slinkyv1beta1.NodeSet, view *slurmView) []defunctNode {
+// recordsOfNodeSet are the Slurm node records, from this reconcile's node
+// list, whose comment Gantry (or Slinky) wrote naming a pod of this very
+// NodeSet (its UID, so a NodeSet recreated under the same name does not
+// inherit them), that no pod of the NodeSet now registers as, that match,
+// and whose deletion ends no job: nothing holds the node (by its state or
+// by the job list), and no pending job asks for it by name (slurmctld
+// would fail that job on its next reconfigure).
+func recordsOfNodeSet(n *slinkyv1beta1.NodeSet, view *slurmView, match func(slurm.Node, podInfo) bool) []defunctNode {
 	view.mu.Lock()
 	defer view.mu.Unlock()
 	var out []defunctNode
 	for name, node := range view.nodes {
-		if !node.HasState(slurm.NodeStateDown) || !node.HasState(slurm.NodeStateNotResponding) {
+		if view.ours[name] || node.IsBusy() || view.held[name] || view.required[name] || !view.deadlines[name].IsZero() {
 			continue
-		}
-		if node.IsBusy() || !view.deadlines[name].IsZero() {
-			continue // a job runs there (or may): never pruned
 		}
 		var info podInfo
 		if err := json.Unmarshal([]byte(node.Comment), &info); err != nil {
@@ -51,28 +54,67 @@ func defunctCandidates(n *slinkyv1beta1.NodeSet, view *slurmView) []defunctNode 
 			info.NodeSetUID == "" || info.NodeSetUID != string(n.UID) {
 			continue
 		}
-		out = append(out, defunctNode{name: name, pod: info})
+		if match(node, info) {
+			out = append(out, defunctNode{name: name, pod: info})
+		}
 	}
 	slices.SortFunc(out, func(a, b defunctNode) int { return strings.Compare(a.name, b.name) })
 	return out
 }
 
-// syncSlurmNodeRecords prunes, under pruneSlurmNodeRecords: NodeNotFound
-// and in DaemonSet mode only (Slinky's rule), the Slurm node records whose
-// pod is gone and whose Kubernetes node is gone or now gives its pod
-// another hostname: slurmd will never come back under that name. With
-// Slurm unreadable nothing is pruned. Pods and Nodes are read from the
-// API server: a cache that has not seen them yet must not cost a record.
+// defunctCandidates are the DaemonSet-mode records that may be defunct:
+// DOWN and NOT_RESPONDING (Slinky's rule).
+func defunctCandidates(n *slinkyv1beta1.NodeSet, view *slurmView) []defunctNode {
+	return recordsOfNodeSet(n, view, func(node slurm.Node, _ podInfo) bool {
+		return node.HasState(slurm.NodeStateDown) && node.HasState(slurm.NodeStateNotResponding)
+	})
+}
+
+// scaledInCandidates are the StatefulSet-mode records of pods at ordinals
+// the NodeSet no longer runs, out of service by Gantry's hand (the
+// preStop's DRAIN and DOWN, a scale-in drain) or because slurmd stopped
+// answering. An administrator's reason keeps the record.
+func scaledInCandidates(n *slinkyv1beta1.NodeSet, view *slurmView) []defunctNode {
+	replicas := int(desiredReplicas(n))
+	return recordsOfNodeSet(n, view, func(node slurm.Node, info podInfo) bool {
+		parent, ordinal := parentAndOrdinal(info.PodName)
+		if parent != n.Name || ordinal < replicas {
+			return false
+		}
+		ours := node.Reason != "" && strings.HasPrefix(node.Reason, reasonPrefix)
+		return (node.IsDown() || node.IsDrain()) && (ours || isUnresponsive(node))
+	})
+}
+
+// syncSlurmNodeRecords deletes the Slurm node records no pod will register
+// onto again. In StatefulSet mode, those of pods removed by a scale-in
+// (slurmd's preStop keeps records, so that a replaced pod finds its own).
+// Under pruneSlurmNodeRecords: NodeNotFound, in DaemonSet mode (Slinky's
+// rule), those whose pod is gone and whose Kubernetes node is gone or now
+// gives its pod another hostname. With Slurm unreadable nothing is
+// deleted. Pods and Nodes are read from the API server: a cache that has
+// not seen them yet must not cost a record.
 func (r *Reconciler) syncSlurmNodeRecords(ctx context.Context, s *scope) error {
 	n := s.Object
-	if n.Spec.PruneSlurmNodeRecords != slinkyv1beta1.NodeSetPruneNodeRecordTypeNodeNotFound ||
-		!isDaemonSetMode(n) || !s.slurm.reachable() {
+	if !s.slurm.reachable() {
 		return nil
+	}
+	var candidates []defunctNode
+	isGone := r.isDefunct
+	reason, note := ReasonDefunctSlurmNodePruned,
+		"Deleted defunct Slurm node(s) %s: the pod is gone and the Kubernetes node is gone or no longer maps to the Slurm node"
+	switch {
+	case !isDaemonSetMode(n):
+		candidates = scaledInCandidates(n, s.slurm)
+		isGone = func(ctx context.Context, _ *slinkyv1beta1.NodeSet, d defunctNode) (bool, error) { return r.podGone(ctx, d) }
+		reason, note = ReasonSlurmNodeDeleted, "Deleted the Slurm node(s) of scaled-in Pod(s) %s"
+	case n.Spec.PruneSlurmNodeRecords == slinkyv1beta1.NodeSetPruneNodeRecordTypeNodeNotFound:
+		candidates = defunctCandidates(n, s.slurm)
 	}
 	var pruned []string
 	var errs []error
-	for _, d := range defunctCandidates(n, s.slurm) {
-		prune, err := r.isDefunct(ctx, n, d)
+	for _, d := range candidates {
+		prune, err := isGone(ctx, n, d)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -81,15 +123,14 @@ func (r *Reconciler) syncSlurmNodeRecords(ctx context.Context, s *scope) error {
 			continue
 		}
 		if err := s.slurm.client.DeleteNode(ctx, d.name); err != nil && !slurm.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("deleting defunct Slurm node %s (pod %s, Kubernetes node %s): %w", d.name, d.pod.PodName, d.pod.Node, err))
+			errs = append(errs, fmt.Errorf("deleting Slurm node %s (pod %s, Kubernetes node %s): %w", d.name, d.pod.PodName, d.pod.Node, err))
 			continue
 		}
 		s.slurm.forget(d.name)
 		pruned = append(pruned, fmt.Sprintf("%s (pod %s, Kubernetes node %s)", d.name, d.pod.PodName, d.pod.Node))
 	}
 	if len(pruned) > 0 {
-		s.Events.Add(ReasonDefunctSlurmNodePruned, "Deleted defunct Slurm node(s) %s: the pod is gone and the Kubernetes node is gone or no longer maps to the Slurm node",
-			joinCapped(pruned, 10))
+		s.Events.Add(reason, note, joinCapped(pruned, 10))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("pruning Slurm node records: %w", errors.Join(errs...))
@@ -97,22 +138,31 @@ func (r *Reconciler) syncSlurmNodeRecords(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// isDefunct reports whether d's pod is gone and its Kubernetes node is gone
-// or gives a new pod another Slurm node name. A record whose comment names
-// no Kubernetes node is kept, as Slinky keeps it.
-func (r *Reconciler) isDefunct(ctx context.Context, n *slinkyv1beta1.NodeSet, d defunctNode) (bool, error) {
+// podGone reports whether the record's pod no longer exists.
+func (r *Reconciler) podGone(ctx context.Context, d defunctNode) (bool, error) {
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: d.pod.Namespace, Name: d.pod.PodName}, &corev1.Pod{})
 	switch {
 	case err == nil:
 		return false, nil
-	case !apierrors.IsNotFound(err):
+	case apierrors.IsNotFound(err):
+		return true, nil
+	default:
+		return false, err
+	}
+}
+
+// isDefunct reports whether d's pod is gone and its Kubernetes node is gone
+// or gives a new pod another Slurm node name. A record whose comment names
+// no Kubernetes node is kept, as Slinky keeps it.
+func (r *Reconciler) isDefunct(ctx context.Context, n *slinkyv1beta1.NodeSet, d defunctNode) (bool, error) {
+	if gone, err := r.podGone(ctx, d); err != nil || !gone {
 		return false, err
 	}
 	if d.pod.Node == "" {
 		return false, nil
 	}
 	node := &corev1.Node{}
-	err = r.APIReader.Get(ctx, client.ObjectKey{Name: d.pod.Node}, node)
+	err := r.APIReader.Get(ctx, client.ObjectKey{Name: d.pod.Node}, node)
 	switch {
 	case apierrors.IsNotFound(err):
 		return true, nil

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -54,6 +55,8 @@ func TestSyncSlurmNodeRecords(t *testing.T) {
 		{name: "the Kubernetes node still maps to it", node: defunct("dn-here", "ds-x", "dn-here")},
 		{name: "the comment names no Kubernetes node", node: defunct("dn-gone", "ds-x", "")},
 		{name: "a job runs there", node: defunct("dn-busy", "ds-x", "dn-busy"), jobs: []slurm.Job{running}},
+		{name: "a pending job asks for it by name", node: defunct("dn-gone", "ds-x", "dn-gone"),
+			jobs: []slurm.Job{{JobID: 10, State: []slurm.JobState{slurm.JobStatePending}, RequiredNodes: "dn-gone"}}},
 		{name: "allocated", node: func() slurm.Node {
 			n := defunct("dn-gone", "ds-x", "dn-gone")
 			n.AllocCPUs = 2
@@ -139,4 +142,63 @@ type failingGets struct{ client.Client }
 
 func (failingGets) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
 	return errors.New("api server unavailable")
+}
+
+// TestScaledInRecords: in StatefulSet mode slurmd's preStop keeps its
+// record (the pod that replaces it registers onto it), so Gantry deletes
+// the records of ordinals a scale-in removed, and only those whose
+// deletion ends no job and undoes no administrator's decision.
+func TestScaledInRecords(t *testing.T) {
+	n := slinkytesting.MakeNodeSet("cpu", "ns", "slurm").Obj()
+	n.UID = "uid-cpu"
+	n.Spec.Replicas = ptr.To[int32](2)
+	comment := func(pod string) string {
+		b, _ := json.Marshal(podInfo{Namespace: "ns", PodName: pod, Node: "kn", NodeSetName: "cpu", NodeSetUID: string(n.UID)})
+		return string(b)
+	}
+	record := func(name, reason string, states ...slurm.NodeState) slurm.Node {
+		return slurm.Node{Name: name, State: states, Reason: reason, Comment: comment(name)}
+	}
+	down := []slurm.NodeState{slurm.NodeStateDown, slurm.NodeStateDrain}
+	terminating := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "cpu-6", Namespace: "ns"}}
+	tests := []struct {
+		name      string
+		node      slurm.Node
+		jobs      []slurm.Job
+		listErr   error
+		wantPrune bool
+	}{
+		{name: "left by the preStop of a scaled-in pod", node: record("cpu-3", PreStopReason, down...), wantPrune: true},
+		{name: "slurmd stopped answering (no preStop ran)", node: record("cpu-5", "Not responding", slurm.NodeStateDown, slurm.NodeStateNotResponding), wantPrune: true},
+		{name: "an ordinal the NodeSet still runs", node: record("cpu-1", PreStopReason, down...)},
+		{name: "a pending job asks for it by name", node: record("cpu-2", PreStopReason, down...),
+			jobs: []slurm.Job{{JobID: 3, State: []slurm.JobState{slurm.JobStatePending}, RequiredNodes: "cpu-[1-2]"}}},
+		{name: "a suspended job holds it", node: record("cpu-7", PreStopReason, down...),
+			jobs: []slurm.Job{{JobID: 4, State: []slurm.JobState{slurm.JobStateSuspended}, Nodes: "cpu-7"}}},
+		{name: "an administrator's drain", node: record("cpu-4", "admin: bad DIMM", slurm.NodeStateIdle, slurm.NodeStateDrain)},
+		{name: "its pod still exists", node: record("cpu-6", PreStopReason, down...)},
+		{name: "in service", node: record("cpu-8", "", slurm.NodeStateIdle)},
+		{name: "Slurm cannot be read", node: record("cpu-3", PreStopReason, down...), listErr: errors.New("slurmrestd down")},
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := ctrlfake.NewClientBuilder().WithScheme(scheme).WithObjects(terminating).Build()
+			r := newReconciler(c, c, nil, nil)
+			slurmd := fake.New(tt.node)
+			slurmd.SetJobs(tt.jobs...)
+			slurmd.SetError(fake.OpListNodes, tt.listErr)
+			s := &scope{Base: syncsteps.Base[*slinkyv1beta1.NodeSet]{Object: n}, slurm: loadSlurmView(context.Background(), slurmd, time.Now())}
+			s.slurm.knowPods(n, []*corev1.Pod{makePod("cpu-0").obj(), makePod("cpu-1").obj(), terminating})
+			if err := r.syncSlurmNodeRecords(context.Background(), s); err != nil {
+				t.Fatal(err)
+			}
+			if pruned := slices.Contains(slurmd.Deleted(), tt.node.Name); pruned != tt.wantPrune {
+				t.Errorf("pruned = %v, want %v", pruned, tt.wantPrune)
+			}
+		})
+	}
 }

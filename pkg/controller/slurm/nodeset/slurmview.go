@@ -226,12 +226,13 @@ func (v *slurmView) drain(ctx context.Context, pod *corev1.Pod, reason string) e
 }
 
 // undrain returns a node Gantry took out of service to it. A drain of
-// Gantry's is lifted; a node Gantry's preStop left DOWN (its delete failed,
-// or Slinky's preStop, which only marks the node DOWN, ran before a
-// migration) is resumed once the pod is Ready again, i.e. its slurmd is
-// back. Without the resume such a node would stay DOWN for good: slurmd
-// registering again does not clear a DOWN an admin command set. A drain
-// or DOWN with someone else's reason is left alone.
+// Gantry's is lifted; a node slurmd's preStop took out of service (DRAIN
+// and DOWN with PreStopReason, or Slinky's preStop, which only marks it
+// DOWN, before a migration) is returned once a pod of that name is Ready
+// again, i.e. its slurmd is back: not before, or slurmctld could send a
+// job to a node whose slurmd has not started. Without this the node would
+// stay out of service for good. A drain or DOWN with someone else's reason
+// is left alone.
 func (v *slurmView) undrain(ctx context.Context, pod *corev1.Pod) error {
 	if !v.reachable() {
 		return nil
@@ -243,13 +244,12 @@ func (v *slurmView) undrain(ctx context.Context, pod *corev1.Pod) error {
 	}
 	update, verb := slurm.UndrainUpdate(), "undraining"
 	switch {
-	case n.IsDown():
-		if !podcond.IsReady(pod) {
-			return nil
-		}
-		update, verb = slurm.ResumeUpdate(), "resuming"
-	case !n.IsDrain():
+	case !n.IsDown() && !n.IsDrain():
 		return nil
+	case (n.IsDown() || n.Reason == PreStopReason) && !podcond.IsReady(pod):
+		return nil
+	case n.IsDown():
+		update, verb = slurm.ResumeUpdate(), "resuming"
 	}
 	if err := v.client.UpdateNode(ctx, name, update); err != nil {
 		if slurm.IsNotFound(err) {

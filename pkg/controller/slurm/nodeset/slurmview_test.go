@@ -69,6 +69,19 @@ func TestDrainAndUndrain(t *testing.T) {
 			wantUpdates: 0, wantDown: true, wantReason: "slurm-operator: Pod is terminating",
 		},
 		{
+			// ReturnToService=2 lifted the preStop's DOWN when a slurmd
+			// registered (the terminating one, or the new pod's, starting):
+			// the DRAIN stays until the pod of that name is Ready.
+			name: "a node the preStop drained waits for its pod to be Ready", node: slurmNode("ns-0", PreStopReason, slurm.NodeStateIdle, slurm.NodeStateDrain),
+			op:          func(v *slurmView) error { return v.undrain(context.Background(), pod) },
+			wantUpdates: 0, wantDrain: true, wantReason: PreStopReason,
+		},
+		{
+			name: "a node the preStop drained is undrained once its pod is Ready", node: slurmNode("ns-0", PreStopReason, slurm.NodeStateIdle, slurm.NodeStateDrain),
+			op:          func(v *slurmView) error { return v.undrain(context.Background(), readyPod) },
+			wantUpdates: 1,
+		},
+		{
 			name: "never resume an administrator's DOWN", node: slurmNode("ns-0", "PSU replaced", slurm.NodeStateDown),
 			op:          func(v *slurmView) error { return v.undrain(context.Background(), readyPod) },
 			wantUpdates: 0, wantDown: true, wantReason: "PSU replaced",
@@ -108,8 +121,13 @@ func TestNodeDeadlines(t *testing.T) {
 		job(2, "ns-1", now.Add(3*time.Hour), slurm.JobStateRunning),
 		job(3, "ns-2", now.Add(9*time.Hour), slurm.JobStatePending),
 		{JobID: 4, Nodes: "ns-3", State: []slurm.JobState{slurm.JobStateRunning}, TimeLimit: slurm.InfiniteNoVal()},
+		// A suspended job's clock stops: its end is not known.
+		job(5, "ns-4", now.Add(time.Hour), slurm.JobStateSuspended),
 	}
 	got := nodeDeadlines(jobs, now)
+	if !got["ns-4"].After(now.Add(24 * 365 * time.Hour)) {
+		t.Errorf("deadline of ns-4 (a suspended job) = %v, want none (far away)", got["ns-4"])
+	}
 	want := map[string]time.Time{"ns-0": now.Add(time.Hour), "ns-1": now.Add(3 * time.Hour)}
 	for name, w := range want {
 		if !got[name].Equal(w) {
