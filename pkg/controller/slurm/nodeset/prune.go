@@ -106,7 +106,9 @@ func (r *Reconciler) syncSlurmNodeRecords(ctx context.Context, s *scope) error {
 	switch {
 	case !isDaemonSetMode(n):
 		candidates = scaledInCandidates(n, s.slurm)
-		isGone = func(ctx context.Context, _ *slinkyv1beta1.NodeSet, d defunctNode) (bool, error) { return r.podGone(ctx, d) }
+		isGone = func(ctx context.Context, _ *slinkyv1beta1.NodeSet, d defunctNode) (bool, error) {
+			return r.podGone(ctx, d)
+		}
 		reason, note = ReasonSlurmNodeDeleted, "Deleted the Slurm node(s) of scaled-in Pod(s) %s"
 	case n.Spec.PruneSlurmNodeRecords == slinkyv1beta1.NodeSetPruneNodeRecordTypeNodeNotFound:
 		candidates = defunctCandidates(n, s.slurm)
