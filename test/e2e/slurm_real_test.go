@@ -163,6 +163,42 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 		}
 	})
 
+	It("keeps a pod the API server shows Pending whose slurmd registered and runs a job", func(ctx SpecContext) {
+		// A sixth pod finds no free Kubernetes node (one slurmd per node)
+		// and stays Pending; its slurmd registers anyway, as when the
+		// kubelet's report lags behind the container.
+		early := podName(replicas)
+		scale(ctx, replicas+1)
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(getPod(g, ctx, early).Status.Phase).To(Equal(corev1.PodPending))
+		}).Should(Succeed())
+		standIn.registerEarly(ctx, early)
+		job := slurm.allocate(ctx, early)
+		DeferCleanup(func(ctx SpecContext) { _, _ = slurm.run(ctx, "scancel", job) })
+		uid := getPod(Default, ctx, early).UID
+
+		// The Pending pod is the scale-in's first victim; Slurm decides.
+		scale(ctx, replicas)
+		Eventually(ctx, func(g Gomega) {
+			st := slurm.node(g, ctx, early)
+			g.Expect(st.drain()).To(BeTrue(), "state %s", st.State)
+			g.Expect(st.Reason).To(HavePrefix(gantryReason))
+		}).Should(Succeed(), "the scale-in drains the node behind the Pending pod")
+		Consistently(ctx, func(g Gomega) {
+			p := getPod(g, ctx, early)
+			g.Expect(p.UID).To(Equal(uid), "the Pending pod whose node runs a job was deleted")
+			g.Expect(p.Status.Phase).To(Equal(corev1.PodPending))
+			g.Expect(slurm.jobRunning(g, ctx, job)).To(BeTrue(), "the job was killed")
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+
+		slurm.must(ctx, "scancel", job)
+		poke(ctx, early)
+		Eventually(ctx, func(g Gomega) {
+			expectGone(g, ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: early}})
+			g.Expect(ourNodes(g, ctx)).NotTo(ContainElement(early), "the record of a scaled-in ordinal stays")
+		}).WithTimeout(time.Minute).Should(Succeed())
+	})
+
 	It("keeps a pod whose slurmd registered under another name, and says so", func(ctx SpecContext) {
 		renamed := podName(1)
 		alias := renamed + ".e2e.example"
@@ -265,10 +301,17 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 		}).WithTimeout(10 * time.Second).Should(Succeed())
 	})
 
-	It("rolls a new slurmd image without taking down a node that runs a job", func(ctx SpecContext) {
+	It("rolls a new slurmd image without taking down a node that runs a job or undoing an administrator's drain", func(ctx SpecContext) {
 		busy := podName(2)
 		job := slurm.allocate(ctx, busy)
 		DeferCleanup(func(ctx SpecContext) { _, _ = slurm.run(ctx, "scancel", job) })
+		// An idle node an administrator drained: its pod may be replaced
+		// (nothing runs there), but the drain and its reason must outlive
+		// the replacement.
+		admin := podName(0)
+		const adminReason = "admin: firmware check"
+		slurm.must(ctx, "scontrol", "update", "NodeName="+admin, "State=DRAIN", "Reason="+adminReason)
+		DeferCleanup(func(ctx SpecContext) { slurm.must(ctx, "scontrol", "update", "NodeName="+admin, "State=RESUME") })
 		uids := map[string]types.UID{}
 		for i := range replicas {
 			uids[podName(i)] = getPod(Default, ctx, podName(i)).UID
@@ -299,9 +342,17 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 			g.Expect(ourNodes(g, ctx)).To(HaveLen(replicas))
 			for i := range replicas {
 				st := slurm.node(g, ctx, podName(i))
+				if podName(i) == admin {
+					continue
+				}
 				g.Expect(st.idle()).To(BeTrue(), "node %s is %s, reason %q", podName(i), st.State, st.Reason)
 			}
 		}).Should(Succeed(), "every replaced pod's node is back to IDLE")
+		Consistently(ctx, func(g Gomega) {
+			st := slurm.node(g, ctx, admin)
+			g.Expect(st.drain()).To(BeTrue(), "the administrator's drain of %s was lost: %s", admin, st.State)
+			g.Expect(st.Reason).To(Equal(adminReason))
+		}).WithTimeout(10*time.Second).Should(Succeed(), "the replaced pod's node comes back drained, with the administrator's reason")
 	})
 
 	It("resumes the node of a busy pod that was deleted, once the pod is back", func(ctx SpecContext) {
@@ -441,6 +492,45 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 			Expect(getPod(Default, ctx, victim).UID).To(Equal(uid))
 		})
 
+		It("keeps the pod while the RestApi is deleted and made again", func(ctx SpecContext) {
+			// A Helm rename or a GitOps replace: for a while no RestApi
+			// serves the Controller. Slurm's state is unknown, not empty.
+			uid := getPod(Default, ctx, victim).UID
+			rest := &slinkyv1beta1.RestApi{}
+			Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "slurm"}, rest)).To(Succeed())
+			Expect(k8s.Delete(ctx, rest)).To(Succeed())
+			recreated := false
+			recreate := func(ctx context.Context) {
+				again := slinkytesting.MakeRestApi("slurm", ns, "slurm").Obj()
+				again.Annotations = map[string]string{slinkyv1beta1.AnnotationSlurmrestdURL: slurm.url}
+				Eventually(ctx, func() error { return k8s.Create(ctx, again) }).Should(Succeed())
+				recreated = true
+			}
+			DeferCleanup(func(ctx SpecContext) {
+				if !recreated {
+					recreate(ctx)
+				}
+			})
+			Eventually(ctx, func(g Gomega) {
+				cond := meta.FindStatusCondition(nodeSet(g, ctx).Status.Conditions, "SlurmReachable")
+				g.Expect(cond).NotTo(BeNil())
+				g.Expect(cond.Status).To(Equal(metav1.ConditionFalse), cond.Message)
+				g.Expect(cond.Reason).To(Equal("SlurmRestApiNotFound"))
+			}).Should(Succeed(), "the NodeSet says its RestApi is gone")
+			Consistently(ctx, func(g Gomega) {
+				g.Expect(getPod(g, ctx, victim).UID).To(Equal(uid))
+				g.Expect(slurm.jobRunning(g, ctx, job)).To(BeTrue())
+			}).WithTimeout(15*time.Second).Should(Succeed(), "a pod whose node runs a job was deleted once the RestApi was gone")
+
+			recreate(ctx)
+			Eventually(ctx, func(g Gomega) {
+				cond := meta.FindStatusCondition(nodeSet(g, ctx).Status.Conditions, "SlurmReachable")
+				g.Expect(cond).NotTo(BeNil())
+				g.Expect(cond.Status).To(Equal(metav1.ConditionTrue), cond.Message)
+			}).WithTimeout(time.Minute).Should(Succeed())
+			Expect(getPod(Default, ctx, victim).UID).To(Equal(uid))
+		})
+
 		It("deletes the pod once the job ends", func(ctx SpecContext) {
 			slurm.must(ctx, "scancel", job)
 			poke(ctx, victim)
@@ -448,6 +538,79 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 				expectGone(g, ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: victim}})
 				g.Expect(ourNodes(g, ctx)).NotTo(ContainElement(victim))
 				g.Expect(nodeSet(g, ctx).Status.Replicas).To(Equal(int32(replicas - 1)))
+			}).WithTimeout(time.Minute).Should(Succeed())
+		})
+	})
+
+	Context("scaling in onto a suspended job and a node a pending job names", func() {
+		var suspended, pending string
+		busy, named := podName(4), podName(2)
+		AfterAll(func(ctx SpecContext) {
+			for _, job := range []string{suspended, pending} {
+				if job != "" {
+					_, _ = slurm.run(ctx, "scancel", job)
+				}
+			}
+		})
+		uids := map[string]types.UID{}
+		expectKept := func(g Gomega, ctx context.Context) {
+			p := getPod(g, ctx, busy)
+			g.Expect(p.UID).To(Equal(uids[busy]), "the pod whose node holds a suspended job was deleted")
+			g.Expect(p.Labels).To(HaveKeyWithValue(slinkyv1beta1.LabelNodeSetPodProtect, "true"))
+			g.Expect(slurm.jobState(g, ctx, suspended)).To(Equal("SUSPENDED"), "the suspended job was ended")
+			g.Expect(slurm.jobState(g, ctx, pending)).To(Equal("PENDING"), "the job waiting for %s was ended", named)
+			g.Expect(ourNodes(g, ctx)).To(ContainElement(named), "the record a pending job names was deleted")
+		}
+
+		It("keeps the pod of a suspended job's node and the record a pending job names", func(ctx SpecContext) {
+			for name, cost := range map[string]string{podName(0): "100", podName(1): "100", named: "0", busy: "0"} {
+				update(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, func(p *corev1.Pod) {
+					if p.Annotations == nil {
+						p.Annotations = map[string]string{}
+					}
+					p.Annotations[slinkyv1beta1.AnnotationPodDeletionCost] = cost
+				})
+			}
+			suspended = slurm.allocate(ctx, busy)
+			slurm.must(ctx, "scontrol", "suspend", suspended)
+			Eventually(ctx, func(g Gomega) {
+				g.Expect(slurm.jobState(g, ctx, suspended)).To(Equal("SUSPENDED"))
+				// Slurm freed the job's CPUs (and this cluster does not
+				// count memory): only the job list shows the node is held.
+				st := slurm.node(g, ctx, busy)
+				g.Expect(st.State).To(HavePrefix("IDLE"), "reason %q", st.Reason)
+			}).Should(Succeed())
+			out := slurm.must(ctx, "sbatch", "--parsable", "--nodelist="+named, "--begin=now+1hour", "--wrap=true")
+			pending = strings.TrimSpace(strings.Split(out, ";")[0])
+			uids[busy] = getPod(Default, ctx, busy).UID
+
+			scale(ctx, 2)
+			Eventually(ctx, func(g Gomega) {
+				expectGone(g, ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: named}})
+				st := slurm.node(g, ctx, busy)
+				g.Expect(st.drain()).To(BeTrue(), "state %s", st.State)
+				g.Expect(st.Reason).To(HavePrefix(gantryReason))
+			}).WithTimeout(time.Minute).Should(Succeed(), "the idle pod goes; the suspended job's node drains")
+			Consistently(ctx, expectKept).WithTimeout(15 * time.Second).Should(Succeed())
+		})
+
+		It("keeps them through a reconfigure of slurmctld and a manager restart", func(ctx SpecContext) {
+			restart := localManagerRestart()
+			// slurmctld fails pending jobs that name a node it no longer has
+			// when it re-reads its configuration.
+			slurm.must(ctx, "scontrol", "reconfigure")
+			out, err := restart(ctx)
+			Expect(err).NotTo(HaveOccurred(), "restarting the manager: %s", out)
+			Consistently(ctx, expectKept).WithTimeout(20 * time.Second).Should(Succeed())
+		})
+
+		It("deletes the pod and both records once the jobs are gone", func(ctx SpecContext) {
+			slurm.must(ctx, "scancel", suspended, pending)
+			poke(ctx, busy)
+			Eventually(ctx, func(g Gomega) {
+				expectGone(g, ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: busy}})
+				g.Expect(ourNodes(g, ctx)).To(ConsistOf(podName(0), podName(1)))
+				g.Expect(nodeSet(g, ctx).Status.Replicas).To(Equal(int32(2)))
 			}).WithTimeout(time.Minute).Should(Succeed())
 		})
 	})

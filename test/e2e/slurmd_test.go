@@ -161,6 +161,17 @@ func (s *realSlurm) allocate(ctx context.Context, node string) string {
 	return ""
 }
 
+// jobState is squeue's state of the job (RUNNING, SUSPENDED, PENDING, ...),
+// or "" once squeue no longer lists it.
+func (s *realSlurm) jobState(g Gomega, ctx context.Context, id string) string {
+	out, err := s.run(ctx, "squeue", "--noheader", "--jobs="+id, "--format=%T")
+	if err != nil && strings.Contains(err.Error(), "Invalid job id") {
+		return ""
+	}
+	g.Expect(err).NotTo(HaveOccurred())
+	return strings.TrimSpace(out)
+}
+
 // jobRunning reports whether the job is still RUNNING.
 func (s *realSlurm) jobRunning(g Gomega, ctx context.Context, id string) bool {
 	out, err := s.run(ctx, "squeue", "--noheader", "--jobs="+id, "--format=%T")
@@ -194,6 +205,26 @@ type slurmdStandIn struct {
 	// preStop ran: the operator may change it as soon as the returning
 	// pod is Ready, which kwok makes it at once.
 	leftByPreStop map[string]slurmNodeState
+	// early are pods whose slurmd runs although the API server does not
+	// show them Running (registerEarly).
+	early map[types.UID]bool
+}
+
+// registerEarly starts the slurmd of a pod that is not Running, as a
+// kubelet whose status report lags behind its containers would leave it:
+// Slurm lists the node, and can run jobs there, while the API server still
+// shows the pod Pending. The slurmd runs until the pod is deleted.
+func (sd *slurmdStandIn) registerEarly(ctx context.Context, podName string) {
+	GinkgoHelper()
+	pod := &corev1.Pod{}
+	Expect(k8s.Get(ctx, types.NamespacedName{Namespace: sd.ns, Name: podName}, pod)).To(Succeed())
+	sd.mu.Lock()
+	defer sd.mu.Unlock()
+	d, err := sd.start(ctx, pod, nodeset.SlurmNodeName(pod))
+	Expect(err).NotTo(HaveOccurred())
+	d.pod, d.preStop = pod.Name, preStopScript(pod)
+	sd.byPod[pod.UID] = d
+	sd.early[pod.UID] = true
 }
 
 // hold keeps a node's slurmd from starting again until release.
@@ -274,7 +305,8 @@ type slurmd struct {
 // container ends; DeferCleanup stops every slurmd it started.
 func startSlurmdStandIn(ctx context.Context, s *realSlurm, ns string) *slurmdStandIn {
 	GinkgoHelper()
-	sd := &slurmdStandIn{slurm: s, ns: ns, byPod: map[types.UID]slurmd{}, held: map[string]bool{}, leftByPreStop: map[string]slurmNodeState{}}
+	sd := &slurmdStandIn{slurm: s, ns: ns, byPod: map[types.UID]slurmd{}, held: map[string]bool{}, leftByPreStop: map[string]slurmNodeState{},
+		early: map[types.UID]bool{}}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
@@ -308,21 +340,22 @@ func (sd *slurmdStandIn) sync(ctx context.Context) error {
 	if err := k8s.List(ctx, pods, client.InNamespace(sd.ns), client.MatchingLabels{"app.kubernetes.io/name": "slurmd"}); err != nil {
 		return err
 	}
+	sd.mu.Lock()
+	defer sd.mu.Unlock()
 	live := map[types.UID]*corev1.Pod{}
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+		if p.DeletionTimestamp == nil && (p.Status.Phase == corev1.PodRunning || sd.early[p.UID]) {
 			live[p.UID] = p
 		}
 	}
-	sd.mu.Lock()
-	defer sd.mu.Unlock()
 	// Stop first: a pod replaced under the same name must lose its old
 	// slurmd (and node) before the new one registers.
 	for uid, d := range sd.byPod {
 		if live[uid] == nil {
 			sd.stop(ctx, d)
 			delete(sd.byPod, uid)
+			delete(sd.early, uid)
 		}
 	}
 	var errs []error

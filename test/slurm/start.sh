@@ -150,6 +150,10 @@ SlurmctldPidFile=/run/slurmctld.pid
 SlurmctldLogFile=/var/log/slurm/slurmctld.log
 SlurmctldDebug=info
 SelectType=select/cons_tres
+# Memory is not a consumable resource here, as on many clusters: then Slurm
+# frees all of a suspended job's resources and its node reads IDLE, the case
+# in which only the job list shows that the node must not lose its pod.
+SelectTypeParameters=CR_Core
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none

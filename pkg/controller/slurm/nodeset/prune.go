@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/slurm"
 )
 
@@ -46,20 +48,58 @@ func recordsOfNodeSet(n *slinkyv1beta1.NodeSet, view *slurmView, match func(slur
 		if view.ours[name] || node.IsBusy() || view.held[name] || view.required[name] || !view.deadlines[name].IsZero() {
 			continue
 		}
-		var info podInfo
-		if err := json.Unmarshal([]byte(node.Comment), &info); err != nil {
-			continue
-		}
-		if info.Namespace != n.Namespace || info.PodName == "" || info.NodeSetName != n.Name ||
-			info.NodeSetUID == "" || info.NodeSetUID != string(n.UID) {
-			continue
-		}
-		if match(node, info) {
+		info, ok := recordOwner(n, node)
+		if ok && match(node, info) {
 			out = append(out, defunctNode{name: name, pod: info})
 		}
 	}
 	slices.SortFunc(out, func(a, b defunctNode) int { return strings.Compare(a.name, b.name) })
 	return out
+}
+
+// recordOwner reads the pod of the NodeSet that a record names in its
+// comment, written by Gantry (or Slinky) once the pod was scheduled; the
+// NodeSet's UID must match, so a NodeSet recreated under the same name
+// does not inherit records. In StatefulSet mode a record without a comment
+// (its pod went before it was scheduled, or before a reconcile saw it)
+// is the NodeSet's when it carries the NodeSet's feature and the name
+// slurmd registers for one of its ordinals.
+func recordOwner(n *slinkyv1beta1.NodeSet, node slurm.Node) (podInfo, bool) {
+	if node.Comment == "" {
+		ordinal := ordinalOfSlurmNodeName(n, node.Name)
+		if isDaemonSetMode(n) || ordinal < 0 || !slices.Contains(node.Features, slinky.SlurmNodeSetName(n)) {
+			return podInfo{}, false
+		}
+		return podInfo{Namespace: n.Namespace, PodName: PodName(n, ordinal), NodeSetName: n.Name, NodeSetUID: string(n.UID)}, true
+	}
+	var info podInfo
+	if err := json.Unmarshal([]byte(node.Comment), &info); err != nil {
+		return podInfo{}, false
+	}
+	if info.Namespace != n.Namespace || info.PodName == "" || info.NodeSetName != n.Name ||
+		info.NodeSetUID == "" || info.NodeSetUID != string(n.UID) {
+		return podInfo{}, false
+	}
+	return info, true
+}
+
+// ordinalOfSlurmNodeName is the ordinal whose pod's slurmd registers as
+// name in StatefulSet mode (the template's hostname prefix and the padded
+// ordinal, or the pod's name), or -1.
+func ordinalOfSlurmNodeName(n *slinkyv1beta1.NodeSet, name string) int {
+	prefix := n.Spec.Template.Spec.Hostname
+	if prefix == "" {
+		prefix = n.Name + "-"
+	}
+	digits, ok := strings.CutPrefix(name, prefix)
+	if !ok || digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return -1
+	}
+	ordinal, err := strconv.Atoi(digits)
+	if err != nil || paddedOrdinal(n, ordinal) != digits {
+		return -1
+	}
+	return ordinal
 }
 
 // defunctCandidates are the DaemonSet-mode records that may be defunct:

@@ -178,6 +178,11 @@ func TestScaledInRecords(t *testing.T) {
 		{name: "an administrator's drain", node: record("cpu-4", "admin: bad DIMM", slurm.NodeStateIdle, slurm.NodeStateDrain)},
 		{name: "its pod still exists", node: record("cpu-6", PreStopReason, down...)},
 		{name: "in service", node: record("cpu-8", "", slurm.NodeStateIdle)},
+		// Its pod went before it was scheduled, so no comment names it.
+		{name: "no comment, the NodeSet's feature and an ordinal's name", node: slurm.Node{Name: "cpu-9", State: down,
+			Reason: PreStopReason, Features: []string{"cpu"}}, wantPrune: true},
+		{name: "no comment and another feature", node: slurm.Node{Name: "cpu-9", State: down, Reason: PreStopReason, Features: []string{"gpu"}}},
+		{name: "no comment and a name no ordinal has", node: slurm.Node{Name: "cpu-9x", State: down, Reason: PreStopReason, Features: []string{"cpu"}}},
 		{name: "Slurm cannot be read", node: record("cpu-3", PreStopReason, down...), listErr: errors.New("slurmrestd down")},
 	}
 	scheme := runtime.NewScheme()
