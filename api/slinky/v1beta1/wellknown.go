@@ -43,6 +43,13 @@ const (
 	AnnotationNodeHostnameOverride = NodeSetPrefix + "hostname-override"
 )
 
+// Taints on Kubernetes Nodes.
+const (
+	// TaintKeyWorkerNode is the key of the NoExecute taint an administrator
+	// puts on nodes kept for slurmd; every NodeSet pod tolerates it.
+	TaintKeyWorkerNode = NodeSetPrefix + "worker"
+)
+
 // Labels on NodeSet pods, set by the NodeSet controller.
 const (
 	// LabelNodeSetPodName is the pod's name.

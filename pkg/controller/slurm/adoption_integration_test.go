@@ -166,7 +166,7 @@ func TestAdoptionFromSlinky(t *testing.T) {
 		g.Expect(c.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 		var notes []string
 		for _, e := range list.Items {
-			if e.Regarding.Name == "cpu" && (e.Reason == nodeset.ReasonAdopted || e.Reason == nodeset.ReasonSuccessfulCreate) {
+			if e.Regarding.Name == "cpu" && (e.Reason == nodeset.ReasonAdopted || e.Reason == nodeset.ReasonSuccessfulCreate || e.Reason == nodeset.ReasonScalingUp) {
 				notes = append(notes, e.Reason+": "+e.Note)
 			}
 		}
@@ -174,7 +174,8 @@ func TestAdoptionFromSlinky(t *testing.T) {
 	}, 30*time.Second).Should(And(
 		ContainElement(MatchRegexp(`^Adopted: Adopted \d Pods? made by another operator.*cpu-`)),
 		// Adopting a pod is not creating one.
-		Not(ContainElement(HavePrefix(nodeset.ReasonSuccessfulCreate)))))
+		Not(ContainElement(HavePrefix(nodeset.ReasonSuccessfulCreate))),
+		Not(ContainElement(HavePrefix(nodeset.ReasonScalingUp)))))
 }
 
 // TestUpgradeFromMergePatch: a Service an earlier Gantry made by create and

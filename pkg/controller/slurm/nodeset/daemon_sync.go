@@ -41,6 +41,7 @@ func (r *Reconciler) syncDaemonPods(ctx context.Context, n *slinkyv1beta1.NodeSe
 		return r.deletePod(ctx, n, s, pod, "")
 	}))
 	errs = append(errs, r.condemnAll(ctx, n, s, capPods(plan.mismatched), cordonedForNodeMismatch))
+	s.tally.markRenamed(plan.renamed)
 	errs = append(errs, r.condemnAll(ctx, n, s, capPods(plan.renamed), cordonedForUpdate))
 
 	var victims []*corev1.Pod

@@ -42,6 +42,16 @@ func (w *nodeWrapper) taint(key string, effect corev1.TaintEffect) *nodeWrapper 
 	w.Spec.Taints = append(w.Spec.Taints, corev1.Taint{Key: key, Value: "x", Effect: effect})
 	return w
 }
+
+// outage taints the node as Kubernetes' node lifecycle controller does when
+// its kubelet stops reporting: key is node.kubernetes.io/not-ready or
+// node.kubernetes.io/unreachable, with no value, NoSchedule and NoExecute.
+func (w *nodeWrapper) outage(key string) *nodeWrapper {
+	w.Spec.Taints = append(w.Spec.Taints,
+		corev1.Taint{Key: key, Effect: corev1.TaintEffectNoSchedule},
+		corev1.Taint{Key: key, Effect: corev1.TaintEffectNoExecute})
+	return w
+}
 func (w *nodeWrapper) cordon() *nodeWrapper { w.Spec.Unschedulable = true; return w }
 func (w *nodeWrapper) obj() *corev1.Node    { return w.DeepCopy() }
 
@@ -85,6 +95,25 @@ func TestNodeFit(t *testing.T) {
 			fit:  nodeFit{true, true},
 		},
 		{name: "a cordoned node still fits (its pod is drained instead)", node: makeNode("a").cordon().obj(), fit: nodeFit{true, true}},
+		// A kubelet outage must not drain and delete the node's slurmd: the
+		// pods tolerate the outage taints' NoExecute, as DaemonSet pods do,
+		// but not their NoSchedule, so no pod is made for a node not Ready.
+		{name: "node not ready: existing pod stays, no new one", node: makeNode("a").outage(corev1.TaintNodeNotReady).obj(),
+			fit: nodeFit{shouldRun: false, shouldContinue: true}},
+		{name: "node unreachable: existing pod stays, no new one", node: makeNode("a").outage(corev1.TaintNodeUnreachable).obj(),
+			fit: nodeFit{shouldRun: false, shouldContinue: true}},
+		{name: "not-ready NoExecute alone is tolerated", fit: nodeFit{true, true}, node: func() *corev1.Node {
+			node := makeNode("a").obj()
+			node.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoExecute}}
+			return node
+		}()},
+		{name: "Slinky's worker taint is tolerated", fit: nodeFit{true, true}, node: func() *corev1.Node {
+			node := makeNode("a").obj()
+			node.Spec.Taints = []corev1.Taint{{Key: slinkyv1beta1.NodeSetPrefix + "worker", Effect: corev1.TaintEffectNoExecute}}
+			return node
+		}()},
+		{name: "a user's NoExecute taint during an outage still evicts", fit: nodeFit{},
+			node: makeNode("a").outage(corev1.TaintNodeNotReady).taint("dedicated", corev1.TaintEffectNoExecute).obj()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -246,6 +275,23 @@ func TestPlanDaemonPods(t *testing.T) {
 		plan := planDaemonPods(n, []*corev1.Pod{&daemonPod("cpu-aaaaa", "a", 0).Pod}, []corev1.Node{tainted, *makeNode("b").label("slurm", "yes").taint("maint", corev1.TaintEffectNoSchedule).obj()})
 		if got := names(plan.kept); !slices.Equal(got, []string{"cpu-aaaaa"}) || len(plan.create) != 0 || plan.desired != 0 {
 			t.Errorf("kept %v create %v desired %d", got, nodeList(plan.create), plan.desired)
+		}
+	})
+
+	t.Run("a node whose kubelet stops reporting keeps its pod", func(t *testing.T) {
+		nodes := []corev1.Node{
+			*makeNode("a").label("slurm", "yes").outage(corev1.TaintNodeNotReady).obj(),
+			*makeNode("b").label("slurm", "yes").outage(corev1.TaintNodeUnreachable).obj(),
+			*makeNode("c").label("slurm", "yes").outage(corev1.TaintNodeNotReady).obj(),
+		}
+		pods := []*corev1.Pod{&daemonPod("cpu-aaaaa", "a", 0).Pod, &daemonPod("cpu-bbbbb", "b", 0).Pod}
+		plan := planDaemonPods(n, pods, nodes)
+		if got := names(plan.kept); !slices.Equal(got, []string{"cpu-aaaaa", "cpu-bbbbb"}) || len(plan.mismatched) != 0 {
+			t.Errorf("kept %v mismatched %v, want both kept", got, names(plan.mismatched))
+		}
+		if len(plan.create) != 0 || plan.desired != 0 || plan.rolloutTotal() != 2 {
+			t.Errorf("create %v desired %d rolloutTotal %d: want no pod for a node not Ready, and the kept pods budgeted",
+				nodeList(plan.create), plan.desired, plan.rolloutTotal())
 		}
 	})
 

@@ -130,6 +130,21 @@ func (h *harness) eventNotes(nodeSet, reason string) func(Gomega) []string {
 	}
 }
 
+// typedEventNotes is eventNotes with each note led by the event's type.
+func (h *harness) typedEventNotes(nodeSet, reason string) func(Gomega) []string {
+	return func(g Gomega) []string {
+		list := &eventsv1.EventList{}
+		g.Expect(h.c.List(h.ctx, list, client.InNamespace(h.ns))).To(Succeed())
+		var notes []string
+		for _, e := range list.Items {
+			if e.Regarding.Name == nodeSet && e.Reason == reason {
+				notes = append(notes, e.Type+" "+e.Note)
+			}
+		}
+		return notes
+	}
+}
+
 func (h *harness) podOn(g Gomega, nodeSet, hostname string) *corev1.Pod {
 	for _, p := range h.pods(g, nodeSet) {
 		if p.DeletionTimestamp == nil && p.Spec.Hostname == hostname {
@@ -184,6 +199,8 @@ func TestNodeSetDaemonSetIntegration(t *testing.T) {
 			HaveField("Desired", int32(3)), HaveField("Replicas", int32(3))))
 		g.Eventually(h.eventNotes("ds", nodeset.ReasonSuccessfulCreate)).Should(ContainElement(
 			"Created 3 Pods for the Kubernetes nodes dn-1, dn-2.example.org, dn-3"))
+		g.Eventually(h.eventNotes("ds", nodeset.ReasonScalingUp)).Should(ContainElement(
+			"Created 3 Pods for the Kubernetes nodes dn-1, dn-2.example.org, dn-3"))
 
 		h.daemonKubelet(g, "ds", slurmd)
 		g.Eventually(func(g Gomega) slinkyv1beta1.NodeSetStatus { return h.nodeSet(g, "ds").Status }).Should(And(
@@ -235,6 +252,7 @@ func TestNodeSetDaemonSetIntegration(t *testing.T) {
 		g.Consistently(h.hostsOf("ds")).ShouldNot(HaveKey("dn-3"))
 		g.Eventually(h.eventNotes("ds", nodeset.ReasonSuccessfulDelete)).Should(ContainElement(
 			ContainSubstring("whose Kubernetes node is gone or no longer matches the NodeSet: " + busy.Name)))
+		g.Eventually(h.eventNotes("ds", nodeset.ReasonScalingDown)).Should(ContainElement(ContainSubstring(busy.Name)))
 		g.Eventually(func(g Gomega) int32 { return h.nodeSet(g, "ds").Status.Desired }).Should(Equal(int32(4)))
 	})
 

@@ -72,12 +72,12 @@ func TestNodeSetIntegration(t *testing.T) {
 			g.Expect(h.c.List(h.ctx, list, client.InNamespace(h.ns))).To(Succeed())
 			var notes []string
 			for _, e := range list.Items {
-				if e.Regarding.Name == "cpu" && e.Reason == nodeset.ReasonSuccessfulCreate {
-					notes = append(notes, e.Note)
+				if e.Regarding.Name == "cpu" && (e.Reason == nodeset.ReasonSuccessfulCreate || e.Reason == nodeset.ReasonScalingUp) {
+					notes = append(notes, e.Reason+": "+e.Note)
 				}
 			}
 			return notes
-		}).Should(ConsistOf("Created 5 Pods"))
+		}).Should(ConsistOf("SuccessfulCreate: Created 5 Pods", "ScalingUp: Created 5 Pods"))
 
 		h.kubelet(g, "cpu", slurmd)
 		// Keep cpu-0 and cpu-1 (costly to lose); cpu-4 runs a job.
@@ -164,6 +164,7 @@ func TestNodeSetIntegration(t *testing.T) {
 			g.Expect(h.c.Get(h.ctx, h.key("cord-0"), pod)).To(Succeed())
 			return pod.Annotations
 		}).Should(HaveKeyWithValue(slinkyv1beta1.AnnotationPodCordon, "true"))
+		g.Eventually(h.eventNotes("cord", nodeset.ReasonNodeCordon)).Should(ContainElement(ContainSubstring("cord-0")))
 
 		g.Expect(h.c.Get(h.ctx, client.ObjectKeyFromObject(node), node)).To(Succeed())
 		node.Spec.Unschedulable = false
@@ -420,8 +421,8 @@ func TestNodeSetIntegration(t *testing.T) {
 		g.Expect(h.c.Get(h.ctx, h.key("renamed-rest"), c)).To(Succeed())
 		patch := client.MergeFrom(c.DeepCopy())
 		c.Annotations = map[string]string{slinkyv1beta1.AnnotationSlurmWithoutRestApi: "true"}
+		// The Controller watch wakes the NodeSet.
 		g.Expect(h.c.Patch(h.ctx, c, patch)).To(Succeed())
-		h.poke(g, "kept-0")
 		g.Eventually(h.liveNames("kept")).Should(BeEmpty())
 		g.Eventually(func(g Gomega) *metav1.Condition {
 			return meta.FindStatusCondition(h.nodeSet(g, "kept").Status.Conditions, nodeset.ConditionSlurmReachable)
@@ -524,6 +525,8 @@ func TestNodeSetIntegration(t *testing.T) {
 			}
 			return notes
 		}).Should(ContainElement(ContainSubstring("whose slurmd Slurm does not list")))
+		g.Eventually(h.typedEventNotes("heal", nodeset.ReasonSlurmNodeNotRegistered)).Should(ContainElement(And(
+			HavePrefix("Warning "), ContainSubstring("heal-0"))))
 		// The new pod registers and is kept.
 		h.kubelet(g, "heal", healer)
 		g.Eventually(func(g Gomega) *metav1.Condition {

@@ -253,6 +253,7 @@ func podTemplate(n *slinkyv1beta1.NodeSet, in PodInputs) corev1.PodTemplateSpec 
 	}
 	user := podspec.UserPodTemplate(n.Spec.Template.Metadata.Labels, n.Spec.Template.Metadata.Annotations, n.Spec.Template.Spec.PodSpec)
 	out := builder.MergePodTemplate(base, user)
+	addPodTolerations(n, &out.Spec)
 	if !n.Spec.OversubscribeNode && user.Spec.Affinity != nil {
 		// The user's affinity (a node affinity, say) replaced the base's
 		// whole: the one-per-node rule is put back, and the user's own

@@ -188,12 +188,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			syncErr = errors.Join(r.syncRollout(ctx, s), r.truncateHistory(ctx, n, revs, s.revisions, s.pods))
 		}
 	}
-	s.tally.note(&s.Events)
+	warnings := s.tally.note(&s.Events, isDaemonSetMode(n))
 
 	statusErr := r.updateStatus(ctx, s)
 	// Events after the status write, so that none claims what the status
 	// does not show.
 	s.Events.Flush(r.Recorder, n)
+	for _, w := range warnings {
+		w.record(r.Recorder, n)
+	}
 	if s.slurm.configured() {
 		s.Requeue.After(slurmPollInterval)
 	}
