@@ -144,7 +144,8 @@ var _ = Describe("A DaemonSet-mode NodeSet against real Slurm", Label(labelSlurm
 		slurm.must(ctx, "scancel", job)
 		Eventually(ctx, func(g Gomega) {
 			g.Expect(keys(podsByNode(g, ctx))).To(Equal([]string{kubeNode(1), kubeNode(2)}))
-			g.Expect(slurm.nodeNames(g, ctx)).NotTo(ContainElement(slurmName), "the gone pod's preStop deletes its node")
+			g.Expect(slurm.nodeNames(g, ctx)).NotTo(ContainElement(slurmName),
+				"Gantry deletes the record of a node that no longer runs the NodeSet (the preStop keeps it)")
 		}).WithTimeout(2*time.Minute).Should(Succeed(), "once the job ended the pod goes, and no pod comes back on that node")
 	})
 })

@@ -208,6 +208,11 @@ type slurmdStandIn struct {
 	// early are pods whose slurmd runs although the API server does not
 	// show them Running (registerEarly).
 	early map[types.UID]bool
+	// ports are the slurmd port of each Slurm node name. slurmctld keeps a
+	// node's port in its record, which outlives the pod (the preStop keeps
+	// it): a pod that comes back under the same name listens on the same
+	// port, as every slurmd in a cluster listens on 6818.
+	ports map[string]int
 }
 
 // registerEarly starts the slurmd of a pod that is not Running, as a
@@ -306,7 +311,7 @@ type slurmd struct {
 func startSlurmdStandIn(ctx context.Context, s *realSlurm, ns string) *slurmdStandIn {
 	GinkgoHelper()
 	sd := &slurmdStandIn{slurm: s, ns: ns, byPod: map[types.UID]slurmd{}, held: map[string]bool{}, leftByPreStop: map[string]slurmNodeState{},
-		early: map[types.UID]bool{}}
+		early: map[types.UID]bool{}, ports: map[string]int{}}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
@@ -378,9 +383,13 @@ func (sd *slurmdStandIn) sync(ctx context.Context) error {
 // start runs the pod's dynamic-node slurmd, registering as name, on a free
 // port and waits until slurmctld lists the node as up.
 func (sd *slurmdStandIn) start(ctx context.Context, p *corev1.Pod, name string) (slurmd, error) {
-	port, err := freeTCPPort()
-	if err != nil {
-		return slurmd{}, err
+	port, ok := sd.ports[name]
+	if !ok {
+		var err error
+		if port, err = freeTCPPort(); err != nil {
+			return slurmd{}, err
+		}
+		sd.ports[name] = port
 	}
 	conf, err := sd.entrypointConf(ctx, p)
 	if err != nil {

@@ -166,13 +166,17 @@ type daemonPlan struct {
 	kept []*corev1.Pod
 	// nodeOf maps a pod name to the node it is bound to.
 	nodeOf map[string]string
+	// serves maps each node that runs, or should run, a pod of the
+	// NodeSet to the Slurm node name that pod registers as: a record of
+	// any other name will not be registered onto again.
+	serves map[string]string
 }
 
 // planDaemonPods decides, node by node, which pods to create and which to
 // remove. Pods already being deleted are left alone, but still occupy
 // their node: a new pod comes once the old one is gone, as with a DaemonSet.
 func planDaemonPods(n *slinkyv1beta1.NodeSet, pods []*corev1.Pod, nodes []corev1.Node) daemonPlan {
-	plan := daemonPlan{nodeOf: map[string]string{}}
+	plan := daemonPlan{nodeOf: map[string]string{}, serves: map[string]string{}}
 	byNode := map[string][]*corev1.Pod{}
 	for _, p := range pods {
 		if isTerminating(p) && isTerminal(p) {
@@ -199,6 +203,13 @@ func planDaemonPods(n *slinkyv1beta1.NodeSet, pods []*corev1.Pod, nodes []corev1
 		fit := nodeFitOf(sched, node)
 		if fit.shouldRun {
 			plan.desired++
+		}
+		if fit.shouldRun || fit.shouldContinue {
+			plan.serves[node.Name] = daemonPodHostnameOf(node)
+			if n.Spec.Template.Spec.HostNetwork {
+				// On the host network slurmd registers the node's own name.
+				plan.serves[node.Name] = node.Name
+			}
 		}
 		onNode := byNode[node.Name]
 		if len(onNode) == 0 {

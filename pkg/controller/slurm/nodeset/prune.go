@@ -126,53 +126,86 @@ func scaledInCandidates(n *slinkyv1beta1.NodeSet, view *slurmView) []defunctNode
 	})
 }
 
+// retiredCandidates are the DaemonSet-mode records of pods whose
+// Kubernetes node is gone, no longer admits the NodeSet, or now gives its
+// pod another Slurm node name, out of service by Gantry's hand or because
+// slurmd stopped answering. An administrator's reason keeps the record.
+func retiredCandidates(n *slinkyv1beta1.NodeSet, view *slurmView, plan *daemonPlan) []defunctNode {
+	return recordsOfNodeSet(n, view, func(node slurm.Node, info podInfo) bool {
+		if info.Node == "" || plan.serves[info.Node] == node.Name {
+			return false
+		}
+		ours := node.Reason != "" && strings.HasPrefix(node.Reason, reasonPrefix)
+		return (node.IsDown() || node.IsDrain()) && (ours || isUnresponsive(node))
+	})
+}
+
+// recordSweep is one kind of record Gantry deletes: which, the check that
+// its pod (and Kubernetes node) are gone, and the event that says so.
+type recordSweep struct {
+	candidates []defunctNode
+	gone       func(context.Context, defunctNode) (bool, error)
+	reason     string
+	note       string
+}
+
 // syncSlurmNodeRecords deletes the Slurm node records no pod will register
-// onto again. In StatefulSet mode, those of pods removed by a scale-in
-// (slurmd's preStop keeps records, so that a replaced pod finds its own).
-// Under pruneSlurmNodeRecords: NodeNotFound, in DaemonSet mode (Slinky's
-// rule), those whose pod is gone and whose Kubernetes node is gone or now
-// gives its pod another hostname. With Slurm unreadable nothing is
-// deleted. Pods and Nodes are read from the API server: a cache that has
-// not seen them yet must not cost a record.
+// onto again (slurmd's preStop keeps records, so that a replaced pod finds
+// its own): in StatefulSet mode those of ordinals a scale-in removed, in
+// DaemonSet mode those of Kubernetes nodes that no longer run the NodeSet
+// under that name, once the pod is gone. Under pruneSlurmNodeRecords:
+// NodeNotFound, in DaemonSet mode (Slinky's rule), also the DOWN and
+// NOT_RESPONDING records whose pod is gone and whose Kubernetes node is
+// gone or now gives its pod another hostname. With Slurm unreadable
+// nothing is deleted. Pods and Nodes are read from the API server: a cache
+// that has not seen them yet must not cost a record.
 func (r *Reconciler) syncSlurmNodeRecords(ctx context.Context, s *scope) error {
 	n := s.Object
 	if !s.slurm.reachable() {
 		return nil
 	}
-	var candidates []defunctNode
-	isGone := r.isDefunct
-	reason, note := ReasonDefunctSlurmNodePruned,
-		"Deleted defunct Slurm node(s) %s: the pod is gone and the Kubernetes node is gone or no longer maps to the Slurm node"
+	var sweeps []recordSweep
+	// Slinky's pruning first, so that what it would delete is reported
+	// under its reason.
+	if isDaemonSetMode(n) && n.Spec.PruneSlurmNodeRecords == slinkyv1beta1.NodeSetPruneNodeRecordTypeNodeNotFound {
+		sweeps = append(sweeps, recordSweep{candidates: defunctCandidates(n, s.slurm),
+			gone:   func(ctx context.Context, d defunctNode) (bool, error) { return r.isDefunct(ctx, n, d) },
+			reason: ReasonDefunctSlurmNodePruned,
+			note:   "Deleted defunct Slurm node(s) %s: the pod is gone and the Kubernetes node is gone or no longer maps to the Slurm node"})
+	}
 	switch {
 	case !isDaemonSetMode(n):
-		candidates = scaledInCandidates(n, s.slurm)
-		isGone = func(ctx context.Context, _ *slinkyv1beta1.NodeSet, d defunctNode) (bool, error) {
-			return r.podGone(ctx, d)
-		}
-		reason, note = ReasonSlurmNodeDeleted, "Deleted the Slurm node(s) of scaled-in Pod(s) %s"
-	case n.Spec.PruneSlurmNodeRecords == slinkyv1beta1.NodeSetPruneNodeRecordTypeNodeNotFound:
-		candidates = defunctCandidates(n, s.slurm)
+		sweeps = append(sweeps, recordSweep{candidates: scaledInCandidates(n, s.slurm), gone: r.podGone,
+			reason: ReasonSlurmNodeDeleted, note: "Deleted the Slurm node(s) of scaled-in Pod(s) %s"})
+	case s.daemon != nil:
+		sweeps = append(sweeps, recordSweep{candidates: retiredCandidates(n, s.slurm, s.daemon), gone: r.podGone,
+			reason: ReasonSlurmNodeDeleted, note: "Deleted the Slurm node(s) of Pod(s) whose Kubernetes node no longer runs the NodeSet under that name: %s"})
 	}
-	var pruned []string
 	var errs []error
-	for _, d := range candidates {
-		prune, err := isGone(ctx, n, d)
-		if err != nil {
-			errs = append(errs, err)
-			continue
+	for _, sweep := range sweeps {
+		var deleted []string
+		for _, d := range sweep.candidates {
+			if _, listed := s.slurm.node(d.name); !listed {
+				continue // deleted by an earlier sweep
+			}
+			gone, err := sweep.gone(ctx, d)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if !gone {
+				continue
+			}
+			if err := s.slurm.client.DeleteNode(ctx, d.name); err != nil && !slurm.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("deleting Slurm node %s (pod %s, Kubernetes node %s): %w", d.name, d.pod.PodName, d.pod.Node, err))
+				continue
+			}
+			s.slurm.forget(d.name)
+			deleted = append(deleted, fmt.Sprintf("%s (pod %s, Kubernetes node %s)", d.name, d.pod.PodName, d.pod.Node))
 		}
-		if !prune {
-			continue
+		if len(deleted) > 0 {
+			s.Events.Add(sweep.reason, sweep.note, joinCapped(deleted, 10))
 		}
-		if err := s.slurm.client.DeleteNode(ctx, d.name); err != nil && !slurm.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("deleting Slurm node %s (pod %s, Kubernetes node %s): %w", d.name, d.pod.PodName, d.pod.Node, err))
-			continue
-		}
-		s.slurm.forget(d.name)
-		pruned = append(pruned, fmt.Sprintf("%s (pod %s, Kubernetes node %s)", d.name, d.pod.PodName, d.pod.Node))
-	}
-	if len(pruned) > 0 {
-		s.Events.Add(reason, note, joinCapped(pruned, 10))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("pruning Slurm node records: %w", errors.Join(errs...))

@@ -207,3 +207,53 @@ func TestScaledInRecords(t *testing.T) {
 		})
 	}
 }
+
+// TestRetiredRecords: in DaemonSet mode Gantry deletes the records of pods
+// whose Kubernetes node no longer runs the NodeSet under that Slurm node
+// name, whatever pruneSlurmNodeRecords says, and only where deleting ends
+// no job and undoes no administrator's decision.
+func TestRetiredRecords(t *testing.T) {
+	ds := slinkytesting.MakeNodeSet("ds", "ns", "slurm").DaemonSet().Obj()
+	ds.UID = "uid-ds"
+	record := func(name, reason string, states ...slurm.NodeState) slurm.Node {
+		b, _ := json.Marshal(podInfo{Namespace: "ns", PodName: "ds-" + name, Node: name, NodeSetName: "ds", NodeSetUID: string(ds.UID)})
+		return slurm.Node{Name: name, State: states, Reason: reason, Comment: string(b)}
+	}
+	down := []slurm.NodeState{slurm.NodeStateDown, slurm.NodeStateDrain}
+	plan := &daemonPlan{serves: map[string]string{"dn-a": "dn-a", "dn-b": "big-1"}}
+	alive := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ds-dn-alive", Namespace: "ns"}}
+	tests := []struct {
+		name      string
+		node      slurm.Node
+		jobs      []slurm.Job
+		wantPrune bool
+	}{
+		{name: "its Kubernetes node no longer runs the NodeSet", node: record("dn-old", PreStopReason, down...), wantPrune: true},
+		{name: "its Kubernetes node gives its pod another name now", node: record("dn-b", PreStopReason, down...), wantPrune: true},
+		{name: "its Kubernetes node still runs the NodeSet under that name", node: record("dn-a", PreStopReason, down...)},
+		{name: "an administrator's drain", node: record("dn-old", "admin: rack move", slurm.NodeStateIdle, slurm.NodeStateDrain)},
+		{name: "a pending job asks for it by name", node: record("dn-old", PreStopReason, down...),
+			jobs: []slurm.Job{{JobID: 1, State: []slurm.JobState{slurm.JobStatePending}, RequiredNodes: "dn-old"}}},
+		{name: "its pod still exists", node: record("dn-alive", PreStopReason, down...)},
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := ctrlfake.NewClientBuilder().WithScheme(scheme).WithObjects(alive).Build()
+			r := newReconciler(c, c, nil, nil)
+			slurmd := fake.New(tt.node)
+			slurmd.SetJobs(tt.jobs...)
+			s := &scope{Base: syncsteps.Base[*slinkyv1beta1.NodeSet]{Object: ds}, daemon: plan,
+				slurm: loadSlurmView(context.Background(), slurmd, time.Now())}
+			if err := r.syncSlurmNodeRecords(context.Background(), s); err != nil {
+				t.Fatal(err)
+			}
+			if pruned := slices.Contains(slurmd.Deleted(), tt.node.Name); pruned != tt.wantPrune {
+				t.Errorf("pruned = %v, want %v", pruned, tt.wantPrune)
+			}
+		})
+	}
+}
