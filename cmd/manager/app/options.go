@@ -46,7 +46,11 @@ type Options struct {
 	// (default https://<webhook service>.<namespace>.svc:<port>).
 	TrainJobStatusPort int
 	TrainJobStatusURL  string
-	Zap                zap.Options
+	// SlurmPropagatedNodeConditions is Slinky's --propagated-node-conditions:
+	// the Kubernetes Node condition types whose reasons and messages become
+	// the drain reason of a cordoned Node's Slurm nodes.
+	SlurmPropagatedNodeConditions []string
+	Zap                           zap.Options
 
 	// Leader-election timings (controller-runtime's defaults: 15s/10s/2s).
 	LeaseDuration time.Duration
@@ -100,6 +104,8 @@ func ParseFlags(args []string, reg *workload.Registry) (*Options, error) {
 		fmt.Sprintf("KubeRay's batch scheduler for RayCluster Pods: one of %s, or empty for the default scheduler. Volcano and scheduler-plugins also get a PodGroup per cluster.", strings.Join(raycluster.BatchSchedulers, ", ")))
 	var legacyBatchScheduler bool
 	fs.BoolVar(&legacyBatchScheduler, "enable-batch-scheduler", false, "Deprecated (KubeRay's): the same as --batch-scheduler=volcano.")
+	fs.StringSliceVar(&o.SlurmPropagatedNodeConditions, "propagated-node-conditions", nil,
+		"Comma-separated Kubernetes Node condition types (e.g. KernelDeadlock,DiskPressure) whose reason and message, when True, become the drain reason of the Slurm nodes of a cordoned Node's slurmd pods (as Slinky's flag).")
 	fs.IntVar(&o.TrainJobStatusPort, "trainjob-status-port", 10443, "Port of the TrainJob progress endpoint (feature gate TrainJobStatus), served with the webhook certificate.")
 	fs.StringVar(&o.TrainJobStatusURL, "trainjob-status-url", "", "How trainer pods reach the progress endpoint; default https://<--webhook-service-name>.<namespace>.svc:<--trainjob-status-port>.")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 12*time.Second, "How long a non-leader waits before taking over an unrenewed leadership (longer than the renew deadline, so a leader that cannot renew steps down before another takes over).")
@@ -141,6 +147,7 @@ func ParseFlags(args []string, reg *workload.Registry) (*Options, error) {
 	if o.RayMaxPodsPerCluster < 1 {
 		return nil, fmt.Errorf("--ray-max-pods-per-cluster must be at least 1 (the head Pod)")
 	}
+	o.SlurmPropagatedNodeConditions = trimmedNonEmpty(o.SlurmPropagatedNodeConditions)
 	for _, ns := range o.Namespaces {
 		if strings.TrimSpace(ns) == "" {
 			return nil, fmt.Errorf("--namespaces contains an empty name")
@@ -182,4 +189,16 @@ func ownNamespace() string {
 		return strings.TrimSpace(string(b))
 	}
 	return ""
+}
+
+// trimmedNonEmpty trims each item and drops the empty ones, as Slinky reads
+// its comma-separated --propagated-node-conditions.
+func trimmedNonEmpty(items []string) []string {
+	var out []string
+	for _, item := range items {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

@@ -185,3 +185,25 @@ func TestParseFlagsBatchScheduler(t *testing.T) {
 		}
 	}
 }
+
+// TestParseFlagsPropagatedNodeConditions: Slinky's comma-separated list,
+// each item trimmed and empty ones dropped as Slinky reads it.
+func TestParseFlagsPropagatedNodeConditions(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "gantry-system")
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"--propagated-node-conditions=KernelDeadlock,DiskPressure"}, "KernelDeadlock|DiskPressure"},
+		{[]string{"--propagated-node-conditions= KernelDeadlock ,, DiskPressure,"}, "KernelDeadlock|DiskPressure"},
+	} {
+		o, err := ParseFlags(tt.args, testRegistry(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(o.SlurmPropagatedNodeConditions, "|"); got != tt.want {
+			t.Errorf("%v parsed as %q, want %q", tt.args, got, tt.want)
+		}
+	}
+}

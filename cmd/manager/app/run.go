@@ -234,12 +234,13 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options, reg *workload.Regist
 	}
 
 	wopts := workload.Options{
-		Namespaces:              o.Namespaces,
-		Features:                o.Features.Reader(),
-		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
-		RayMaxPodsPerCluster:    o.RayMaxPodsPerCluster,
-		RayBatchScheduler:       o.RayBatchScheduler,
-		TrainJobStatus:          o.trainJobStatusEndpoint(),
+		Namespaces:                    o.Namespaces,
+		Features:                      o.Features.Reader(),
+		MaxConcurrentReconciles:       o.MaxConcurrentReconciles,
+		RayMaxPodsPerCluster:          o.RayMaxPodsPerCluster,
+		RayBatchScheduler:             o.RayBatchScheduler,
+		TrainJobStatus:                o.trainJobStatusEndpoint(),
+		SlurmPropagatedNodeConditions: o.SlurmPropagatedNodeConditions,
 	}
 	for _, in := range ins {
 		if err := in.SetupWithManager(ctx, mgr, wopts); err != nil {

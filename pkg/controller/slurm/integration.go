@@ -80,7 +80,8 @@ func setup(_ context.Context, mgr ctrl.Manager, opts workload.Options) error {
 		func() (reconciler, error) { return restapi.New(mgr, restapi.Options{Options: opts}) },
 		func() (reconciler, error) { return accounting.New(mgr, accounting.Options{Options: opts}) },
 		func() (reconciler, error) {
-			return nodeset.New(mgr, nodeset.Options{Options: opts, Clients: clients, Metrics: metrics})
+			return nodeset.New(mgr, nodeset.Options{Options: opts, Clients: clients, Metrics: metrics,
+				PropagatedNodeConditions: opts.SlurmPropagatedNodeConditions})
 		},
 		func() (reconciler, error) { return loginset.New(mgr, loginset.Options{Options: opts}) },
 		func() (reconciler, error) { return token.New(mgr, token.Options{Options: opts}) },

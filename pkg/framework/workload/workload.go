@@ -45,6 +45,9 @@ type Options struct {
 	// TrainJobStatus is where the TrainJob progress endpoint serves
 	// (feature gate TrainJobStatus).
 	TrainJobStatus StatusEndpoint
+	// SlurmPropagatedNodeConditions is --propagated-node-conditions: Node
+	// condition types that become a cordoned Node's Slurm drain reason.
+	SlurmPropagatedNodeConditions []string
 
 	// Clock is the reconcilers' clock; nil means the real one. Tests pin it.
 	Clock clock.PassiveClock

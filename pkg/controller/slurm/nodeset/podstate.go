@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -140,6 +141,8 @@ func (r *Reconciler) syncCordon(ctx context.Context, s *scope) error {
 			reason := fmt.Sprintf("Node (%s) was cordoned, Pod (%s) must be cordoned", kubeNode.Name, podRef)
 			if v, ok := kubeNode.Annotations[slinkyv1beta1.AnnotationNodeCordonReason]; ok && sanitizeReason(v) != "" {
 				reason = sanitizeReason(v)
+			} else if v := r.conditionsReason(kubeNode); v != "" {
+				reason = v
 			}
 			if !isPodCordoned(pod) {
 				s.tally.add(&s.tally.cordonedForNode, pod)
@@ -157,6 +160,21 @@ func (r *Reconciler) syncCordon(ctx context.Context, s *scope) error {
 			return s.slurm.undrain(ctx, pod)
 		}
 	})
+}
+
+// conditionsReason is "(<reason>: <message>)" for each of the Node's
+// conditions that --propagated-node-conditions lists and that is True, in
+// the flag's order, joined by "; " (Slinky's wording); empty when none is.
+func (r *Reconciler) conditionsReason(node *corev1.Node) string {
+	var parts []string
+	for _, t := range r.propagatedNodeConditions {
+		for _, c := range node.Status.Conditions {
+			if string(c.Type) == t && c.Status == corev1.ConditionTrue {
+				parts = append(parts, fmt.Sprintf("(%s: %s)", c.Reason, c.Message))
+			}
+		}
+	}
+	return sanitizeReason(strings.Join(parts, "; "))
 }
 
 // kubeNode is the Kubernetes Node the pod runs on; nil when unscheduled or

@@ -84,6 +84,10 @@ type Reconciler struct {
 	clock clock.PassiveClock
 	// metrics may be nil.
 	metrics *slurmmetrics.Metrics
+	// propagatedNodeConditions are the Kubernetes Node condition types whose
+	// reasons and messages become the drain reason of a cordoned Node's
+	// Slurm nodes (--propagated-node-conditions).
+	propagatedNodeConditions []string
 }
 
 // Options configure a NodeSet Reconciler.
@@ -96,6 +100,8 @@ type Options struct {
 	Clients ClientSource
 	// Metrics publish each NodeSet's pods by state; nil publishes none.
 	Metrics *slurmmetrics.Metrics
+	// PropagatedNodeConditions is --propagated-node-conditions.
+	PropagatedNodeConditions []string
 }
 
 // New builds the NodeSet reconciler for mgr.
@@ -106,6 +112,7 @@ func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 	r.Workers = o.Workers()
 	r.clock = o.ClockOrReal()
 	r.metrics = o.Metrics
+	r.propagatedNodeConditions = o.PropagatedNodeConditions
 	return r, nil
 }
 
