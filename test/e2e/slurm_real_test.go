@@ -312,6 +312,11 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 		const adminReason = "admin: firmware check"
 		slurm.must(ctx, "scontrol", "update", "NodeName="+admin, "State=DRAIN", "Reason="+adminReason)
 		DeferCleanup(func(ctx SpecContext) { slurm.must(ctx, "scontrol", "update", "NodeName="+admin, "State=RESUME") })
+		// A job waiting for a node by name: its pod is replaced (nothing
+		// runs there) and the job must still be waiting for the new one.
+		waiting := strings.TrimSpace(strings.Split(slurm.must(ctx, "sbatch", "--parsable", "--nodelist="+podName(3),
+			"--begin=now+1hour", "--wrap=true"), ";")[0])
+		DeferCleanup(func(ctx SpecContext) { _, _ = slurm.run(ctx, "scancel", waiting) })
 		uids := map[string]types.UID{}
 		for i := range replicas {
 			uids[podName(i)] = getPod(Default, ctx, podName(i)).UID
@@ -353,6 +358,11 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 			g.Expect(st.drain()).To(BeTrue(), "the administrator's drain of %s was lost: %s", admin, st.State)
 			g.Expect(st.Reason).To(Equal(adminReason))
 		}).WithTimeout(10*time.Second).Should(Succeed(), "the replaced pod's node comes back drained, with the administrator's reason")
+		// slurmctld re-reads its configuration: a job naming a node it no
+		// longer had would fail now.
+		slurm.must(ctx, "scontrol", "reconfigure")
+		Consistently(ctx, func(g Gomega) string { return slurm.jobState(g, ctx, waiting) }).WithTimeout(5*time.Second).
+			Should(Equal("PENDING"), "the job waiting for %s was ended by the rollout", podName(3))
 	})
 
 	It("resumes the node of a busy pod that was deleted, once the pod is back", func(ctx SpecContext) {

@@ -117,28 +117,23 @@ func (h *harness) setNodeLabel(g Gomega, node, key, value string) {
 }
 
 func (h *harness) eventNotes(nodeSet, reason string) func(Gomega) []string {
-	return func(g Gomega) []string {
-		list := &eventsv1.EventList{}
-		g.Expect(h.c.List(h.ctx, list, client.InNamespace(h.ns))).To(Succeed())
-		var notes []string
-		for _, e := range list.Items {
-			if e.Regarding.Name == nodeSet && e.Reason == reason {
-				notes = append(notes, e.Note)
-			}
-		}
-		return notes
-	}
+	return h.notes(nodeSet, reason, func(e eventsv1.Event) string { return e.Note })
 }
 
 // typedEventNotes is eventNotes with each note led by the event's type.
 func (h *harness) typedEventNotes(nodeSet, reason string) func(Gomega) []string {
+	return h.notes(nodeSet, reason, func(e eventsv1.Event) string { return e.Type + " " + e.Note })
+}
+
+// notes lists, as show renders them, the events of the NodeSet with reason.
+func (h *harness) notes(nodeSet, reason string, show func(eventsv1.Event) string) func(Gomega) []string {
 	return func(g Gomega) []string {
 		list := &eventsv1.EventList{}
 		g.Expect(h.c.List(h.ctx, list, client.InNamespace(h.ns))).To(Succeed())
 		var notes []string
 		for _, e := range list.Items {
 			if e.Regarding.Name == nodeSet && e.Reason == reason {
-				notes = append(notes, e.Type+" "+e.Note)
+				notes = append(notes, show(e))
 			}
 		}
 		return notes

@@ -110,15 +110,20 @@ func defunctCandidates(n *slinkyv1beta1.NodeSet, view *slurmView) []defunctNode 
 	})
 }
 
-// scaledInCandidates are the StatefulSet-mode records of pods at ordinals
-// the NodeSet no longer runs, out of service by Gantry's hand (the
-// preStop's DRAIN and DOWN, a scale-in drain) or because slurmd stopped
-// answering. An administrator's reason keeps the record.
-func scaledInCandidates(n *slinkyv1beta1.NodeSet, view *slurmView) []defunctNode {
-	replicas := int(desiredReplicas(n))
+// scaledInCandidates are the StatefulSet-mode records of ordinals no pod
+// holds while the NodeSet runs all the pods it wants (live of them), i.e.
+// that no pod is about to take: a scale-in removed them (its victims are
+// chosen by cost, not from the top). A later scale-out takes the lowest
+// free ordinals again, and their pods register afresh. Only records out of
+// service by Gantry's hand (the preStop's DRAIN and DOWN, a scale-in
+// drain) or because slurmd stopped answering: an administrator's reason
+// keeps the record.
+func scaledInCandidates(n *slinkyv1beta1.NodeSet, view *slurmView, live int) []defunctNode {
+	if live < int(desiredReplicas(n)) {
+		return nil // a pod is about to be made, perhaps at one of these ordinals
+	}
 	return recordsOfNodeSet(n, view, func(node slurm.Node, info podInfo) bool {
-		parent, ordinal := parentAndOrdinal(info.PodName)
-		if parent != n.Name || ordinal < replicas {
+		if parent, ordinal := parentAndOrdinal(info.PodName); parent != n.Name || ordinal < 0 {
 			return false
 		}
 		ours := node.Reason != "" && strings.HasPrefix(node.Reason, reasonPrefix)
@@ -151,7 +156,8 @@ type recordSweep struct {
 
 // syncSlurmNodeRecords deletes the Slurm node records no pod will register
 // onto again (slurmd's preStop keeps records, so that a replaced pod finds
-// its own): in StatefulSet mode those of ordinals a scale-in removed, in
+// its own): in StatefulSet mode those of ordinals a scale-in removed, once
+// the NodeSet runs all the pods it wants, in
 // DaemonSet mode those of Kubernetes nodes that no longer run the NodeSet
 // under that name, once the pod is gone. Under pruneSlurmNodeRecords:
 // NodeNotFound, in DaemonSet mode (Slinky's rule), also the DOWN and
@@ -175,7 +181,8 @@ func (r *Reconciler) syncSlurmNodeRecords(ctx context.Context, s *scope) error {
 	}
 	switch {
 	case !isDaemonSetMode(n):
-		sweeps = append(sweeps, recordSweep{candidates: scaledInCandidates(n, s.slurm), gone: r.podGone,
+		stateful, _ := splitDaemonPods(s.pods)
+		sweeps = append(sweeps, recordSweep{candidates: scaledInCandidates(n, s.slurm, len(livePods(stateful))), gone: r.podGone,
 			reason: ReasonSlurmNodeDeleted, note: "Deleted the Slurm node(s) of scaled-in Pod(s) %s"})
 	case s.daemon != nil:
 		sweeps = append(sweeps, recordSweep{candidates: retiredCandidates(n, s.slurm, s.daemon), gone: r.podGone,

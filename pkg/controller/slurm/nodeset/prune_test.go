@@ -167,12 +167,16 @@ func TestScaledInRecords(t *testing.T) {
 		jobs      []slurm.Job
 		listErr   error
 		wantPrune bool
+		// onePodShort: the NodeSet runs fewer pods than it wants.
+		onePodShort bool
 	}{
 		{name: "left by the preStop of a scaled-in pod", node: record("cpu-3", PreStopReason, down...), wantPrune: true},
 		{name: "slurmd stopped answering (no preStop ran)", node: record("cpu-5", "Not responding", slurm.NodeStateDown, slurm.NodeStateNotResponding), wantPrune: true},
 		{name: "an ordinal the NodeSet still runs", node: record("cpu-1", PreStopReason, down...)},
-		{name: "a pending job asks for it by name", node: record("cpu-2", PreStopReason, down...),
-			jobs: []slurm.Job{{JobID: 3, State: []slurm.JobState{slurm.JobStatePending}, RequiredNodes: "cpu-[1-2]"}}},
+		{name: "an ordinal below the replicas a scale-in removed", node: record("cpu-0", PreStopReason, down...), wantPrune: true},
+		{name: "a pod is about to be made", node: record("cpu-3", PreStopReason, down...), onePodShort: true},
+		{name: "a pending job asks for it by name", node: record("cpu-10", PreStopReason, down...),
+			jobs: []slurm.Job{{JobID: 3, State: []slurm.JobState{slurm.JobStatePending}, RequiredNodes: "cpu-[9-10]"}}},
 		{name: "a suspended job holds it", node: record("cpu-7", PreStopReason, down...),
 			jobs: []slurm.Job{{JobID: 4, State: []slurm.JobState{slurm.JobStateSuspended}, Nodes: "cpu-7"}}},
 		{name: "an administrator's drain", node: record("cpu-4", "admin: bad DIMM", slurm.NodeStateIdle, slurm.NodeStateDrain)},
@@ -196,8 +200,15 @@ func TestScaledInRecords(t *testing.T) {
 			slurmd := fake.New(tt.node)
 			slurmd.SetJobs(tt.jobs...)
 			slurmd.SetError(fake.OpListNodes, tt.listErr)
-			s := &scope{Base: syncsteps.Base[*slinkyv1beta1.NodeSet]{Object: n}, slurm: loadSlurmView(context.Background(), slurmd, time.Now())}
-			s.slurm.knowPods(n, []*corev1.Pod{makePod("cpu-0").obj(), makePod("cpu-1").obj(), terminating})
+			// Two live pods, as many as wanted, at ordinals 1 and 2 (a
+			// scale-in took ordinal 0); one more is going.
+			pods := []*corev1.Pod{makePod("cpu-1").obj(), makePod("cpu-2").obj(), makePod("cpu-6").terminating().obj()}
+			if tt.onePodShort {
+				pods = pods[1:]
+			}
+			s := &scope{Base: syncsteps.Base[*slinkyv1beta1.NodeSet]{Object: n}, pods: pods,
+				slurm: loadSlurmView(context.Background(), slurmd, time.Now())}
+			s.slurm.knowPods(n, pods)
 			if err := r.syncSlurmNodeRecords(context.Background(), s); err != nil {
 				t.Fatal(err)
 			}
