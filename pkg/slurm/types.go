@@ -67,8 +67,11 @@ type Node struct {
 	AllocMemory int64 `json:"alloc_memory"`
 
 	Partitions []string `json:"partitions,omitempty"`
-	Features   []string `json:"features,omitempty"`
-	Topology   string   `json:"topology,omitempty"`
+	// Features are the node's available features, ActiveFeatures the
+	// active ones (the same unless a node_features plugin changes them).
+	Features       []string `json:"features,omitempty"`
+	ActiveFeatures []string `json:"active_features,omitempty"`
+	Topology       string   `json:"topology,omitempty"`
 }
 
 // HasState reports whether s is among the node's states.
@@ -111,6 +114,11 @@ type NodeUpdate struct {
 	// TopologyStr is the node's place in a dynamic topology
 	// (update_node_msg.topology_str), read back as Node.Topology.
 	TopologyStr *string `json:"topology_str,omitempty"`
+	// Features and FeaturesAct replace the node's available and active
+	// features (update_node_msg.features, features_act); a pointer to an
+	// empty list clears them.
+	Features    *[]string `json:"features,omitempty"`
+	FeaturesAct *[]string `json:"features_act,omitempty"`
 }
 
 // DrainUpdate drains a node with reason; Slurm requires a reason for DRAIN.
@@ -132,6 +140,18 @@ func ResumeUpdate() NodeUpdate {
 // behind a node.
 func CommentUpdate(comment string) NodeUpdate {
 	return NodeUpdate{Comment: &comment}
+}
+
+// FeaturesUpdate replaces the node's available and active features.
+func FeaturesUpdate(available, active []string) NodeUpdate {
+	available, active = slices.Clone(available), slices.Clone(active)
+	if available == nil {
+		available = []string{}
+	}
+	if active == nil {
+		active = []string{}
+	}
+	return NodeUpdate{Features: &available, FeaturesAct: &active}
 }
 
 // TopologyUpdate sets the node's dynamic topology, e.g. "topo-switch:s1".

@@ -302,3 +302,27 @@ func waitFor(cond func() bool, timeout time.Duration) bool {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestFeaturesUpdate: the features update Gantry sends for a Node's
+// features.slinky.slurm.net/spec (available and active, as lists) is what
+// slurmrestd v0.0.44 takes, and an empty list clears them.
+func TestFeaturesUpdate(t *testing.T) {
+	c := requireCluster(t)
+	g := NewWithT(t)
+	client := c.client(t)
+	ctx := context.Background()
+	node := c.startSlurmd(t)
+	want := []string{"k8s/GPU", "k8s/nn-75bf", "rack4"}
+	g.Expect(client.UpdateNode(ctx, node, slurm.FeaturesUpdate(want, want))).To(Succeed())
+	n, err := client.GetNode(ctx, node)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(n.Features).To(ConsistOf(want))
+	g.Expect(n.ActiveFeatures).To(ConsistOf(want))
+	g.Expect(c.inRoot(t, "sinfo", "--noheader", "--nodes="+node, "--format=%f")).To(ContainSubstring("k8s/GPU"))
+
+	g.Expect(client.UpdateNode(ctx, node, slurm.FeaturesUpdate([]string{"rack4"}, []string{"rack4"}))).To(Succeed())
+	n, err = client.GetNode(ctx, node)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(n.Features).To(Equal([]string{"rack4"}))
+	g.Expect(n.ActiveFeatures).To(Equal([]string{"rack4"}))
+}

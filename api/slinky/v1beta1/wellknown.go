@@ -8,7 +8,14 @@ const (
 	SlinkyPrefix   = "slinky.slurm.net/"
 	NodeSetPrefix  = "nodeset." + SlinkyPrefix
 	TopologyPrefix = "topology." + SlinkyPrefix
+	FeaturesPrefix = "features." + SlinkyPrefix
 )
+
+// NodeFeaturePrefix marks the Slurm node features the operator manages
+// from AnnotationNodeFeaturesSpec ("k8s/GPU"): it adds, replaces and
+// removes those and leaves every other feature (the NodeSet's own, the
+// ones in extraConf, a node_features plugin's) as it is.
+const NodeFeaturePrefix = "k8s/"
 
 // Annotations on NodeSet pods.
 const (
@@ -36,6 +43,11 @@ const (
 	// AnnotationNodeTopologySpec is the Slurm dynamic topology of the node's
 	// pods, e.g. "topo-switch:s2,topo-block:b2".
 	AnnotationNodeTopologySpec = TopologyPrefix + "spec"
+
+	// AnnotationNodeFeaturesSpec is a comma-separated list of Slurm node
+	// features (e.g. "nn-75bfcf47ca3e4f7dc,GPU") for the Slurm nodes of the
+	// NodeSet pods on the Kubernetes Node, applied under NodeFeaturePrefix.
+	AnnotationNodeFeaturesSpec = FeaturesPrefix + "spec"
 
 	// AnnotationNodeHostnameOverride is, verbatim, the hostname (hence the
 	// Slurm node name) of the pod a DaemonSet-mode NodeSet runs on the node,

@@ -198,6 +198,12 @@ func (c *Client) UpdateNode(ctx context.Context, name string, upd slurm.NodeUpda
 	if upd.Reason != nil {
 		n.Reason = *upd.Reason
 	}
+	if upd.Features != nil {
+		n.Features = slices.Clone(*upd.Features)
+	}
+	if upd.FeaturesAct != nil {
+		n.ActiveFeatures = slices.Clone(*upd.FeaturesAct)
+	}
 	if upd.Comment != nil {
 		n.Comment = *upd.Comment
 	}
@@ -286,6 +292,7 @@ func cloneNode(n slurm.Node) slurm.Node {
 	n.State = slices.Clone(n.State)
 	n.Partitions = slices.Clone(n.Partitions)
 	n.Features = slices.Clone(n.Features)
+	n.ActiveFeatures = slices.Clone(n.ActiveFeatures)
 	return n
 }
 
@@ -298,6 +305,12 @@ func cloneUpdate(u slurm.NodeUpdate) slurm.NodeUpdate {
 	if u.Comment != nil {
 		c := *u.Comment
 		u.Comment = &c
+	}
+	for _, f := range []**[]string{&u.Features, &u.FeaturesAct} {
+		if *f != nil {
+			c := slices.Clone(**f)
+			*f = &c
+		}
 	}
 	if u.TopologyStr != nil {
 		t := *u.TopologyStr

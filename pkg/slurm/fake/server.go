@@ -478,7 +478,7 @@ func toNodeJSON(n slurm.Node) nodeJSON {
 		Comment: n.Comment,
 		CPUs:    n.CPUs, AllocCPUs: n.AllocCPUs, AllocIdleCPUs: n.AllocIdleCPUs,
 		RealMemory: n.RealMemory, AllocMemory: n.AllocMemory,
-		Partitions: nonNil(n.Partitions), Features: nonNil(n.Features), ActiveFeatures: nonNil(n.Features),
+		Partitions: nonNil(n.Partitions), Features: nonNil(n.Features), ActiveFeatures: nonNil(activeFeatures(n)),
 		Topology: n.Topology,
 	}
 }
@@ -510,4 +510,13 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// activeFeatures are the node's active features: its available ones
+// unless set apart, as slurmctld starts them.
+func activeFeatures(n slurm.Node) []string {
+	if n.ActiveFeatures != nil {
+		return n.ActiveFeatures
+	}
+	return n.Features
 }

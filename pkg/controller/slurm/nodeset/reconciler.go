@@ -269,6 +269,7 @@ func (r *Reconciler) steps() []syncsteps.Step[*scope] {
 		{Name: "PodProtection", Sync: r.syncProtection},
 		{Name: "Cordon", Sync: r.syncCordon},
 		{Name: "SlurmTopology", Sync: r.syncTopology},
+		{Name: "SlurmFeatures", Sync: r.syncFeatures},
 		{Name: "SlurmPodState", Sync: r.syncSlurmPodState},
 		{Name: "SlurmNodes", Sync: r.syncUnregistered},
 		{Name: "Replicas", Sync: r.syncReplicas},

@@ -248,7 +248,7 @@ func nodeHandler(reader client.Reader) handler.TypedEventHandler[client.Object, 
 // read about the pods on it.
 func nodeChangedForPods(oldNode, newNode *corev1.Node) bool {
 	for _, key := range []string{slinkyv1beta1.AnnotationNodeCordonReason, slinkyv1beta1.AnnotationNodeTopologySpec,
-		slinkyv1beta1.AnnotationNodeHostnameOverride} {
+		slinkyv1beta1.AnnotationNodeFeaturesSpec, slinkyv1beta1.AnnotationNodeHostnameOverride} {
 		if oldNode.Annotations[key] != newNode.Annotations[key] {
 			return true
 		}
