@@ -281,8 +281,8 @@ const PreStopReason = reasonPrefix + "Pod is terminating"
 //
 //   - DRAIN first, then DOWN, both with PreStopReason. No new job lands on
 //     a terminating pod: the DRAIN flag survives a return to service
-//     (ReturnToService=2 lifts a DOWN when slurmd registers again, which
-//     slurmctld asks for periodically and on every reconfigure), and DOWN
+//     (under ReturnToService=2 any answer of the still-running slurmd,
+//     to a ping, a registration or a job's termination, lifts a DOWN), and DOWN
 //     has slurmctld requeue at once what still runs on a pod that is going
 //     anyway (an eviction).
 //   - The record stays: slurmctld fails, on its next reconfigure or
