@@ -22,8 +22,9 @@ import (
 // under pruneSlurmNodeRecords: NodeNotFound (Slinky's reason).
 const ReasonDefunctSlurmNodePruned = "DefunctSlurmNodePruned"
 
-// ReasonSlurmNodeDeleted is the event of Slurm node records deleted after
-// a scale-in in StatefulSet mode: no pod will register onto them again.
+// ReasonSlurmNodeDeleted is the event of Slurm node records Gantry retired
+// itself (a scale-in's ordinals; in DaemonSet mode, nodes that no longer
+// run the NodeSet under that name): no pod will register onto them again.
 const ReasonSlurmNodeDeleted = "SlurmNodeDeleted"
 
 // defunctNode is a Slurm node record that names, in its comment, a pod of
