@@ -48,7 +48,7 @@ func TestServerRoundTrips(t *testing.T) {
 	ctx := context.Background()
 	idle := slurm.Node{Name: "ns-0", Hostname: "ns-0", Address: "10.0.0.1",
 		State: []slurm.NodeState{slurm.NodeStateIdle, slurm.NodeStateDynamicNorm},
-		CPUs:  8, RealMemory: 1024, Partitions: []string{"debug"}, Features: []string{"gpu"},
+		CPUs:  8, RealMemory: 1024, Partitions: []string{"debug"}, Features: []string{"gpu"}, ActiveFeatures: []string{"gpu"},
 		Comment: `{"namespace":"slurm","podName":"ns-0"}`, ReasonChangedAt: slurm.NewNoVal(1_700_000_000)}
 	busy := slurm.Node{Name: "ns-1", State: []slurm.NodeState{slurm.NodeStateMixed}, CPUs: 8, AllocCPUs: 2, AllocMemory: 10}
 	slash := slurm.Node{Name: "a/b c", State: []slurm.NodeState{slurm.NodeStateIdle}}
@@ -444,7 +444,7 @@ func jsonKeys(t *testing.T, v any) []string {
 var (
 	fullNode = slurm.Node{Name: "n", Hostname: "h", Address: "a", State: []slurm.NodeState{"IDLE"}, Reason: "r",
 		ReasonSetByUser: "u", ReasonChangedAt: slurm.NewNoVal(1), Comment: "c", CPUs: 1, AllocCPUs: 1,
-		AllocIdleCPUs: 1, RealMemory: 1, AllocMemory: 1, Partitions: []string{"p"}, Features: []string{"f"}, Topology: "t"}
+		AllocIdleCPUs: 1, RealMemory: 1, AllocMemory: 1, Partitions: []string{"p"}, Features: []string{"f"}, ActiveFeatures: []string{"f"}, Topology: "t"}
 	fullJob = slurm.Job{JobID: 1, Name: "n", State: []slurm.JobState{"RUNNING"}, UserName: "u", Partition: "p",
 		Nodes: "n", StartTime: slurm.NewNoVal(1), EndTime: slurm.NewNoVal(1), TimeLimit: slurm.NewNoVal(1)}
 )
