@@ -20,8 +20,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/nodeset"
 )
@@ -188,7 +190,11 @@ func (s *realSlurm) jobRunning(g Gomega, ctx context.Context, id string) bool {
 // slurmctld; a pod that is being deleted or is gone gets what a kubelet
 // does: the slurmd container's own preStop command runs (against the real
 // slurmctld, with hostname answering the pod's node name), then slurmd is
-// stopped. Nodes therefore answer and can run jobs, which is what
+// stopped. As under a kubelet, a deleted pod stays (terminating) until
+// then: the stand-in holds every pod with standInFinalizer, which it
+// removes once the pod's slurmd is stopped. kwok alone would remove the
+// pod at once, and its replacement, under the same name, could be Ready
+// while the old pod's preStop still runs, which no kubelet allows. Nodes therefore answer and can run jobs, which is what
 // drain-before-delete needs to be shown, and what the preStop leaves
 // behind in Slurm is what Gantry really ships.
 type slurmdStandIn struct {
@@ -214,6 +220,10 @@ type slurmdStandIn struct {
 	// port, as every slurmd in a cluster listens on 6818.
 	ports map[string]int
 }
+
+// standInFinalizer holds a deleted slurmd pod until the stand-in has run
+// its preStop and stopped its slurmd, as a kubelet holds a terminating pod.
+const standInFinalizer = "e2e.gantry.dev/slurmd-stand-in"
 
 // registerEarly starts the slurmd of a pod that is not Running, as a
 // kubelet whose status report lags behind its containers would leave it:
@@ -336,6 +346,12 @@ func startSlurmdStandIn(ctx context.Context, s *realSlurm, ns string) *slurmdSta
 			sd.stop(ctx, d)
 			delete(sd.byPod, uid)
 		}
+		// Nothing holds the namespace's pods once the stand-in is gone.
+		pods := &corev1.PodList{}
+		Expect(k8s.List(ctx, pods, client.InNamespace(ns))).To(Succeed())
+		for i := range pods.Items {
+			Expect(sd.setFinalizer(ctx, &pods.Items[i], false)).To(Succeed())
+		}
 	})
 	return sd
 }
@@ -354,6 +370,12 @@ func (sd *slurmdStandIn) sync(ctx context.Context) error {
 			live[p.UID] = p
 		}
 	}
+	var errs []error
+	for i := range pods.Items {
+		if p := &pods.Items[i]; p.DeletionTimestamp == nil {
+			errs = append(errs, sd.setFinalizer(ctx, p, true))
+		}
+	}
 	// Stop first: a pod replaced under the same name must lose its old
 	// slurmd (and node) before the new one registers.
 	for uid, d := range sd.byPod {
@@ -363,7 +385,12 @@ func (sd *slurmdStandIn) sync(ctx context.Context) error {
 			delete(sd.early, uid)
 		}
 	}
-	var errs []error
+	// A deleted pod whose slurmd is stopped (or never ran) may go.
+	for i := range pods.Items {
+		if p := &pods.Items[i]; p.DeletionTimestamp != nil && sd.byPod[p.UID].pid == 0 {
+			errs = append(errs, sd.setFinalizer(ctx, p, false))
+		}
+	}
 	for uid, p := range live {
 		if _, ok := sd.byPod[uid]; ok || sd.held[nodeset.SlurmNodeName(p)] {
 			continue
@@ -378,6 +405,26 @@ func (sd *slurmdStandIn) sync(ctx context.Context) error {
 		sd.started++
 	}
 	return errors.Join(errs...)
+}
+
+// setFinalizer adds or removes standInFinalizer on the pod; a pod that is
+// gone needs nothing.
+func (sd *slurmdStandIn) setFinalizer(ctx context.Context, p *corev1.Pod, hold bool) error {
+	if controllerutil.ContainsFinalizer(p, standInFinalizer) == hold {
+		return nil
+	}
+	orig := p.DeepCopy()
+	if hold {
+		controllerutil.AddFinalizer(p, standInFinalizer)
+	} else {
+		controllerutil.RemoveFinalizer(p, standInFinalizer)
+	}
+	// Optimistic: a pod changed meanwhile is read again on the next sync.
+	err := k8s.Patch(ctx, p, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsConflict(err) {
+		return nil
+	}
+	return client.IgnoreNotFound(err)
 }
 
 // start runs the pod's dynamic-node slurmd, registering as name, on a free
