@@ -172,17 +172,25 @@ nrt=$(find config/runtimes -name '*.yaml' ! -name kustomization.yaml | wc -l | t
 eq "$(count ClusterTrainingRuntime)" "$nrt" "ClusterTrainingRuntimes once their CRD is served (config/runtimes has $nrt)"
 rt=$(docs ClusterTrainingRuntime torch-distributed)
 has 'app.kubernetes.io/instance: gantry' "$rt"; has 'trainer.kubeflow.org/framework: torch' "$rt"
-# The shipped runtimes are exempt from the runtime webhook (helm upgrade must
-# not depend on the manager serving it); no other webhook is.
-eq "$(docs ClusterTrainingRuntime | grep -c 'gantry.dev/shipped-runtime: "true"')" "$nrt" "shipped runtimes with the webhook-exempt label"
+# The shipped runtimes opt out of the runtime webhooks with Trainer v2.3's
+# label, trainer.kubeflow.org/webhook-validation: disabled (helm upgrade
+# must not depend on the manager serving them). As in Trainer's chart, both
+# runtime webhooks skip any runtime labelled so, and no other webhook has
+# an objectSelector.
+eq "$(docs ClusterTrainingRuntime | grep -c 'trainer.kubeflow.org/webhook-validation: disabled')" "$nrt" "shipped runtimes with the webhook opt-out label"
+lacks 'gantry.dev/shipped-runtime'
+runtime_hooks=0
 for name in $(hook_names); do
   hook=$(webhook "$name")
-  if item clustertrainingruntimes "$hook"; then
-    has 'key: gantry.dev/shipped-runtime' "$hook"; has 'operator: DoesNotExist' "$hook"
+  if item clustertrainingruntimes "$hook" || item trainingruntimes "$hook"; then
+    runtime_hooks=$((runtime_hooks + 1))
+    has 'objectSelector:' "$hook"; has 'key: trainer.kubeflow.org/webhook-validation' "$hook"
+    has 'operator: NotIn' "$hook"; hasitem disabled "$hook"
   else
     lacks 'objectSelector:' "$hook"
   fi
 done
+eq "$runtime_hooks" 2 "webhooks of TrainingRuntimes and ClusterTrainingRuntimes"
 render trainer-crds-elsewhere --set crds.trainer=false
 eq "$(count ClusterTrainingRuntime torch-distributed)" 1 "ClusterTrainingRuntimes when the trainer CRDs come from elsewhere"
 

@@ -41,6 +41,12 @@ func FuzzNewObjects(f *testing.F) {
 	// admission corpus, as JSON specs.
 	seeds, _ := filepath.Glob(filepath.Join(root, "config", "samples", "trainer_v1alpha1_trainjob*.yaml"))
 	invalid, _ := filepath.Glob(filepath.Join(root, "test", "testdata", "invalid", "trainjob-*.yaml"))
+	type seed struct {
+		from string
+		spec []byte
+		rt   uint8
+	}
+	var all []seed
 	for _, file := range append(seeds, invalid...) {
 		data, err := os.ReadFile(file)
 		if err != nil {
@@ -48,23 +54,36 @@ func FuzzNewObjects(f *testing.F) {
 		}
 		tj := &trainer.TrainJob{}
 		if err := yaml.Unmarshal(data, tj); err != nil {
-			continue
+			f.Fatalf("%s does not decode as a TrainJob, so it would seed nothing: %v", file, err)
 		}
 		spec, err := yaml.Marshal(tj.Spec)
 		if err != nil {
 			f.Fatal(err)
 		}
 		for i := range specs {
-			f.Add(spec, uint8(i))
+			all = append(all, seed{file, spec, uint8(i)})
 		}
 	}
-	f.Add([]byte(`{"trainer":{"numNodes":0,"numProcPerNode":"auto","resourcesPerNode":{"limits":{"nvidia.com/gpu":"8"}}}}`), uint8(0))
-	f.Add([]byte(`{"runtimePatches":[{"manager":"x.io/m","trainingRuntimeSpec":{"template":{"spec":{"replicatedJobs":[{"name":"node","template":{"spec":{"template":{"spec":{"containers":[{"name":"node","env":[{"name":"A","value":"b"}]}]}}}}}]}}}}]}`), uint8(1))
+	all = append(all,
+		// Counts that are refused (TrainJob's numProcPerNode is an integer;
+		// "auto" is what torch derives when it is unset, next seed).
+		seed{"inline", []byte(`{"trainer":{"numNodes":0,"numProcPerNode":0,"resourcesPerNode":{"limits":{"nvidia.com/gpu":"8"}}}}`), 0},
+		seed{"inline", []byte(`{"trainer":{"numNodes":2,"resourcesPerNode":{"limits":{"nvidia.com/gpu":"8"}}}}`), 0},
+		seed{"inline", []byte(`{"runtimePatches":[{"manager":"x.io/m","trainingRuntimeSpec":{"template":{"spec":{"replicatedJobs":[{"name":"node","template":{"spec":{"template":{"spec":{"containers":[{"name":"node","env":[{"name":"A","value":"b"}]}]}}}}}]}}}}]}`), 1},
+	)
+	// A seed the fuzz target cannot decode returns at once and tests
+	// nothing; every seed must be a TrainJob spec.
+	for _, s := range all {
+		if err := decodeFuzzSpec(s.spec, &trainer.TrainJobSpec{}); err != nil {
+			f.Fatalf("seed %s %s does not decode as a TrainJob spec: %v", s.from, s.spec, err)
+		}
+		f.Add(s.spec, s.rt)
+	}
 	rt := newRuntime(f)
 	f.Fuzz(func(t *testing.T, specJSON []byte, which uint8) {
 		job := &trainer.TrainJob{}
 		job.Name, job.Namespace, job.UID = "fuzz", "default", "uid-fuzz"
-		if err := yaml.Unmarshal(specJSON, &job.Spec); err != nil {
+		if err := decodeFuzzSpec(specJSON, &job.Spec); err != nil {
 			return
 		}
 		job.Spec.RuntimeRef = trainer.RuntimeRef{Name: "rt", APIGroup: ptr.To(trainer.GroupVersion.Group), Kind: ptr.To(trainer.ClusterTrainingRuntimeKind)}
@@ -82,6 +101,12 @@ func FuzzNewObjects(f *testing.F) {
 			t.Fatalf("two builds of the same input rendered different JobSets")
 		}
 	})
+}
+
+// decodeFuzzSpec is how the fuzz target reads its input, and how each seed
+// is checked.
+func decodeFuzzSpec(data []byte, spec *trainer.TrainJobSpec) error {
+	return yaml.Unmarshal(data, spec)
 }
 
 func jobSetIn(res *Result) *jobsetv1alpha2.JobSet {

@@ -163,6 +163,9 @@ func (r *Runtime) Validate(oldJob, newJob *trainer.TrainJob, spec *trainer.Train
 	if errs := plugin.ValidateRuntimePatches(newJob, &spec.Template.Spec); len(errs) > 0 {
 		return errs
 	}
+	if errs := ValidateInitializerMounts(newJob, spec); len(errs) > 0 {
+		return errs
+	}
 	info, err := plugin.NewInfo(newJob, spec)
 	if err != nil {
 		return field.ErrorList{field.Invalid(runtimeRef, newJob.Spec.RuntimeRef, err.Error())}

@@ -127,9 +127,11 @@ func TestNewObjectsTorchGolden(t *testing.T) {
 		t.Fatalf("got %d components, want only the JobSet", len(res.Components))
 	}
 
-	dataset := trainertesting.MakeContainer("dataset-initializer", "dataset-initializer:v1").Env("STORAGE_URI", "hf://org/data").Obj()
+	dataset := trainertesting.MakeContainer("dataset-initializer", "dataset-initializer:v1").VolumeMount(trainertesting.InitializerVolume, "/workspace").
+		Env("STORAGE_URI", "hf://org/data").Obj()
 	dataset.EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "hf-token"}}}}
-	model := trainertesting.MakeContainer("model-initializer", "model-initializer:v1").Env("STORAGE_URI", "hf://org/model").Env("REVISION", "main").Obj()
+	model := trainertesting.MakeContainer("model-initializer", "model-initializer:v1").VolumeMount(trainertesting.InitializerVolume, "/workspace").
+		Env("STORAGE_URI", "hf://org/model").Env("REVISION", "main").Obj()
 	node := trainertesting.MakeContainer("node", "torch:custom").Command("torchrun", "train.py").
 		Resources(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}, nil).
 		Env("LR", "0.1").Env("PET_NNODES", "2").Env("PET_NPROC_PER_NODE", "4").Obj()

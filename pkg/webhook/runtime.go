@@ -109,8 +109,9 @@ func (v *ClusterTrainingRuntimeValidator) ValidateDelete(context.Context, *train
 //     launcher job of an MPI runtime, which its MPI plugin runs as such.
 //   - structural rules: at least one replicated job, at most one job per
 //     step, at most one ML policy, numNodes >= 1, torch numProcPerNode
-//     auto/cpu/gpu or a positive integer, MPI slots >= 1 and an absolute
-//     SSH mount path.
+//     auto/cpu/gpu or a positive integer, torch envInjection targets that
+//     list containers other than node (the CRD's rules, for older CRDs),
+//     MPI slots >= 1 and an absolute SSH mount path.
 //   - what every TrainJob of the runtime would be rejected for: the runtime
 //     framework's validation of a TrainJob that overrides nothing (an MPI
 //     runtime without launcher or node job, torch envInjection targets that
@@ -205,6 +206,9 @@ func validateMLPolicy(p *trainer.MLPolicy) field.ErrorList {
 			errs = append(errs, field.NotSupported(procs, n.StrVal, slices.Concat(torchProcsPerNode, []string{"a positive integer"})))
 		}
 	}
+	if t := p.Torch; t != nil && t.EnvInjection != nil {
+		errs = append(errs, validateEnvInjectionTargets(t.EnvInjection)...)
+	}
 	if m := p.MPI; m != nil {
 		mpiPath := mlPolicyPath.Child("mpi")
 		if m.NumProcPerNode != nil && *m.NumProcPerNode < 1 {
@@ -213,6 +217,27 @@ func validateMLPolicy(p *trainer.MLPolicy) field.ErrorList {
 		if m.SSHAuthMountPath != nil && !path.IsAbs(*m.SSHAuthMountPath) {
 			errs = append(errs, field.Invalid(mpiPath.Child("sshAuthMountPath"), *m.SSHAuthMountPath,
 				"must be an absolute path (the home .ssh directory of the user the image runs as)"))
+		}
+	}
+	return errs
+}
+
+// validateEnvInjectionTargets repeats the CRD's rules for torch
+// envInjection targets (Trainer v2.3's), for clusters whose CRD predates
+// them: each target lists containers, and not the node container, which
+// gets the PET_* variables anyway. Targets naming jobs or containers the
+// runtime lacks are the torch plugin's errors.
+func validateEnvInjectionTargets(inj *trainer.TorchEnvInjection) field.ErrorList {
+	var errs field.ErrorList
+	targets := mlPolicyPath.Child("torch", "envInjection", "targets")
+	for _, target := range inj.Targets {
+		names := targets.Key(target.JobName).Child("containerNames")
+		switch {
+		case len(target.ContainerNames) == 0:
+			errs = append(errs, field.Required(names, "list the containers that get the PET_* variables"))
+		case slices.Contains(target.ContainerNames, trainer.TrainerNodeName):
+			errs = append(errs, field.Invalid(names, target.ContainerNames,
+				"containerNames must not include the main node container because PET_* envs are always injected into it"))
 		}
 	}
 	return errs

@@ -123,6 +123,23 @@ func TestRuntimeValidator(t *testing.T) {
 			want:   "spec.mlPolicy: Forbidden: Only one of the policy can be configured",
 		},
 		{
+			// Trainer v2.3's CRD rule, repeated for clusters whose CRD predates it.
+			name: "torch envInjection naming the node container", runtime: torch,
+			mutate: func(s *trainer.TrainingRuntimeSpec) {
+				s.MLPolicy.Torch.EnvInjection = &trainer.TorchEnvInjection{Targets: []trainer.TorchEnvInjectionTarget{
+					{JobName: "node", ContainerNames: []string{"node"}},
+				}}
+			},
+			want: `spec.mlPolicy.torch.envInjection.targets[node].containerNames: Invalid value: ["node"]: containerNames must not include the main node container`,
+		},
+		{
+			name: "torch envInjection target without containerNames", runtime: torch,
+			mutate: func(s *trainer.TrainingRuntimeSpec) {
+				s.MLPolicy.Torch.EnvInjection = &trainer.TorchEnvInjection{Targets: []trainer.TorchEnvInjectionTarget{{JobName: "node"}}}
+			},
+			want: `spec.mlPolicy.torch.envInjection.targets[node].containerNames: Required value`,
+		},
+		{
 			name: "torch processes per node zero", runtime: torch,
 			mutate: func(s *trainer.TrainingRuntimeSpec) { s.MLPolicy.Torch.NumProcPerNode = ptr.To(intstr.FromInt32(0)) },
 			want:   "spec.mlPolicy.torch.numProcPerNode: Invalid value: 0: must be a positive integer, auto, cpu or gpu",

@@ -205,9 +205,11 @@ func (v *TrainJobValidator) validateRuntimePatchesUpdate(ctx context.Context, ol
 }
 
 // validateAgainstRuntime resolves the runtime and runs the framework's
-// validation. A runtime that vanished after the job was created does not
-// block updates (suspending, labelling, removing finalizers); the
-// controller already reports the job as failed.
+// validation, plus Trainer v2.3's initializer volume check (which the
+// controller does not repeat: as under Trainer, a job built without the
+// mount runs, its download unseen by the trainer). A runtime that vanished
+// after the job was created does not block updates (suspending, labelling,
+// removing finalizers); the controller already reports the job as failed.
 func (v *TrainJobValidator) validateAgainstRuntime(ctx context.Context, oldJob, newJob *trainer.TrainJob) (field.ErrorList, error) {
 	spec, err := runtime.ResolveSpec(ctx, v.Reader, newJob)
 	switch {

@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,6 +138,21 @@ func TestTrainJobValidateCreate(t *testing.T) {
 				j.Spec.Trainer.Env = []corev1.EnvVar{{Name: "DMLC_NUM_WORKER", Value: "4"}}
 			},
 			want: "spec.trainer.env[0]: Forbidden: DMLC_NUM_WORKER is set by the XGBoost runtime",
+		},
+		{
+			name: "OpenMPI variable the MPI runtime sets",
+			mutate: func(j *trainer.TrainJob) {
+				j.Spec.RuntimeRef = trainer.RuntimeRef{Name: "mpi-distributed", Kind: ptr.To(trainer.TrainingRuntimeKind)}
+				j.Spec.Trainer.Env = []corev1.EnvVar{{Name: "OMPI_MCA_btl", Value: "tcp,self"}, {Name: "OMPI_MCA_orte_set_default_slots", Value: "4"}}
+			},
+			want: "spec.trainer.env[1]: Forbidden: OMPI_MCA_orte_set_default_slots is set by the MPI runtime",
+		},
+		{
+			name: "OpenMPI variables the MPI runtime leaves to the user",
+			mutate: func(j *trainer.TrainJob) {
+				j.Spec.RuntimeRef = trainer.RuntimeRef{Name: "mpi-distributed", Kind: ptr.To(trainer.TrainingRuntimeKind)}
+				j.Spec.Trainer.Env = []corev1.EnvVar{{Name: "OMPI_MCA_btl", Value: "tcp,self"}}
+			},
 		},
 		{
 			name: "dataset initializer the runtime lacks",
@@ -319,4 +335,44 @@ func TestTrainJobDefaulter(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Trainer v2.3 admits a TrainJob with a dataset or model initializer only
+// when the runtime's initializer container mounts the "initializer" volume.
+func TestTrainJobInitializerVolumeMount(t *testing.T) {
+	shipped := decodeFile[trainer.ClusterTrainingRuntime](t, "config/runtimes/torchtune_llama3_2_1b.yaml")
+	unmounted := shipped.DeepCopy()
+	unmounted.Name = "unmounted"
+	for i := range unmounted.Spec.Template.Spec.ReplicatedJobs {
+		rJob := &unmounted.Spec.Template.Spec.ReplicatedJobs[i]
+		if rJob.Name == trainer.DatasetInitializerName {
+			rJob.Template.Spec.Template.Spec.Containers[0].VolumeMounts[0].Name = "scratch"
+		}
+	}
+	v := trainJobValidator(t, &shipped, unmounted)
+	for _, tc := range []struct {
+		name, runtime string
+		init          *trainer.Initializer
+		want          string
+	}{
+		{name: "shipped runtime", runtime: shipped.Name,
+			init: &trainer.Initializer{Dataset: &trainer.DatasetInitializer{StorageURI: ptr.To("hf://org/data")}}},
+		{name: "dataset container without the mount", runtime: unmounted.Name,
+			init: &trainer.Initializer{Dataset: &trainer.DatasetInitializer{StorageURI: ptr.To("hf://org/data")}},
+			want: `spec.runtimeRef: Invalid value:`},
+		{name: "only the model, whose container mounts it", runtime: unmounted.Name,
+			init: &trainer.Initializer{Model: &trainer.ModelInitializer{StorageURI: ptr.To("hf://org/model")}}},
+		{name: "no initializer", runtime: unmounted.Name},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			job := sampleTrainJob(t)
+			job.Spec.RuntimeRef.Name = tc.runtime
+			job.Spec.Initializer = tc.init
+			_, err := v.ValidateCreate(context.Background(), job)
+			checkAdmission(t, err, tc.want)
+			if tc.want != "" && err != nil && !strings.Contains(err.Error(), `must mount the volume "initializer" in its dataset-initializer container`) {
+				t.Errorf("the error does not say which mount is missing: %v", err)
+			}
+		})
+	}
 }

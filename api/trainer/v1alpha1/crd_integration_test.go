@@ -158,6 +158,72 @@ func testRejectedOnCreate(ctx context.Context, t *testing.T, c client.Client, ns
 			name: "managedBy MultiKueue",
 			obj:  newTrainJob(ns, "managed-by-multikueue", withManagedBy(trainer.MultiKueueManagedBy)),
 		},
+		// Trainer v2.3 (kubeflow/trainer#3689) allows command and args
+		// items of up to 1 MiB: the Kubeflow SDK sends a whole training
+		// function as one item.
+		{
+			name: "command item of 1 MiB",
+			obj:  newTrainJob(ns, "command-1mib", withCommand(strings.Repeat("c", 1<<20))),
+		},
+		{
+			name:    "command item of 1 MiB plus one byte",
+			obj:     newTrainJob(ns, "command-too-long", withCommand(strings.Repeat("c", 1<<20+1))),
+			wantErr: "spec.trainer.command[0]: Too long",
+		},
+		{
+			name: "args item of 1 MiB",
+			obj:  newTrainJob(ns, "args-1mib", withArgs("-c", strings.Repeat("a", 1<<20))),
+		},
+		{
+			name:    "args item of 1 MiB plus one byte",
+			obj:     newTrainJob(ns, "args-too-long", withArgs(strings.Repeat("a", 1<<20+1))),
+			wantErr: "spec.trainer.args[0]: Too long",
+		},
+		// Trainer v2.3's storageUri rule: empty, or scheme://something.
+		{
+			name: "storageUris with a scheme",
+			obj:  newTrainJob(ns, "storage-uris", withStorageURIs("s3://bucket/data", "hf://org/model")),
+		},
+		{
+			name: "empty storageUris",
+			obj:  newTrainJob(ns, "storage-uris-empty", withStorageURIs("", "")),
+		},
+		{
+			name:    "dataset storageUri without a scheme",
+			obj:     newTrainJob(ns, "dataset-no-scheme", withStorageURIs("bucket/data", "hf://org/model")),
+			wantErr: "spec.initializer.dataset.storageUri: Invalid value: \"bucket/data\": storageUri may be empty, or it must be a valid URI (scheme://...)",
+		},
+		{
+			name:    "model storageUri with nothing after the scheme",
+			obj:     newTrainJob(ns, "model-empty-path", withStorageURIs("s3://bucket/data", "hf://")),
+			wantErr: "spec.initializer.model.storageUri: Invalid value: \"hf://\": storageUri may be empty",
+		},
+		{
+			name:    "storageUri scheme starting with a digit",
+			obj:     newTrainJob(ns, "scheme-digit", withStorageURIs("3s://bucket/data", "")),
+			wantErr: "storageUri may be empty, or it must be a valid URI",
+		},
+		// Trainer v2.3's envInjection target rules.
+		{
+			name: "torch envInjection of a sidecar",
+			obj: newTrainingRuntime(ns, "inject-sidecar", trainer.MLPolicySource{Torch: &trainer.TorchMLPolicySource{
+				EnvInjection: &trainer.TorchEnvInjection{Targets: []trainer.TorchEnvInjectionTarget{{JobName: "node", ContainerNames: []string{"preflight"}}}},
+			}}),
+		},
+		{
+			name: "torch envInjection naming the node container",
+			obj: newTrainingRuntime(ns, "inject-node", trainer.MLPolicySource{Torch: &trainer.TorchMLPolicySource{
+				EnvInjection: &trainer.TorchEnvInjection{Targets: []trainer.TorchEnvInjectionTarget{{JobName: "node", ContainerNames: []string{"preflight", "node"}}}},
+			}}),
+			wantErr: "containerNames must not include the main node container",
+		},
+		{
+			name: "torch envInjection target without containerNames",
+			obj: newTrainingRuntime(ns, "inject-nothing", trainer.MLPolicySource{Torch: &trainer.TorchMLPolicySource{
+				EnvInjection: &trainer.TorchEnvInjection{Targets: []trainer.TorchEnvInjectionTarget{{JobName: "node"}}},
+			}}),
+			wantErr: "spec.mlPolicy.torch.envInjection.targets[0].containerNames: Required value",
+		},
 		{
 			name: "torch and mpi policies together",
 			obj: newTrainingRuntime(ns, "torch-and-mpi", trainer.MLPolicySource{
@@ -356,6 +422,23 @@ func newTrainJob(ns, name string, opts ...trainJobOption) *trainer.TrainJob {
 
 func withDeadline(seconds int64) trainJobOption {
 	return func(j *trainer.TrainJob) { j.Spec.ActiveDeadlineSeconds = ptr.To(seconds) }
+}
+
+func withCommand(cmd ...string) trainJobOption {
+	return func(j *trainer.TrainJob) { j.Spec.Trainer.Command = cmd }
+}
+
+func withArgs(args ...string) trainJobOption {
+	return func(j *trainer.TrainJob) { j.Spec.Trainer.Args = args }
+}
+
+func withStorageURIs(dataset, model string) trainJobOption {
+	return func(j *trainer.TrainJob) {
+		j.Spec.Initializer = &trainer.Initializer{
+			Dataset: &trainer.DatasetInitializer{StorageURI: ptr.To(dataset)},
+			Model:   &trainer.ModelInitializer{StorageURI: ptr.To(model)},
+		}
+	}
 }
 
 func withManagedBy(manager string) trainJobOption {

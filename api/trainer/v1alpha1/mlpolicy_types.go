@@ -74,12 +74,14 @@ type TorchEnvInjectionTarget struct {
 	// +required
 	JobName string `json:"jobName"`
 
-	// containerNames are containers or init containers of that job.
+	// containerNames are containers or init containers of that job. The
+	// node container is not one of them: it always gets the variables.
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:items:MaxLength=63
-	// +optional
+	// +kubebuilder:validation:XValidation:rule="!self.exists(c, c == 'node')",message="containerNames must not include the main node container because PET_* envs are always injected into it"
+	// +required
 	ContainerNames []string `json:"containerNames,omitempty"`
 }
 

@@ -138,7 +138,9 @@ type Initializer struct {
 
 // DatasetInitializer configures the dataset download and pre-processing step.
 type DatasetInitializer struct {
-	// storageUri is where the dataset comes from, e.g. hf://org/name or s3://bucket/path.
+	// storageUri is where the dataset comes from, e.g. hf://org/name or
+	// s3://bucket/path: empty, or a URI with a scheme (scheme://...).
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[A-Za-z][A-Za-z0-9+.-]*://.+$')",message="storageUri may be empty, or it must be a valid URI (scheme://...)"
 	// +kubebuilder:validation:MaxLength=2048
 	// +optional
 	StorageURI *string `json:"storageUri,omitempty"`
@@ -158,7 +160,9 @@ type DatasetInitializer struct {
 
 // ModelInitializer configures the pre-trained model download step.
 type ModelInitializer struct {
-	// storageUri is where the model comes from.
+	// storageUri is where the model comes from, e.g. hf://org/name: empty,
+	// or a URI with a scheme (scheme://...).
+	// +kubebuilder:validation:XValidation:rule="self == '' || self.matches('^[A-Za-z][A-Za-z0-9+.-]*://.+$')",message="storageUri may be empty, or it must be a valid URI (scheme://...)"
 	// +kubebuilder:validation:MaxLength=2048
 	// +optional
 	StorageURI *string `json:"storageUri,omitempty"`
@@ -183,17 +187,19 @@ type Trainer struct {
 	// +optional
 	Image *string `json:"image,omitempty"`
 
-	// command replaces the trainer container's entrypoint.
+	// command replaces the trainer container's entrypoint. An item may be
+	// up to 1 MiB long, as in Trainer v2.3: the Kubeflow SDK sends a whole
+	// training function as one item.
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=128
-	// +kubebuilder:validation:items:MaxLength=65536
+	// +kubebuilder:validation:items:MaxLength=1048576
 	// +optional
 	Command []string `json:"command,omitempty"`
 
-	// args replaces the trainer container's arguments.
+	// args replaces the trainer container's arguments; items up to 1 MiB.
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=128
-	// +kubebuilder:validation:items:MaxLength=65536
+	// +kubebuilder:validation:items:MaxLength=1048576
 	// +optional
 	Args []string `json:"args,omitempty"`
 

@@ -155,11 +155,15 @@ func TrainerJob(image string) jobsetv1alpha2.ReplicatedJob {
 func InitializerJobs() []jobsetv1alpha2.ReplicatedJob {
 	return []jobsetv1alpha2.ReplicatedJob{
 		ReplicatedJob(trainer.DatasetInitializerName, trainer.AncestorDatasetInitializer,
-			MakeContainer(trainer.DatasetInitializerName, "dataset-initializer:v1").Obj()),
+			MakeContainer(trainer.DatasetInitializerName, "dataset-initializer:v1").VolumeMount(InitializerVolume, "/workspace").Obj()),
 		ReplicatedJob(trainer.ModelInitializerName, trainer.AncestorModelInitializer,
-			MakeContainer(trainer.ModelInitializerName, "model-initializer:v1").Obj()),
+			MakeContainer(trainer.ModelInitializerName, "model-initializer:v1").VolumeMount(InitializerVolume, "/workspace").Obj()),
 	}
 }
+
+// InitializerVolume is the volume an initializer container must mount
+// (Trainer v2.3's admission rule): where it downloads for the trainer.
+const InitializerVolume = "initializer"
 
 // MPIJobs are the node and launcher jobs of an MPI runtime, as upstream's
 // mpi-distributed runtime lays them out: workers run sshd, the launcher
@@ -181,6 +185,12 @@ func MakeContainer(name, image string) *ContainerWrapper {
 
 // Obj returns a copy of the container.
 func (w *ContainerWrapper) Obj() corev1.Container { return *w.Container.DeepCopy() }
+
+// VolumeMount mounts the named volume at path.
+func (w *ContainerWrapper) VolumeMount(name, path string) *ContainerWrapper {
+	w.VolumeMounts = append(w.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: path})
+	return w
+}
 
 // Command sets the command.
 func (w *ContainerWrapper) Command(cmd ...string) *ContainerWrapper {
