@@ -5,9 +5,11 @@
 // TrainJob's conditions, the way Kubeflow Trainer v2 does.
 //
 // Beyond upstream: failures before a JobSet exists are conditions, not only
-// events; Created and Running conditions; activeDeadlineSeconds enforced
-// from creation or the last resume; and a reconcile that changes nothing
-// sends no API write at all.
+// events; Created=True and Running conditions behind the
+// TrainJobProgressConditions feature gate; and a reconcile that changes
+// nothing sends no API write at all. activeDeadlineSeconds is enforced as in
+// Trainer v2.3: counted from creation or the last resume, then Failed with
+// reason DeadlineExceeded and the JobSet deleted.
 package trainjob
 
 import (
@@ -85,6 +87,10 @@ type Reconciler struct {
 	workers int
 	// statusWindow holds changes of jobsStatus alone (StatusWindow).
 	statusWindow *status.Coalescer
+	// started is when this reconciler was built: a job created since with
+	// no JobSet yet has no Trainer snapshot to look for
+	// (trainerMayHaveSnapshot).
+	started time.Time
 }
 
 // Options configure a TrainJob Reconciler.
@@ -143,6 +149,7 @@ func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 		workers:      o.Workers(),
 	}
 	r.statusWindow = status.NewCoalescer(StatusWindow, r.clock)
+	r.started = r.clock.Now()
 	if r.runtimeGrace == 0 {
 		r.runtimeGrace = RuntimeNotFoundGrace
 	}
@@ -233,8 +240,8 @@ type scope struct {
 	jobSet *jobsetv1alpha2.JobSet
 	// spec is the resolved runtime's spec.
 	spec *trainer.TrainingRuntimeSpec
-	// fromSnapshot: spec is the runtime the job started with, not the
-	// live runtime.
+	// fromSnapshot: spec is the runtime the job was created with, not
+	// the live runtime.
 	fromSnapshot bool
 	// objects is what the runtime built from the TrainJob and its runtime.
 	objects *runtime.Result
@@ -252,7 +259,7 @@ func (r *Reconciler) steps() []syncsteps.Step[*scope] {
 }
 
 // build renders the TrainJob and its runtime into objects, and records the
-// runtime on the JobSet that runs the job (stampRuntimeSnapshot).
+// runtime snapshot on the JobSet it builds (stampRuntimeSnapshot).
 func (r *Reconciler) build(ctx context.Context, s *scope) error {
 	objs, err := r.runtime.NewObjects(ctx, s.Object, s.spec)
 	s.objects = objs
@@ -385,13 +392,13 @@ func terminalFailure(err error) (metav1.Condition, bool) {
 	return runtime.FailedCondition(err)
 }
 
-// resolveRuntime takes the runtime the job started with (its snapshot), or
-// else reads the referenced runtime from the cache. A miss is checked
-// against the API server: a runtime created just before its TrainJob (one
-// `kubectl apply` of both) may not be cached yet, and failing the job for
-// good on a stale cache would be wrong.
+// resolveRuntime takes the runtime the job was created with (its snapshot,
+// resolveSnapshot), or else reads the referenced runtime from the cache. A
+// miss is checked against the API server: a runtime created just before its
+// TrainJob (one `kubectl apply` of both) may not be cached yet, and failing
+// the job for good on a stale cache would be wrong.
 func (r *Reconciler) resolveRuntime(ctx context.Context, s *scope) error {
-	snap, err := readRuntimeSnapshot(s.jobSet)
+	snap, err := r.resolveSnapshot(ctx, s)
 	if err != nil || snap != nil {
 		s.spec, s.fromSnapshot = snap, snap != nil
 		return err

@@ -425,9 +425,10 @@ func TestSuspendAndResumeReachTheJobSet(t *testing.T) {
 
 // TestResumeUsesTheRuntimeTheJobStartedWith: a job that ran, was suspended
 // (as Kueue's preemption does) and resumed comes back built from the
-// runtime as it was when the job first ran, kept on its JobSet; the
-// runtime's edit, or its deletion, meanwhile does not reach it. A job that
-// never ran takes the runtime as it is when it first runs.
+// runtime as it was when the job was created, kept on its JobSet; the
+// runtime's edit, or its deletion, meanwhile does not reach it. A job
+// created suspended (queued) is snapshot at creation too, as in Trainer
+// v2.3, so it also starts with the runtime as it was then.
 func TestResumeUsesTheRuntimeTheJobStartedWith(t *testing.T) {
 	h := startHarness(t)
 	g := gomega.NewWithT(t)
@@ -440,7 +441,8 @@ func TestResumeUsesTheRuntimeTheJobStartedWith(t *testing.T) {
 	g.Expect(image("ran")).To(gomega.Equal("torch:runtime"))
 	g.Expect(h.eventuallyJobSet(t, ns, "ran").Annotations).To(gomega.HaveKeyWithValue(RuntimeSnapshotAnnotation,
 		gomega.And(gomega.ContainSubstring(`"kind":"ClusterTrainingRuntime"`), gomega.ContainSubstring(`"torch:runtime"`))))
-	g.Expect(h.eventuallyJobSet(t, ns, "queued").Annotations).NotTo(gomega.HaveKey(RuntimeSnapshotAnnotation), "a job that never ran has no snapshot")
+	g.Expect(h.eventuallyJobSet(t, ns, "queued").Annotations).To(gomega.HaveKeyWithValue(RuntimeSnapshotAnnotation, gomega.ContainSubstring(`"torch:runtime"`)),
+		"a job created suspended is snapshot at creation")
 
 	setSuspend := func(name string, v bool) {
 		g.Eventually(func() error {
@@ -470,8 +472,8 @@ func TestResumeUsesTheRuntimeTheJobStartedWith(t *testing.T) {
 	setSuspend("queued", false)
 	g.Eventually(func() bool { return ptr.Deref(h.eventuallyJobSet(t, ns, "queued").Spec.Suspend, true) }).
 		WithTimeout(20 * time.Second).Should(gomega.BeFalse())
-	g.Expect(image("queued")).To(gomega.Equal("torch:edited"), "a job that never ran starts with the runtime as it is")
-	g.Expect(h.eventuallyJobSet(t, ns, "queued").Annotations).To(gomega.HaveKeyWithValue(RuntimeSnapshotAnnotation, gomega.ContainSubstring(`"torch:edited"`)))
+	g.Expect(image("queued")).To(gomega.Equal("torch:runtime"), "a job created suspended starts with the runtime it was created with")
+	g.Expect(h.eventuallyJobSet(t, ns, "queued").Annotations).To(gomega.HaveKeyWithValue(RuntimeSnapshotAnnotation, gomega.ContainSubstring(`"torch:runtime"`)))
 
 	// Trainer v2.3 holds no runtime with a finalizer; with the snapshot a
 	// job that ran does not need its runtime any more: suspended, its

@@ -1,23 +1,66 @@
 package trainjob
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	sigsjson "sigs.k8s.io/json"
+	"sigs.k8s.io/yaml"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 )
 
+// A job is built from the runtime it was created with, not from the
+// runtime as it is at each build, as in Trainer v2.3. The snapshot is
+// looked for in this order:
+//
+//  1. RuntimeSnapshotAnnotation on the job's JobSet: the snapshot that
+//     JobSet was built from. Gantry writes it with every JobSet it builds,
+//     and Trainer's own apply of a rebuilt JobSet (same field manager,
+//     "trainer") removes it, so while it is there it describes the JobSet
+//     as it is. It needs no read.
+//  2. Trainer's ConfigMap <job>-runtime-snapshot, controlled by the job:
+//     a job Trainer reconciled before the switch to Gantry. Read past the
+//     cache (the cache holds only ConfigMaps Gantry labels), and only for
+//     jobs that may have one (trainerMayHaveSnapshot), so that a new job
+//     costs no read.
+//  3. The live runtime.
+//
+// Whichever it was, the JobSet Gantry writes carries it from then on
+// (stampRuntimeSnapshot), from the job's first build on, suspended or not.
+// Gantry writes no ConfigMap of its own: the annotation rides on the
+// JobSet write every job needs, where a ConfigMap would be one more write
+// per job.
+
 // RuntimeSnapshotAnnotation on a TrainJob's JobSet holds the runtime the
-// job started with: its kind, name and spec as JSON. It rides on the JobSet
-// write that starts the job, so it costs no request of its own, and it goes
-// with the JobSet.
+// job was created with: its kind, name and spec as JSON. It rides on the
+// JobSet write that creates the job (running or suspended), so it costs no
+// request of its own, and it goes with the JobSet.
 const RuntimeSnapshotAnnotation = "gantry.dev/runtime-snapshot"
+
+// Trainer v2.3's snapshot: a ConfigMap named after the job with this
+// suffix, controlled by the job, holding under TrainerSnapshotKey the
+// runtime object (apiVersion, kind, metadata, spec) as YAML.
+const (
+	TrainerSnapshotSuffix = "-runtime-snapshot"
+	TrainerSnapshotKey    = "runtime"
+)
+
+// trainerSnapshotSkew is how long after this manager started a TrainJob
+// without a JobSet still counts as one that may predate it (and so may
+// have been reconciled by Trainer): it covers the clock difference between
+// the API server, which stamps creationTimestamp, and this process.
+const trainerSnapshotSkew = time.Minute
 
 // runtimeSnapshot is the annotation's value.
 type runtimeSnapshot struct {
@@ -29,9 +72,9 @@ type runtimeSnapshot struct {
 	Spec trainer.TrainingRuntimeSpec `json:"spec"`
 }
 
-// readRuntimeSnapshot returns the runtime spec the job started with, from
-// its JobSet, or nil when the job has not run yet (or started under a
-// Gantry without snapshots).
+// readRuntimeSnapshot returns the runtime spec the JobSet was built from,
+// or nil when it carries none (a JobSet Trainer, or a Gantry without
+// snapshots, built).
 func readRuntimeSnapshot(jobSet *jobsetv1alpha2.JobSet) (*trainer.TrainingRuntimeSpec, error) {
 	if jobSet == nil {
 		return nil, nil
@@ -51,12 +94,13 @@ func readRuntimeSnapshot(jobSet *jobsetv1alpha2.JobSet) (*trainer.TrainingRuntim
 }
 
 // stampRuntimeSnapshot puts the snapshot on the JobSet about to be written:
-// the one it already carries, or, when this write runs the job (creates it
-// unsuspended, or resumes it), the runtime spec the JobSet was built from.
-// From then on the job is built from the snapshot, not the live runtime: a
-// job suspended (by a user, or by Kueue's preemption) and resumed comes back
-// as it started, whatever was changed in the runtime meanwhile. A job that
-// has never run takes the runtime as it is when it first runs.
+// the one it already carries, or else the runtime spec the JobSet was built
+// from (Trainer's snapshot, or the live runtime). That is at the job's first
+// build, whether it runs at once or is created suspended (queued by Kueue),
+// which is when Trainer snapshots it. From then on the job is built from the
+// snapshot, not the live runtime: a job waiting in a queue, or suspended (by
+// a user, or by Kueue's preemption) and resumed, runs as it was created,
+// whatever was changed in the runtime meanwhile.
 func (s *scope) stampRuntimeSnapshot(js *jobsetv1alpha2.JobSet) error {
 	trainJob := s.Object
 	value, carried := "", false
@@ -64,7 +108,7 @@ func (s *scope) stampRuntimeSnapshot(js *jobsetv1alpha2.JobSet) error {
 		value, carried = s.jobSet.Annotations[RuntimeSnapshotAnnotation]
 	}
 	if !carried {
-		if ptr.Deref(trainJob.Spec.Suspend, false) || s.spec == nil {
+		if s.spec == nil {
 			return nil
 		}
 		ref := trainJob.Spec.RuntimeRef
@@ -99,4 +143,93 @@ func marshalSnapshot(snap *runtimeSnapshot) ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(content)
+}
+
+// resolveSnapshot returns the runtime spec the job was created with (see
+// the order at the top of this file), or nil when there is none and the
+// live runtime is to be used.
+func (r *Reconciler) resolveSnapshot(ctx context.Context, s *scope) (*trainer.TrainingRuntimeSpec, error) {
+	if spec, err := readRuntimeSnapshot(s.jobSet); err != nil || spec != nil {
+		return spec, err
+	}
+	if !r.trainerMayHaveSnapshot(s) {
+		return nil, nil
+	}
+	var reader client.Reader = r.client
+	if r.apiReader != nil {
+		reader = r.apiReader
+	}
+	return readTrainerSnapshot(ctx, reader, s.Object)
+}
+
+// trainerMayHaveSnapshot says whether the job may have Trainer's snapshot
+// ConfigMap: it has a JobSet that carries no Gantry snapshot (built by
+// Trainer, or by a Gantry before this one), or no JobSet and was created
+// before this manager started. A job created since, with no JobSet yet,
+// is new: only this manager has reconciled it, and looking would cost a
+// read past the cache for every new job. (A Reconciler built without New
+// has no start time and looks only where there is a JobSet.)
+func (r *Reconciler) trainerMayHaveSnapshot(s *scope) bool {
+	if s.jobSet != nil {
+		return true
+	}
+	return !r.started.IsZero() && s.Object.CreationTimestamp.Time.Before(r.started.Add(trainerSnapshotSkew))
+}
+
+// trainerSnapshot is what this package reads of the runtime object in
+// Trainer's snapshot ConfigMap; the rest of its metadata (uid,
+// resourceVersion, managedFields, ...) is ignored.
+type trainerSnapshot struct {
+	metav1.TypeMeta `json:",inline"`
+	Metadata        struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+	Spec trainer.TrainingRuntimeSpec `json:"spec"`
+}
+
+// readTrainerSnapshot reads Trainer v2.3's snapshot of trainJob's runtime,
+// or nil when there is none. A ConfigMap of that name that the job does not
+// control is not its snapshot and is ignored (Trainer refuses to build such
+// a job at all). A snapshot the job controls but that cannot be read, or
+// that names a runtime other than the job's runtimeRef, is an error, as in
+// Trainer: the build is retried, and deleting the ConfigMap lets the job be
+// built from the live runtime.
+func readTrainerSnapshot(ctx context.Context, reader client.Reader, trainJob *trainer.TrainJob) (*trainer.TrainingRuntimeSpec, error) {
+	cm := &corev1.ConfigMap{}
+	key := client.ObjectKey{Namespace: trainJob.Namespace, Name: trainJob.Name + TrainerSnapshotSuffix}
+	if err := reader.Get(ctx, key, cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading the runtime snapshot ConfigMap %s: %w", key.Name, err)
+	}
+	if owner := metav1.GetControllerOfNoCopy(cm); owner == nil || owner.UID != trainJob.UID {
+		ctrl.LoggerFrom(ctx).V(1).Info("ignoring a ConfigMap the TrainJob does not control", "configMap", key.Name)
+		return nil, nil
+	}
+	invalid := func(format string, args ...any) error {
+		return fmt.Errorf("invalid runtime snapshot in ConfigMap %s (delete it to build from the runtime as it is now): %s", key.Name, fmt.Sprintf(format, args...))
+	}
+	raw, ok := cm.Data[TrainerSnapshotKey]
+	if !ok {
+		return nil, invalid("no %q key", TrainerSnapshotKey)
+	}
+	data, err := yaml.YAMLToJSON([]byte(raw))
+	if err != nil {
+		return nil, invalid("%v", err)
+	}
+	var snap trainerSnapshot
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(data, &snap); err != nil {
+		return nil, invalid("%v", err)
+	}
+	ref := trainJob.Spec.RuntimeRef
+	gvk := snap.GroupVersionKind()
+	if snap.Metadata.Name != ref.Name ||
+		(ref.Kind != nil && gvk.Kind != *ref.Kind) ||
+		(ref.APIGroup != nil && gvk.Group != *ref.APIGroup) {
+		return nil, invalid("it holds %s %q of group %q, the TrainJob names %s %q of group %q",
+			gvk.Kind, snap.Metadata.Name, gvk.Group,
+			ptr.Deref(ref.Kind, trainer.ClusterTrainingRuntimeKind), ref.Name, ptr.Deref(ref.APIGroup, trainer.GroupVersion.Group))
+	}
+	return &snap.Spec, nil
 }
