@@ -74,8 +74,11 @@ func NewInfo(trainJob *trainer.TrainJob, spec *trainer.TrainingRuntimeSpec) (*In
 		for _, v := range podSpec.Volumes {
 			ps.Volumes = append(ps.Volumes, *v.DeepCopy())
 		}
-		if ps.Ancestor != "" {
-			// Upstream supports one Job per TrainJob step (kubeflow/trainer#2318).
+		switch ps.Ancestor {
+		case trainer.AncestorDatasetInitializer, trainer.AncestorModelInitializer, trainer.AncestorTrainer:
+			// Upstream runs one Job for each of these steps
+			// (kubeflow/trainer#2318); a job with any other ancestor label
+			// keeps the runtime's replicas.
 			ps.Replicas = 1
 		}
 		if ps.Ancestor == trainer.AncestorTrainer && info.MLPolicy != nil {
@@ -120,15 +123,23 @@ func TrainerNumNodes(info *Info, trainJob *trainer.TrainJob) int32 {
 	return 1
 }
 
-// ApplyTrainerCountAndEnv is what every ML plugin does first: the trainer
-// PodSet gets the TrainJob's numNodes when set (NewInfo already applied the
-// runtime's) and every trainer node container the
-// TrainJob's env, before the plugin adds its own variables (which therefore
-// win; validation rejects user env that would collide with them).
-func ApplyTrainerCountAndEnv(info *Info, trainJob *trainer.TrainJob) {
+// ApplyTrainerCount gives the trainer PodSet the TrainJob's numNodes when
+// set (NewInfo already applied the runtime's): what every ML plugin does
+// first.
+func ApplyTrainerCount(info *Info, trainJob *trainer.TrainJob) {
 	if ps := info.TrainerPodSet(); ps != nil && trainJob.Spec.Trainer != nil && trainJob.Spec.Trainer.NumNodes != nil {
 		ps.Count = max(1, *trainJob.Spec.Trainer.NumNodes)
 	}
+}
+
+// ApplyTrainerCountAndEnv is ApplyTrainerCount, then the TrainJob's env on
+// every trainer node container before the plugin adds its own variables,
+// as Trainer's torch and plainml plugins do: the user's variables come
+// first in the list. The other policies (JAX, XGBoost, MPI) leave the
+// user's env to the JobSet render, which appends it after theirs, as
+// Trainer's JobSet builder does.
+func ApplyTrainerCountAndEnv(info *Info, trainJob *trainer.TrainJob) {
+	ApplyTrainerCount(info, trainJob)
 	ApplyTrainerEnv(info, trainJob)
 }
 

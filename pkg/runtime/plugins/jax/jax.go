@@ -42,8 +42,11 @@ func active(info *plugin.Info) bool {
 	return info != nil && info.MLPolicy != nil && info.MLPolicy.JAX != nil
 }
 
-// Validate rejects reserved env names in the TrainJob (Gantry; upstream
-// would let the user's value be overwritten silently).
+// Validate rejects reserved env names in the TrainJob. This is Gantry's
+// own check: Trainer v2.3's JAX plugin validates nothing, and its JobSet
+// builder applies spec.trainer.env after the plugin's JAX_* variables, so
+// there a user's JAX_PROCESS_ID silently replaces the derived one (the
+// torch, MPI and XGBoost plugins refuse their reserved names, as Gantry's do).
 func (JAX) Validate(info *plugin.Info, _, newJob *trainer.TrainJob) field.ErrorList {
 	if !active(info) {
 		return nil
@@ -57,7 +60,12 @@ func (JAX) EnforceMLPolicy(info *plugin.Info, trainJob *trainer.TrainJob) error 
 	if !active(info) {
 		return nil
 	}
-	plugin.ApplyTrainerCountAndEnv(info, trainJob)
+	plugin.ApplyTrainerCount(info, trainJob)
+	if trainJob.Spec.Trainer == nil {
+		// Trainer v2.3 sets the JAX variables and port only for a TrainJob
+		// with spec.trainer.
+		return nil
+	}
 	ps, node, err := info.TrainerNode("jax")
 	if err != nil {
 		return err

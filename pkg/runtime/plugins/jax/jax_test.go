@@ -12,26 +12,37 @@ import (
 )
 
 func TestEnforceMLPolicy(t *testing.T) {
+	port := []corev1.ContainerPort{{ContainerPort: 29500}}
 	cases := map[string]struct {
-		spec    *trainer.TrainingRuntimeSpec
-		job     *trainer.TrainJob
-		wantEnv []corev1.EnvVar
-		wantErr bool
+		spec      *trainer.TrainingRuntimeSpec
+		job       *trainer.TrainJob
+		wantEnv   []corev1.EnvVar
+		wantPorts []corev1.ContainerPort
+		wantErr   bool
 	}{
-		"user env first, then JAX variables": {
+		// The user's env is the JobSet render's, after these (Trainer
+		// v2.3's JobSet builder upserts it last).
+		"JAX variables, not the user's env": {
 			spec: trainertesting.MakeRuntimeSpec().JAX().ReplicatedJob(trainertesting.TrainerJob("j")).Obj(),
 			job:  trainertesting.MakeTrainJob("job", "default").NumNodes(4).Env("DATA", "/d").Obj(),
-			wantEnv: []corev1.EnvVar{{Name: "DATA", Value: "/d"}, {Name: EnvNumProcesses, Value: "4"},
+			wantEnv: []corev1.EnvVar{{Name: EnvNumProcesses, Value: "4"},
 				plugin.CompletionIndexEnv(EnvProcessID), {Name: EnvCoordinatorAddress, Value: "job-node-0-0.job:29500"}},
+			wantPorts: port,
 		},
 		"runtime numNodes": {
-			spec:    trainertesting.MakeRuntimeSpec().NumNodes(2).JAX().ReplicatedJob(trainertesting.TrainerJob("j")).Obj(),
-			job:     trainertesting.MakeTrainJob("job", "default").Obj(),
-			wantEnv: []corev1.EnvVar{{Name: EnvNumProcesses, Value: "2"}, plugin.CompletionIndexEnv(EnvProcessID), {Name: EnvCoordinatorAddress, Value: "job-node-0-0.job:29500"}},
+			spec:      trainertesting.MakeRuntimeSpec().NumNodes(2).JAX().ReplicatedJob(trainertesting.TrainerJob("j")).Obj(),
+			job:       trainertesting.MakeTrainJob("job", "default").Image("img").Obj(),
+			wantEnv:   []corev1.EnvVar{{Name: EnvNumProcesses, Value: "2"}, plugin.CompletionIndexEnv(EnvProcessID), {Name: EnvCoordinatorAddress, Value: "job-node-0-0.job:29500"}},
+			wantPorts: port,
+		},
+		// Trainer v2.3 sets them only for a TrainJob with spec.trainer.
+		"no spec.trainer: no variables, no port": {
+			spec: trainertesting.MakeRuntimeSpec().NumNodes(2).JAX().ReplicatedJob(trainertesting.TrainerJob("j")).Obj(),
+			job:  trainertesting.MakeTrainJob("job", "default").Obj(),
 		},
 		"no trainer step": {
 			spec: trainertesting.MakeRuntimeSpec().JAX().ReplicatedJob(trainertesting.ReplicatedJob("node", "", trainertesting.MakeContainer("node", "j").Obj())).Obj(),
-			job:  trainertesting.MakeTrainJob("job", "default").Obj(), wantErr: true,
+			job:  trainertesting.MakeTrainJob("job", "default").Image("img").Obj(), wantErr: true,
 		},
 	}
 	for name, tc := range cases {
@@ -54,7 +65,7 @@ func TestEnforceMLPolicy(t *testing.T) {
 			if diff := cmp.Diff(tc.wantEnv, node.Env); diff != "" {
 				t.Errorf("env (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff([]corev1.ContainerPort{{ContainerPort: 29500}}, node.Ports); diff != "" {
+			if diff := cmp.Diff(tc.wantPorts, node.Ports); diff != "" {
 				t.Errorf("ports (-want +got):\n%s", diff)
 			}
 		})

@@ -78,6 +78,12 @@ func renderReplicatedJob(rJob *jobsetv1alpha2.ReplicatedJob, ps *plugin.PodSet, 
 				c.Args = slices.Clone(t.Args)
 			}
 		}
+		// Upstream's Builder.Trainer upserts the TrainJob's env last: after
+		// the JAX, XGBoost and MPI variables (torch and plainml put it
+		// first already, and an upsert keeps its place).
+		if t := trainJob.Spec.Trainer; t != nil && len(t.Env) > 0 && plugin.TrainerFieldsFor(rJob, c.Name, info.MLPolicy).Env {
+			plugin.UpsertEnv(&c.Env, t.Env...)
+		}
 		renderInitializer(c, ps, trainJob)
 	}
 }

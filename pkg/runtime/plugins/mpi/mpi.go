@@ -78,8 +78,10 @@ func runLauncherAsNode(p *trainer.MPIMLPolicySource) bool {
 	return ptr.Deref(p.RunLauncherAsNode, false)
 }
 
-// Validate checks the runtime has the jobs MPI needs. Implementations other
-// than OpenMPI are rejected before plugins run (pkg/runtime), as unsupported.
+// Validate checks the runtime has the jobs MPI needs and that the TrainJob
+// sets none of the OpenMPI variables the plugin writes (validate.go).
+// Implementations other than OpenMPI are rejected before plugins run
+// (pkg/runtime), as unsupported.
 func (MPI) Validate(info *plugin.Info, _, newJob *trainer.TrainJob) field.ErrorList {
 	if !active(info) {
 		return nil
@@ -96,7 +98,7 @@ func (MPI) Validate(info *plugin.Info, _, newJob *trainer.TrainJob) field.ErrorL
 		errs = append(errs, field.Invalid(field.NewPath("spec", "runtimeRef"), newJob.Spec.RuntimeRef,
 			fmt.Sprintf("an MPI runtime needs a %q or a %q replicated job", trainer.LauncherName, trainer.TrainerNodeName)))
 	}
-	return errs
+	return append(errs, validateReservedEnv(newJob)...)
 }
 
 // EnforceMLPolicy sets the node count (one node fewer when the launcher
@@ -111,7 +113,6 @@ func (MPI) EnforceMLPolicy(info *plugin.Info, trainJob *trainer.TrainJob) error 
 	if impl := ptr.Deref(policy.MPIImplementation, trainer.MPIImplementationOpenMPI); impl != trainer.MPIImplementationOpenMPI && impl != "" {
 		return fmt.Errorf("MPI implementation %q: %w", impl, plugin.ErrUnsupportedPolicy)
 	}
-	plugin.ApplyTrainerEnv(info, trainJob)
 
 	numNodes := plugin.TrainerNumNodes(info, trainJob)
 	if node := info.FindPodSetByName(trainer.TrainerNodeName); node != nil {

@@ -85,7 +85,8 @@ func TestNumProcPerNodeTrainerV23(t *testing.T) {
 			}
 			spec := trainertesting.MakeRuntimeSpec().Torch(nil).
 				ReplicatedJob(trainertesting.ReplicatedJob("node", trainer.AncestorTrainer, node.Obj())).Obj()
-			job := trainertesting.MakeTrainJob("test-job", "default")
+			// The PET_* variables go only to a TrainJob with spec.trainer.
+			job := trainertesting.MakeTrainJob("test-job", "default").Image("img")
 			if tc.jobRes != nil {
 				job.ResourcesPerNode(tc.jobRes.requests, tc.jobRes.limits)
 			}

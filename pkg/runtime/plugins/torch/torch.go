@@ -106,14 +106,20 @@ func (Torch) EnforceMLPolicy(info *plugin.Info, trainJob *trainer.TrainJob) erro
 		{Name: trainer.TorchEnvMasterPort, Value: strconv.Itoa(int(trainer.ContainerTrainerPort))},
 	}
 	env := append(slices.Clone(pet), master...)
-	if isTorchTune(trainJob) {
+	// Trainer v2.3 gives the trainer node container the PET_* variables and
+	// the port only for a TrainJob with spec.trainer; envInjection targets
+	// get them either way.
+	switch {
+	case trainJob.Spec.Trainer == nil:
+	case isTorchTune(trainJob):
 		// torchtune takes its rendezvous from the command, not PET_MASTER_*.
 		plugin.UpsertEnv(&node.Env, pet...)
 		info.TrainerCommand = torchTuneCommand(info, trainJob, ps, nproc, resourcesPerNode(trainJob, node.Resources))
-	} else {
+		plugin.UpsertPorts(&node.Ports, corev1.ContainerPort{ContainerPort: trainer.ContainerTrainerPort})
+	default:
 		plugin.UpsertEnv(&node.Env, env...)
+		plugin.UpsertPorts(&node.Ports, corev1.ContainerPort{ContainerPort: trainer.ContainerTrainerPort})
 	}
-	plugin.UpsertPorts(&node.Ports, corev1.ContainerPort{ContainerPort: trainer.ContainerTrainerPort})
 
 	if inj := info.MLPolicy.Torch.EnvInjection; inj != nil {
 		for _, target := range inj.Targets {

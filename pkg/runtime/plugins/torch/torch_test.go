@@ -47,17 +47,17 @@ func TestNumProcPerNode(t *testing.T) {
 		job           *trainertesting.TrainJobWrapper
 		want          string
 	}{
-		"default auto without resources is 1":        {job: trainertesting.MakeTrainJob("j", "default"), want: "1"},
+		"default auto without resources is 1":        {job: trainertesting.MakeTrainJob("j", "default").Image("img"), want: "1"},
 		"auto counts the CPU request, not the limit": {job: trainertesting.MakeTrainJob("j", "default").ResourcesPerNode(cpu("2"), cpu("4")), want: "2"},
 		"auto with only CPU requests":                {job: trainertesting.MakeTrainJob("j", "default").ResourcesPerNode(cpu("3"), nil), want: "3"},
 		"auto rounds fractional CPUs up":             {job: trainertesting.MakeTrainJob("j", "default").ResourcesPerNode(cpu("500m"), nil), want: "1"},
 		"auto with GPUs stays auto":                  {job: trainertesting.MakeTrainJob("j", "default").ResourcesPerNode(nil, gpu), want: "auto"},
-		"auto sizes by the runtime's resources":      {runtimeLimits: cpu("6"), job: trainertesting.MakeTrainJob("j", "default"), want: "6"},
+		"auto sizes by the runtime's resources":      {runtimeLimits: cpu("6"), job: trainertesting.MakeTrainJob("j", "default").Image("img"), want: "6"},
 		"job resources replace the runtime's":        {runtimeLimits: gpu, job: trainertesting.MakeTrainJob("j", "default").ResourcesPerNode(nil, cpu("2")), want: "2"},
-		"cpu without resources is 1":                 {runtime: ptr.To(intstr.FromString("cpu")), job: trainertesting.MakeTrainJob("j", "default"), want: "1"},
+		"cpu without resources is 1":                 {runtime: ptr.To(intstr.FromString("cpu")), job: trainertesting.MakeTrainJob("j", "default").Image("img"), want: "1"},
 		"cpu counts CPUs even next to GPUs":          {runtime: ptr.To(intstr.FromString("cpu")), job: trainertesting.MakeTrainJob("j", "default").ResourcesPerNode(nil, gpu), want: "8"},
-		"gpu is passed through":                      {runtime: ptr.To(intstr.FromString("gpu")), job: trainertesting.MakeTrainJob("j", "default"), want: "gpu"},
-		"runtime integer":                            {runtime: ptr.To(intstr.FromInt32(3)), job: trainertesting.MakeTrainJob("j", "default"), want: "3"},
+		"gpu is passed through":                      {runtime: ptr.To(intstr.FromString("gpu")), job: trainertesting.MakeTrainJob("j", "default").Image("img"), want: "gpu"},
+		"runtime integer":                            {runtime: ptr.To(intstr.FromInt32(3)), job: trainertesting.MakeTrainJob("j", "default").Image("img"), want: "3"},
 		"TrainJob value wins":                        {runtime: ptr.To(intstr.FromInt32(3)), job: trainertesting.MakeTrainJob("j", "default").NumProcPerNode(5).ResourcesPerNode(nil, cpu("8")), want: "5"},
 	}
 	for name, tc := range cases {
@@ -86,7 +86,7 @@ func TestEnforceMLPolicyEnvAndPorts(t *testing.T) {
 		job       *trainer.TrainJob
 		wantNodes string
 	}{
-		"runtime numNodes": {trainertesting.MakeTrainJob("tj", "default").Obj(), "4"},
+		"runtime numNodes": {trainertesting.MakeTrainJob("tj", "default").Image("img").Obj(), "4"},
 		"job numNodes":     {trainertesting.MakeTrainJob("tj", "default").NumNodes(2).Env("LR", "1").Obj(), "2"},
 	}
 	for name, tc := range cases {
@@ -171,5 +171,24 @@ func TestValidate(t *testing.T) {
 				t.Errorf("error fields (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestNoTrainerNoPETOnTheNode: Trainer v2.3 gives the trainer node
+// container the PET_* variables and the port only for a TrainJob with
+// spec.trainer; envInjection targets get them either way.
+func TestNoTrainerNoPETOnTheNode(t *testing.T) {
+	spec := trainertesting.MakeRuntimeSpec().NumNodes(2).Torch(nil).
+		ReplicatedJob(trainertesting.ReplicatedJob("node", trainer.AncestorTrainer,
+			trainertesting.MakeContainer("node", "t:1").Obj(), trainertesting.MakeContainer("probe", "p:1").Obj())).Obj()
+	spec.MLPolicy.Torch.EnvInjection = &trainer.TorchEnvInjection{Targets: []trainer.TorchEnvInjectionTarget{
+		{JobName: "node", ContainerNames: []string{"probe"}}}}
+	info := enforce(t, trainertesting.MakeTrainJob("tj", "default").Obj(), spec)
+	node := info.TrainerContainer()
+	if len(node.Env) != 0 || len(node.Ports) != 0 {
+		t.Errorf("node container env %v, ports %v; want none without spec.trainer", node.Env, node.Ports)
+	}
+	if got := envValue(info.TrainerPodSet().FindContainer("probe"), trainer.TorchEnvNumNodes); got != "2" {
+		t.Errorf("envInjection target PET_NNODES = %q, want 2", got)
 	}
 }

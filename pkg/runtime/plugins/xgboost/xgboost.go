@@ -57,7 +57,12 @@ func (XGBoost) EnforceMLPolicy(info *plugin.Info, trainJob *trainer.TrainJob) er
 	if !active(info) {
 		return nil
 	}
-	plugin.ApplyTrainerCountAndEnv(info, trainJob)
+	plugin.ApplyTrainerCount(info, trainJob)
+	if trainJob.Spec.Trainer == nil {
+		// Trainer v2.3 sets the DMLC variables and port only for a TrainJob
+		// with spec.trainer.
+		return nil
+	}
 	ps, node, err := info.TrainerNode("xgboost")
 	if err != nil {
 		return err
