@@ -25,7 +25,8 @@ func (i *Info) TrainerNode(policy string) (*PodSet, *Container, error) {
 }
 
 // ReservedEnvErrors forbids, one error per entry, trainer env variables the
-// policy sets itself (upstream would overwrite the user's value silently).
+// policy sets itself. Trainer v2.3 refuses them too for torch, MPI and
+// XGBoost; for JAX it lets the user's value replace the derived one.
 // runtime names the policy in the message ("JAX").
 func ReservedEnvErrors(job *trainer.TrainJob, reserved sets.Set[string], runtime string) field.ErrorList {
 	if job == nil || job.Spec.Trainer == nil {

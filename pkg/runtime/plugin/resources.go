@@ -6,53 +6,19 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	resourcehelper "k8s.io/component-helpers/resource"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 )
 
-// PodRequests is what the scheduler reserves for one pod of spec: the sum of
-// the containers and sidecars, or the largest regular init container plus
-// the sidecars started before it when that is more, plus the pod overhead.
-// It follows the kubelet's rule without importing component-helpers.
+// PodRequests is what the scheduler reserves for one pod of spec, by
+// component-helpers' rule, as Trainer v2.3 computes it: the pod-level
+// resources when the spec sets them, otherwise the containers and sidecars,
+// or the largest regular init container plus the sidecars started before
+// it when that is more; plus the pod overhead.
 func PodRequests(spec *corev1.PodSpec) corev1.ResourceList {
-	total := corev1.ResourceList{}
-	for _, c := range spec.Containers {
-		addTo(total, c.Resources.Requests)
-	}
-	sidecars := corev1.ResourceList{}
-	initPeak := corev1.ResourceList{}
-	for _, c := range spec.InitContainers {
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			addTo(sidecars, c.Resources.Requests)
-			addTo(total, c.Resources.Requests)
-			continue
-		}
-		// A regular init container runs next to the sidecars started before it.
-		running := corev1.ResourceList{}
-		addTo(running, sidecars)
-		addTo(running, c.Resources.Requests)
-		maxInto(initPeak, running)
-	}
-	maxInto(total, initPeak)
-	addTo(total, spec.Overhead)
-	return total
-}
-
-func addTo(dst, src corev1.ResourceList) {
-	for name, q := range src {
-		sum := dst[name]
-		sum.Add(q)
-		dst[name] = sum
-	}
-}
-
-func maxInto(dst, src corev1.ResourceList) {
-	for name, q := range src {
-		if cur, ok := dst[name]; !ok || q.Cmp(cur) > 0 {
-			dst[name] = q.DeepCopy()
-		}
-	}
+	return resourcehelper.PodRequests(&corev1.Pod{Spec: *spec}, resourcehelper.PodResourcesOptions{})
 }
 
 // GPUCount is the GPUs in res: any resource whose name contains "gpu"
@@ -85,7 +51,13 @@ func MultiplyResources(list corev1.ResourceList, n int32) corev1.ResourceList {
 }
 
 // AddResources adds src into dst.
-func AddResources(dst, src corev1.ResourceList) { addTo(dst, src) }
+func AddResources(dst, src corev1.ResourceList) {
+	for name, q := range src {
+		sum := dst[name]
+		sum.Add(q)
+		dst[name] = sum
+	}
+}
 
 // resourceRequirementsPatchMeta is the strategic-merge schema upstream
 // merges resourcesPerNode with: limits and requests per key, claims by name.

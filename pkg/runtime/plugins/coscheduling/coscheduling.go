@@ -103,8 +103,9 @@ func (c *Coscheduling) EnforcePodGroupPolicy(info *plugin.Info, trainJob *traine
 	return nil
 }
 
-// Build returns the PodGroup: minMember is every pod of the job, minResources
-// their summed requests. Like the JobSet, an existing PodGroup is only
+// Build returns the PodGroup: minMember is the pods of one Job of each
+// replicated job (their parallelism; Trainer v2.3 counts a replicated job's
+// replicas once), minResources their summed requests. Like the JobSet, an existing PodGroup is only
 // rewritten while the TrainJob is suspended, when its pods are gone.
 func (c *Coscheduling) Build(ctx context.Context, existing client.Reader, info *plugin.Info, trainJob *trainer.TrainJob) ([]plugin.Component, error) {
 	if !active(info) || info.Scheduler.PodLabels[PodGroupLabel] != trainJob.Name {
@@ -133,7 +134,8 @@ func podGroup(info *plugin.Info, trainJob *trainer.TrainJob) (*unstructured.Unst
 	total := map[string]any{}
 	sum := corev1.ResourceList{}
 	for _, ps := range info.PodSets {
-		pods := ps.Count * ps.Replicas
+		// As Trainer v2.3: parallelism, not parallelism × replicas.
+		pods := ps.Count
 		members += int64(pods)
 		plugin.AddResources(sum, plugin.MultiplyResources(ps.SinglePodRequests, pods))
 	}

@@ -74,7 +74,7 @@ func renderReplicatedJob(rJob *jobsetv1alpha2.ReplicatedJob, ps *plugin.PodSet, 
 			case t.Command != nil:
 				c.Command = slices.Clone(t.Command)
 			}
-			if t.Args != nil {
+			if t.Args != nil && !info.TrainerArgsInCommand {
 				c.Args = slices.Clone(t.Args)
 			}
 		}
@@ -117,8 +117,10 @@ func renderInitializer(c *corev1.Container, ps *plugin.PodSet, trainJob *trainer
 	}
 }
 
+// isStep: the replicated job is labelled as that TrainJob step. A job
+// merely named like a step is not one (Trainer v2.3 goes by the label).
 func isStep(ps *plugin.PodSet, ancestor string) bool {
-	return ps.Ancestor == ancestor || (ps.Ancestor == "" && ps.Name == ancestor)
+	return ps.Ancestor == ancestor
 }
 
 // writeBackContainers replaces env, ports and volume mounts with the PodSet's
