@@ -22,13 +22,14 @@
 //  5. XGBoost      ML policy: DMLC_* env
 //  6. TrainJobStatus progress endpoint env, token and CA (gate TrainJobStatus)
 //  7. Coscheduling gang scheduling: PodGroup and pod label
-//  8. JobSet       pod network, the JobSet itself, status mapping
+//  8. Volcano      gang scheduling: Volcano PodGroup and pod annotation
+//  9. JobSet       pod network, the JobSet itself, status mapping
 //
 // At most one ML plugin is active for a runtime (the API allows one policy),
-// so their relative order only fixes the order of validation messages.
-// Coscheduling runs after the ML plugins because it sums the pod counts they
-// set. JobSet is last so that, among the built components, the objects pods
-// need (Secret, ConfigMap, PodGroup) come before the JobSet that creates the
+// so their relative order only fixes the order of validation messages; the
+// same holds for the two gang-scheduling plugins. Coscheduling and Volcano
+// // run after the ML plugins because they sum the pod counts those set. JobSet
+// is last so that, among the built components, the objects pods need (Secrets, ConfigMaps, PodGroups) come before the JobSet that creates the
 // pods.
 //
 // # Extension points, in the order NewObjects runs them
@@ -42,6 +43,6 @@
 //
 // Errors a spec change must fix are framework.BuildErrors (IsBuildError);
 // the controller reports them as a Created=False condition instead of
-// requeueing. Unsupported policies (flux, volcano) are also
-// ErrUnsupportedPolicy.
+// requeueing. Unsupported policies (flux, MPI implementations other than
+// OpenMPI) are also ErrUnsupportedPolicy.
 package runtime

@@ -21,6 +21,7 @@ import (
 	"github.com/gantry-dev/gantry/pkg/runtime/plugins/plainml"
 	"github.com/gantry-dev/gantry/pkg/runtime/plugins/torch"
 	"github.com/gantry-dev/gantry/pkg/runtime/plugins/trainjobstatus"
+	"github.com/gantry-dev/gantry/pkg/runtime/plugins/volcano"
 	"github.com/gantry-dev/gantry/pkg/runtime/plugins/xgboost"
 )
 
@@ -33,7 +34,7 @@ type (
 )
 
 var (
-	// ErrUnsupportedPolicy marks flux/volcano policies and MPI implementations Gantry cannot run.
+	// ErrUnsupportedPolicy marks the flux policy and MPI implementations Gantry cannot run.
 	ErrUnsupportedPolicy = plugin.ErrUnsupportedPolicy
 	// IsBuildError reports errors that only a change of the TrainJob or runtime can fix.
 	IsBuildError = plugin.IsBuildError
@@ -45,8 +46,8 @@ type Options struct {
 	// cached client). Builders use it to create the MPI SSH Secret only
 	// once and to leave a running JobSet or PodGroup alone. Required.
 	Existing client.Reader
-	// RESTMapper tells whether optional CRDs (the coscheduling PodGroup)
-	// are installed. Nil means none are.
+	// RESTMapper tells whether optional CRDs (the coscheduling and Volcano
+	// PodGroups) are installed. Nil means none are.
 	RESTMapper meta.RESTMapper
 	// ProgressConditions adds Gantry's Created=True and Running conditions
 	// to the status (feature gate TrainJobProgressConditions). Off, the
@@ -91,6 +92,7 @@ func New(opts Options) (*Runtime, error) {
 		xgboost.XGBoost{},
 		trainjobstatus.TrainJobStatus{Config: opts.StatusServer},
 		coscheduling.New(opts.RESTMapper),
+		volcano.New(opts.RESTMapper),
 		jobset.JobSet{},
 	)
 	if err != nil {
@@ -187,9 +189,6 @@ func unsupportedPolicies(spec *trainer.TrainingRuntimeSpec) error {
 		if impl := ptr.Deref(spec.MLPolicy.MPI.MPIImplementation, trainer.MPIImplementationOpenMPI); impl != trainer.MPIImplementationOpenMPI && impl != "" {
 			return &plugin.BuildError{Err: fmt.Errorf("MPI implementation %q: %w", impl, ErrUnsupportedPolicy)}
 		}
-	}
-	if spec.PodGroupPolicy != nil && spec.PodGroupPolicy.Volcano != nil {
-		return &plugin.BuildError{Err: fmt.Errorf("the volcano pod group policy: %w", ErrUnsupportedPolicy)}
 	}
 	return nil
 }

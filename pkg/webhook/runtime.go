@@ -256,8 +256,5 @@ func unsupportedPolicyWarnings(spec *trainer.TrainingRuntimeSpec) admission.Warn
 			}
 		}
 	}
-	if spec.PodGroupPolicy != nil && spec.PodGroupPolicy.Volcano != nil {
-		w = append(w, "spec.podGroupPolicy.volcano: "+tail)
-	}
 	return w
 }

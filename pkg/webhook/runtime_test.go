@@ -70,11 +70,12 @@ func TestRuntimeValidator(t *testing.T) {
 		return &s.Template.Spec.ReplicatedJobs[0]
 	}
 	tests := []struct {
-		name    string
-		runtime func(*testing.T) *trainer.ClusterTrainingRuntime
-		mutate  func(*trainer.TrainingRuntimeSpec)
-		want    string
-		warning string
+		name       string
+		runtime    func(*testing.T) *trainer.ClusterTrainingRuntime
+		mutate     func(*trainer.TrainingRuntimeSpec)
+		want       string
+		warning    string
+		noWarnings bool
 	}{
 		{
 			name: "no replicated jobs", runtime: torch,
@@ -191,11 +192,18 @@ func TestRuntimeValidator(t *testing.T) {
 			warning: "spec.mlPolicy.flux: Gantry cannot run it",
 		},
 		{
-			name: "volcano is admitted with a warning", runtime: torch,
+			name: "volcano is admitted without a warning", runtime: torch,
 			mutate: func(s *trainer.TrainingRuntimeSpec) {
 				s.PodGroupPolicy = &trainer.PodGroupPolicy{PodGroupPolicySource: trainer.PodGroupPolicySource{Volcano: &trainer.VolcanoPodGroupPolicySource{}}}
 			},
-			warning: "spec.podGroupPolicy.volcano: Gantry cannot run it",
+			noWarnings: true,
+		},
+		{
+			name: "flux is admitted with a warning", runtime: torch,
+			mutate: func(s *trainer.TrainingRuntimeSpec) {
+				s.MLPolicy = &trainer.MLPolicy{MLPolicySource: trainer.MLPolicySource{Flux: &trainer.FluxMLPolicySource{}}}
+			},
+			warning: "spec.mlPolicy.flux: Gantry cannot run it",
 		},
 	}
 	rt := testRuntime(t)
@@ -207,6 +215,9 @@ func TestRuntimeValidator(t *testing.T) {
 			checkAdmission(t, err, tc.want)
 			if tc.warning != "" && !strings.Contains(strings.Join(warnings, "\n"), tc.warning) {
 				t.Errorf("warnings %v lack %q", warnings, tc.warning)
+			}
+			if tc.noWarnings && len(warnings) > 0 {
+				t.Errorf("warnings %v, want none", warnings)
 			}
 			// The namespaced kind applies the same rules.
 			tr := &trainer.TrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: ctr.Name, Namespace: testNamespace}, Spec: ctr.Spec}

@@ -38,17 +38,18 @@ func trainerScheme(t *testing.T) *apiruntime.Scheme {
 
 // trainJobValidator serves the sample runtimes (torch-distributed and
 // xgboost-distributed ClusterTrainingRuntimes, the mpi-distributed
-// TrainingRuntime in testNamespace, a flux runtime) plus objs.
+// TrainingRuntime in testNamespace, an Intel MPI runtime) plus objs.
 func trainJobValidator(t *testing.T, objs ...client.Object) *TrainJobValidator {
 	t.Helper()
 	torch := decodeFile[trainer.ClusterTrainingRuntime](t, "config/samples/trainer_v1alpha1_clustertrainingruntime.yaml")
 	xgb := decodeFile[trainer.ClusterTrainingRuntime](t, "config/runtimes/xgboost_distributed.yaml")
 	mpi := decodeFile[trainer.TrainingRuntime](t, "config/samples/trainer_v1alpha1_trainingruntime.yaml")
 	mpi.Namespace = testNamespace
-	flux := torch.DeepCopy()
-	flux.Name = "flux"
-	flux.Spec.MLPolicy = &trainer.MLPolicy{MLPolicySource: trainer.MLPolicySource{Flux: &trainer.FluxMLPolicySource{}}}
-	objs = append(objs, &torch, &xgb, &mpi, flux)
+	intelMPI := torch.DeepCopy()
+	intelMPI.Name = "intel-mpi"
+	intelMPI.Spec.MLPolicy = &trainer.MLPolicy{MLPolicySource: trainer.MLPolicySource{
+		MPI: &trainer.MPIMLPolicySource{MPIImplementation: ptr.To(trainer.MPIImplementationIntel)}}}
+	objs = append(objs, &torch, &xgb, &mpi, intelMPI)
 	c := fake.NewClientBuilder().WithScheme(trainerScheme(t)).WithObjects(objs...).Build()
 	rt, err := runtime.New(runtime.Options{Existing: c})
 	if err != nil {
@@ -189,7 +190,7 @@ func TestTrainJobValidateCreate(t *testing.T) {
 		},
 		{
 			name:   "runtime with a policy Gantry cannot run",
-			mutate: func(j *trainer.TrainJob) { j.Spec.RuntimeRef.Name = "flux" },
+			mutate: func(j *trainer.TrainJob) { j.Spec.RuntimeRef.Name = "intel-mpi" },
 			want:   "spec.runtimeRef: Invalid value:",
 		},
 	}

@@ -231,13 +231,6 @@
   - watch
 - apiGroups:
   - scheduling.volcano.sh
-  resources:
-  - podgroups
-  verbs:
-  - create
-  - get
-  - update
-- apiGroups:
   - scheduling.x-k8s.io
   resources:
   - podgroups

@@ -84,5 +84,5 @@ func IsBuildError(err error) bool {
 }
 
 // ErrUnsupportedPolicy marks a runtime policy Gantry has no plugin for (flux,
-// volcano). It is also a BuildError.
+// MPI implementations other than OpenMPI). It is also a BuildError.
 var ErrUnsupportedPolicy = errors.New("policy not supported")

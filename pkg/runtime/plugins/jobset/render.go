@@ -74,7 +74,7 @@ func renderReplicatedJob(rJob *jobsetv1alpha2.ReplicatedJob, ps *plugin.PodSet, 
 			case t.Command != nil:
 				c.Command = slices.Clone(t.Command)
 			}
-			if t.Args != nil && !info.TrainerArgsInCommand {
+			if t.Args != nil {
 				c.Args = slices.Clone(t.Args)
 			}
 		}
