@@ -78,8 +78,17 @@ run-down: ## Stop everything `make run` started.
 	@BIN=$(BIN) hack/local-cluster.sh down
 
 .PHONY: test
-test: test-assets ## Unit and integration tests (real kube-apiserver + etcd).
+test: test-assets ## Unit and integration tests (real kube-apiserver + etcd), and the Trainer oracle.
 	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$(BIN)}" $(GOTESTSUM) -- $(GOTEST_RACE) $(GOTEST_FLAGS) ./...
+	@$(MAKE) --no-print-directory test-oracle
+
+# The Trainer oracle: every shipped runtime and Trainer v2.3.0's runtimes
+# and examples, rendered by Trainer's own framework and by Gantry's, must
+# agree but for the differences docs/trainjob.md lists. A module of its own
+# (test/oracle/trainer), so Trainer's dependencies stay out of Gantry's.
+.PHONY: test-oracle
+test-oracle: ## Gantry's TrainJob rendering against Kubeflow Trainer v2.3.0's (differential test).
+	cd test/oracle/trainer && $(GO) test -count=1 $(GOTEST_FLAGS) ./...
 
 .PHONY: fuzz
 fuzz: ## Run every Go fuzz target for FUZZTIME each (default 1m); make test runs only their seed corpora.
@@ -212,6 +221,7 @@ verify: generate manifests $(HELM) ## Check generated files are committed, gofmt
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) vet -tags 'e2e chaos' ./test/...
+	cd test/oracle/trainer && $(GO) vet ./... && $(GO) mod verify
 	$(GO) mod verify
 	$(HELM) lint charts/gantry
 	hack/check-chart.sh $(HELM)

@@ -196,6 +196,61 @@ var _ = Describe("TrainJob", Label(labelTrainJob), func() {
 		GinkgoWriter.Printf("%s: Complete (%s)\n", tj.Name, c.Reason)
 	}, shippedRuntimeEntries())
 
+	// What the Kubeflow SDK's CustomTrainerContainer sends, and any YAML job
+	// without a command: an image only. The trainer's pods run that image
+	// with no command, so its own entrypoint runs, not a command of the
+	// runtime's (Trainer v2.3's runtimes have none; its TorchTune runtimes'
+	// `tune run` is what they are for, and stays).
+	DescribeTable("on a shipped ClusterTrainingRuntime, with an image only, runs the image's entrypoint", func(ctx SpecContext, file string) {
+		data, err := os.ReadFile(file)
+		Expect(err).NotTo(HaveOccurred())
+		shipped := &trainerv1alpha1.ClusterTrainingRuntime{}
+		Expect(yaml.UnmarshalStrict(data, shipped)).To(Succeed(), "%s does not decode strictly", file)
+		ns := newNamespace(ctx, "image-only")
+		const image = "registry.example/team/train:7"
+		tj := &trainerv1alpha1.TrainJob{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "image-only"},
+			Spec: trainerv1alpha1.TrainJobSpec{RuntimeRef: trainerv1alpha1.RuntimeRef{Name: shipped.Name},
+				Trainer: &trainerv1alpha1.Trainer{Image: ptr.To(image)}},
+		}
+		provideForRuntime(ctx, ns, tj.Name, shipped)
+		createStrict(ctx, tj)
+		// The trainer step: the replicated job labelled as the trainer, its
+		// container "node", as the shipped file has it.
+		var step string
+		var fileCommand []string
+		for _, rj := range shipped.Spec.Template.Spec.ReplicatedJobs {
+			if rj.Template.Labels[trainerv1alpha1.LabelTrainJobAncestor] != trainerv1alpha1.AncestorTrainer {
+				continue
+			}
+			step = rj.Name
+			for _, c := range rj.Template.Spec.Template.Spec.Containers {
+				if c.Name == trainerv1alpha1.TrainerNodeName {
+					fileCommand = c.Command
+				}
+			}
+		}
+		Expect(step).NotTo(BeEmpty(), "%s has no trainer step", file)
+		if !strings.HasPrefix(shipped.Name, "torchtune-") {
+			Expect(fileCommand).To(BeEmpty(), "%s gives the trainer a command of its own", file)
+		}
+		Eventually(ctx, func(g Gomega) {
+			pods := listPods(g, ctx, ns, map[string]string{jobsetv1alpha2.JobSetNameKey: tj.Name, jobsetv1alpha2.ReplicatedJobNameKey: step})
+			g.Expect(pods).NotTo(BeEmpty(), "no pod of the trainer step %s yet", step)
+			for _, p := range pods {
+				var node *corev1.Container
+				for i := range p.Spec.Containers {
+					if p.Spec.Containers[i].Name == trainerv1alpha1.TrainerNodeName {
+						node = &p.Spec.Containers[i]
+					}
+				}
+				g.Expect(node).NotTo(BeNil(), "pod %s has no node container", p.Name)
+				g.Expect(node.Image).To(Equal(image), "pod %s", p.Name)
+				g.Expect(node.Command).To(Equal(fileCommand), "pod %s runs a command instead of its image's entrypoint", p.Name)
+			}
+		}).Should(Succeed())
+	}, shippedRuntimeEntries())
+
 	// Suspending a running TrainJob takes its pods down and marks it
 	// Suspended; resuming brings pods back and the job then completes.
 	It("suspends and resumes while running", func(ctx SpecContext) {
