@@ -124,9 +124,15 @@ done
 eq "$(count CustomResourceDefinition)" "$ncrd" "CRDs rendered (config/crd/bases has $ncrd; run make manifests)"
 eq "$(docs CustomResourceDefinition | grep -c 'helm.sh/resource-policy: keep')" "$ncrd" "CRDs with the keep policy"
 [ -z "$(ls "$chart"/crds 2>/dev/null)" ] || fail "charts/gantry/crds/ is not empty: CRDs belong in templates/crds (helm upgrade skips crds/)"
-for kind in ClusterRole ClusterRoleBinding Role RoleBinding ServiceAccount Deployment Secret ValidatingWebhookConfiguration MutatingWebhookConfiguration; do
+for kind in ServiceAccount Deployment Secret ValidatingWebhookConfiguration MutatingWebhookConfiguration; do
   eq "$(count "$kind")" 1 "number of ${kind}s"
 done
+# The manager's RBAC, plus (trainjob controller) the user roles and the
+# public ConfigMap's Role: see "Kubeflow SDK" below.
+eq "$(count ClusterRole)" 5 "number of ClusterRoles (manager, trainer-{view,edit,admin}, trainer-view-cluster-runtimes)"
+eq "$(count ClusterRoleBinding)" 2 "number of ClusterRoleBindings (manager, trainer-view-cluster-runtimes)"
+eq "$(count Role)" 2 "number of Roles (manager-release-namespace, kubeflow-trainer-public)"
+eq "$(count RoleBinding)" 2 "number of RoleBindings (manager-release-namespace, kubeflow-trainer-public)"
 eq "$(count Service)" 2 "Services (metrics, webhook)"
 # A first install creates the trainer CRDs, so the runtimes wait for the next
 # upgrade (Helm cannot create objects of a CRD it creates in the same step).
@@ -204,7 +210,7 @@ for team in team-a team-b; do
   binding=$(docs RoleBinding gantry-manager $team)
   has 'kind: Role' "$binding"; has 'name: gantry' "$binding"; has "namespace: $ns" "$binding"
 done
-eq "$(count Role)" 3 "Roles (two watched namespaces, the release namespace)"
+eq "$(count Role)" 4 "Roles (two watched namespaces, the release namespace, kubeflow-trainer-public)"
 cr=$(docs ClusterRole gantry-manager)
 for want in nodes clustertrainingruntimes validatingwebhookconfigurations; do hasitem "$want" "$cr"; done
 for unwanted in pods secrets rayclusters trainjobs trainingruntimes nodesets leases events; do lacksitem "$unwanted" "$cr"; done
@@ -377,5 +383,162 @@ for want in '--controllers=raycluster,slurm' '--namespaces=team-a,team-b' '--lea
   '--feature-gates=RayClusterStatusConditions=false,RayMultiHostIndexing=true'; do
   has "$want" "$(docs Deployment)"
 done
+
+# --- Kubeflow SDK: public ConfigMap, user roles (trainjob controller) -------------------
+# rules_of KIND NAME [NAMESPACE]: the "rules:" block of that rendered document.
+rules_of() { docs "$@" | awk '/^---$/ { r = 0 } /^rules:/ { r = 1 } r'; }
+# Trainer's chart publishes "v<chart version>" (trainer.version); Gantry
+# publishes the Trainer version whose API it serves, the one
+# test/tools/trainer builds for the oracle tests.
+trainer_version=v$(awk '$1 == "github.com/kubeflow/trainer/v2" { sub(/^v/, "", $2); print $2 }' test/tools/trainer/go.mod)
+[ "$trainer_version" != v ] || { case=setup; fail "test/tools/trainer/go.mod names no github.com/kubeflow/trainer/v2 version"; }
+public_role='rules:
+- apiGroups:
+  - ""
+  resources:
+  - configmaps
+  resourceNames:
+  - kubeflow-trainer-public
+  verbs:
+  - get
+  - list
+  - watch'
+trainer_read='rules:
+- apiGroups:
+  - trainer.kubeflow.org
+  resources:
+  - trainjobs
+  - trainjobs/status
+  - trainingruntimes
+  - clustertrainingruntimes
+  verbs:
+  - get
+  - list
+  - watch'
+trainer_edit="$trainer_read"'
+- apiGroups:
+  - trainer.kubeflow.org
+  resources:
+  - trainjobs
+  verbs:
+  - create
+  - delete
+  - deletecollection
+  - patch
+  - update
+- apiGroups:
+  - ""
+  resources:
+  - pods
+  - pods/log
+  - events
+  verbs:
+  - get
+  - list
+  - watch'
+trainer_admin="$trainer_edit"'
+- apiGroups:
+  - trainer.kubeflow.org
+  resources:
+  - trainingruntimes
+  verbs:
+  - create
+  - delete
+  - deletecollection
+  - patch
+  - update'
+cluster_runtimes='rules:
+- apiGroups:
+  - trainer.kubeflow.org
+  resources:
+  - clustertrainingruntimes
+  verbs:
+  - get
+  - list
+  - watch'
+agg=rbac.authorization.k8s.io/aggregate-to
+kfagg=rbac.authorization.kubeflow.org/aggregate-to
+# expect_public NAMESPACE PREFIX: the public ConfigMap and its Role and
+# RoleBinding, in NAMESPACE, the RBAC named PREFIX-kubeflow-trainer-public.
+expect_public() {
+  local cm binding
+  eq "$(count ConfigMap kubeflow-trainer-public "$1")" 1 "ConfigMaps kubeflow-trainer-public in $1"
+  cm=$(docs ConfigMap kubeflow-trainer-public "$1")
+  has "kubeflow_trainer_version: \"$trainer_version\"" "$cm"
+  eq "$(awk '/^data:/ { d = 1; next } /^[^ ]/ { d = 0 } d' <<<"$cm" | grep -c .)" 1 "keys of the public ConfigMap"
+  eq "$(count Role "$2-kubeflow-trainer-public" "$1")" 1 "Roles $2-kubeflow-trainer-public in $1"
+  eq "$(rules_of Role "$2-kubeflow-trainer-public" "$1")" "$public_role" "rules of the public ConfigMap's Role"
+  eq "$(count RoleBinding "$2-kubeflow-trainer-public" "$1")" 1 "RoleBindings $2-kubeflow-trainer-public in $1"
+  binding=$(docs RoleBinding "$2-kubeflow-trainer-public" "$1")
+  has 'kind: Role' "$binding"; has "name: $2-kubeflow-trainer-public" "$binding"
+  has 'kind: Group' "$binding"; has 'name: system:authenticated' "$binding"
+  eq "$(grep -c '^  - kind: ' <<<"$binding")" 1 "subjects of the public ConfigMap's RoleBinding"
+}
+# expect_user_roles PREFIX: the aggregated user ClusterRoles PREFIX-trainer-{view,edit,admin}.
+expect_user_roles() {
+  local view edit admin
+  view=$(docs ClusterRole "$1-trainer-view"); edit=$(docs ClusterRole "$1-trainer-edit"); admin=$(docs ClusterRole "$1-trainer-admin")
+  for want in "$agg-view: \"true\"" "$agg-edit: \"true\"" "$agg-admin: \"true\"" \
+    "$kfagg-kubeflow-view: \"true\"" "$kfagg-kubeflow-trainer-view: \"true\""; do has "$want" "$view"; done
+  for want in "$agg-edit: \"true\"" "$agg-admin: \"true\"" \
+    "$kfagg-kubeflow-edit: \"true\"" "$kfagg-kubeflow-trainer-admin: \"true\""; do has "$want" "$edit"; done
+  lacks "$agg-view:" "$edit"; lacks "$kfagg-kubeflow-view:" "$edit"
+  for want in "$agg-admin: \"true\"" "$kfagg-kubeflow-admin: \"true\"" "$kfagg-kubeflow-trainer-admin: \"true\""; do has "$want" "$admin"; done
+  lacks "$agg-view:" "$admin"; lacks "$agg-edit:" "$admin"; lacks "$kfagg-kubeflow-edit:" "$admin"
+  for role in "$view" "$edit" "$admin"; do lacks 'aggregationRule:' "$role"; done
+  eq "$(rules_of ClusterRole "$1-trainer-view")" "$trainer_read" "rules of $1-trainer-view"
+  eq "$(rules_of ClusterRole "$1-trainer-edit")" "$trainer_edit" "rules of $1-trainer-edit"
+  eq "$(rules_of ClusterRole "$1-trainer-admin")" "$trainer_admin" "rules of $1-trainer-admin"
+}
+# expect_cluster_runtimes PREFIX: every authenticated user may read ClusterTrainingRuntimes.
+expect_cluster_runtimes() {
+  local binding
+  eq "$(rules_of ClusterRole "$1-trainer-view-cluster-runtimes")" "$cluster_runtimes" "rules of $1-trainer-view-cluster-runtimes"
+  lacks "$agg" "$(docs ClusterRole "$1-trainer-view-cluster-runtimes")"
+  binding=$(docs ClusterRoleBinding "$1-trainer-view-cluster-runtimes")
+  has 'kind: ClusterRole' "$binding"; has "name: $1-trainer-view-cluster-runtimes" "$binding"
+  has 'kind: Group' "$binding"; has 'name: system:authenticated' "$binding"
+  eq "$(grep -c '^  - kind: ' <<<"$binding")" 1 "subjects of $1-trainer-view-cluster-runtimes"
+}
+# expect_no_sdk PREFIX [public|roles|runtimes]...: those parts are not rendered.
+expect_no_sdk() {
+  local prefix=$1 part; shift
+  for part in "$@"; do
+    case $part in
+      public)
+        eq "$(count ConfigMap kubeflow-trainer-public)" 0 "ConfigMaps kubeflow-trainer-public"
+        eq "$(count Role "$prefix-kubeflow-trainer-public")" 0 "Roles $prefix-kubeflow-trainer-public"
+        eq "$(count RoleBinding "$prefix-kubeflow-trainer-public")" 0 "RoleBindings $prefix-kubeflow-trainer-public" ;;
+      roles)
+        for r in view edit admin; do eq "$(count ClusterRole "$prefix-trainer-$r")" 0 "ClusterRoles $prefix-trainer-$r"; done ;;
+      runtimes)
+        eq "$(count ClusterRole "$prefix-trainer-view-cluster-runtimes")" 0 "ClusterRoles $prefix-trainer-view-cluster-runtimes"
+        eq "$(count ClusterRoleBinding "$prefix-trainer-view-cluster-runtimes")" 0 "ClusterRoleBindings $prefix-trainer-view-cluster-runtimes" ;;
+    esac
+  done
+}
+render sdk-default
+expect_public "$ns" gantry; expect_user_roles gantry; expect_cluster_runtimes gantry
+render sdk-namespaced --set 'watchNamespaces={team-a,team-b}'
+expect_public "$ns" gantry; expect_user_roles gantry; expect_cluster_runtimes gantry
+render sdk-public-namespace --set trainjob.publicConfigMap.namespace=kubeflow-system
+expect_public kubeflow-system gantry
+eq "$(count ConfigMap kubeflow-trainer-public "$ns")" 0 "ConfigMaps kubeflow-trainer-public in the release namespace"
+render sdk-fullname --set fullnameOverride=ops-gantry
+expect_public "$ns" ops-gantry; expect_user_roles ops-gantry; expect_cluster_runtimes ops-gantry
+render sdk-public-off --set trainjob.publicConfigMap.enabled=false
+expect_no_sdk gantry public; expect_user_roles gantry; expect_cluster_runtimes gantry
+render sdk-roles-off --set trainjob.userRoles.enabled=false
+expect_no_sdk gantry roles; expect_public "$ns" gantry; expect_cluster_runtimes gantry
+render sdk-cluster-runtimes-off --set trainjob.publicClusterRuntimes.enabled=false
+expect_no_sdk gantry runtimes; expect_public "$ns" gantry; expect_user_roles gantry
+render sdk-without-trainjob --set 'controllers={raycluster,slurm}'
+expect_no_sdk gantry public roles runtimes
+render sdk-rbac-off --set rbac.create=false
+eq "$(count ConfigMap kubeflow-trainer-public "$ns")" 1 "ConfigMaps kubeflow-trainer-public with rbac.create=false"
+eq "$(count Role)" 0 "Roles with rbac.create=false"; eq "$(count RoleBinding)" 0 "RoleBindings with rbac.create=false"
+eq "$(count ClusterRole)" 0 "ClusterRoles with rbac.create=false"; eq "$(count ClusterRoleBinding)" 0 "ClusterRoleBindings with rbac.create=false"
+refuse schema-sdk-unknown-key "values don't meet the specifications of the schema" --set trainjob.publicConfigMap.enable=true
+refuse schema-sdk-namespace "values don't meet the specifications of the schema" --set trainjob.publicConfigMap.namespace=Kubeflow_System
 
 echo "chart check: ok ($checks assertions; $ncrd CRDs, $nhooks webhooks)"
