@@ -63,7 +63,8 @@ func TestTrainerCRDsOnAPIServer(t *testing.T) {
 // descriptions (the CRDs were generated without any before).
 func testExplain(ctx context.Context, t *testing.T, cfg *rest.Config) {
 	missing, err := testenv.UndescribedFields(ctx, cfg, "trainer.kubeflow.org", "v1alpha1", "TrainJob",
-		"spec", "spec.runtimeRef", "spec.trainer", "spec.trainer.numNodes", "spec.suspend", "status.conditions")
+		"spec", "spec.runtimeRef", "spec.trainer", "spec.trainer.numNodes", "spec.suspend", "status.conditions",
+		"spec.ttlSecondsAfterFinished", "status.startTime", "status.completionTime")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,6 +149,33 @@ func testRejectedOnCreate(ctx context.Context, t *testing.T, c client.Client, ns
 			name:    "activeDeadlineSeconds of 0",
 			obj:     newTrainJob(ns, "deadline-zero", withDeadline(0)),
 			wantErr: "spec.activeDeadlineSeconds",
+		},
+		// Gantry's run policy (KEP-2899): a TTL of zero is a value, as on a Job.
+		{
+			name:    "ttlSecondsAfterFinished below 0",
+			obj:     newTrainJob(ns, "ttl-negative", withTTL(-1)),
+			wantErr: "spec.ttlSecondsAfterFinished",
+		},
+		{
+			name: "ttlSecondsAfterFinished of 0",
+			obj:  newTrainJob(ns, "ttl-zero", withTTL(0)),
+		},
+		{
+			name: "runtime runPolicy",
+			obj: withRunPolicy(newTrainingRuntime(ns, "run-policy", trainer.MLPolicySource{Torch: &trainer.TorchMLPolicySource{}}),
+				&trainer.RunPolicy{ActiveDeadlineSeconds: ptr.To[int64](3600), TTLSecondsAfterFinished: ptr.To[int32](0)}),
+		},
+		{
+			name: "runtime runPolicy activeDeadlineSeconds of 0",
+			obj: withRunPolicy(newTrainingRuntime(ns, "run-policy-deadline-zero", trainer.MLPolicySource{Torch: &trainer.TorchMLPolicySource{}}),
+				&trainer.RunPolicy{ActiveDeadlineSeconds: ptr.To[int64](0)}),
+			wantErr: "spec.runPolicy.activeDeadlineSeconds",
+		},
+		{
+			name: "runtime runPolicy ttlSecondsAfterFinished below 0",
+			obj: withRunPolicy(newTrainingRuntime(ns, "run-policy-ttl-negative", trainer.MLPolicySource{Torch: &trainer.TorchMLPolicySource{}}),
+				&trainer.RunPolicy{TTLSecondsAfterFinished: ptr.To[int32](-1)}),
+			wantErr: "spec.runPolicy.ttlSecondsAfterFinished",
 		},
 		{
 			name:    "managedBy naming an unknown controller",
@@ -314,6 +342,11 @@ func testImmutableFields(ctx context.Context, t *testing.T, c client.Client, ns 
 			name:   "suspend",
 			mutate: func(j *trainer.TrainJob) { j.Spec.Suspend = ptr.To(true) },
 		},
+		{
+			// Mutable, as on a Job: a finished job can be kept longer or let go.
+			name:   "ttlSecondsAfterFinished",
+			mutate: func(j *trainer.TrainJob) { j.Spec.TTLSecondsAfterFinished = ptr.To[int32](60) },
+		},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -439,6 +472,15 @@ func withStorageURIs(dataset, model string) trainJobOption {
 			Model:   &trainer.ModelInitializer{StorageURI: ptr.To(model)},
 		}
 	}
+}
+
+func withTTL(seconds int32) trainJobOption {
+	return func(j *trainer.TrainJob) { j.Spec.TTLSecondsAfterFinished = ptr.To(seconds) }
+}
+
+func withRunPolicy(rt *trainer.TrainingRuntime, p *trainer.RunPolicy) *trainer.TrainingRuntime {
+	rt.Spec.RunPolicy = p
+	return rt
 }
 
 func withManagedBy(manager string) trainJobOption {

@@ -72,6 +72,34 @@ type TrainingRuntimeSpec struct {
 	// template is the JobSet every TrainJob of this runtime starts from.
 	// +optional
 	Template JobSetTemplateSpec `json:"template,omitzero"`
+
+	// runPolicy holds the defaults of the run-time limits of this runtime's
+	// TrainJobs; a TrainJob's own value overrides each. Gantry's, beyond
+	// Kubeflow Trainer v2.3, following KEP-2899 (kubeflow/trainer#2899):
+	// Trainer v2.3 ignores it.
+	// +optional
+	RunPolicy *RunPolicy `json:"runPolicy,omitempty"`
+}
+
+// RunPolicy is a runtime's defaults for how long its TrainJobs may run and
+// how long they are kept once finished. A TrainJob uses its own
+// activeDeadlineSeconds or ttlSecondsAfterFinished where it sets them, and
+// these where it does not; a job takes them from the runtime it was created
+// with (the snapshot Gantry keeps on its JobSet).
+type RunPolicy struct {
+	// activeDeadlineSeconds is the default of a TrainJob's
+	// activeDeadlineSeconds: how long it may run, counted from its start or
+	// last resume, before it fails with reason DeadlineExceeded.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
+
+	// ttlSecondsAfterFinished is the default of a TrainJob's
+	// ttlSecondsAfterFinished: how long a finished TrainJob is kept before
+	// it is deleted. Zero deletes it as soon as it finishes.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
 }
 
 // JobSetTemplateSpec is the JobSet a runtime renders. Its name and namespace

@@ -89,6 +89,18 @@ type TrainJobSpec struct {
 	// +optional
 	ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
 
+	// ttlSecondsAfterFinished limits how long a finished TrainJob (Complete
+	// or Failed) is kept: that many seconds after it finished, the TrainJob
+	// is deleted, and with it its JobSet, pods and services. Zero deletes it
+	// as soon as it finishes; unset, the runtime's
+	// runPolicy.ttlSecondsAfterFinished applies, and without that the job is
+	// kept. A suspended job has not finished. Mutable, as on a Job.
+	// Gantry's, beyond Kubeflow Trainer v2.3, following KEP-2899
+	// (kubeflow/trainer#2899): Trainer v2.3 ignores it.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	TTLSecondsAfterFinished *int32 `json:"ttlSecondsAfterFinished,omitempty"`
+
 	// managedBy names the controller that reconciles this TrainJob. Gantry
 	// reconciles only trainer.kubeflow.org/trainjob-controller; jobs handed
 	// to MultiKueue are left alone. Immutable so two controllers never fight
@@ -243,6 +255,20 @@ type TrainJobStatus struct {
 	// trainerStatus is the progress the trainer reports about itself.
 	// +optional
 	TrainerStatus *TrainerStatus `json:"trainerStatus,omitempty"`
+
+	// startTime is when the job last started running: its creation, or
+	// its last resume if it was suspended. Unset while a job created
+	// suspended waits; kept while a job that ran is suspended, and reset
+	// when it resumes, as on a Job. activeDeadlineSeconds counts from it.
+	// Gantry's, beyond Kubeflow Trainer v2.3, following KEP-2899.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// completionTime is when the job finished: the time its Complete or
+	// Failed condition turned true. ttlSecondsAfterFinished counts from it.
+	// Gantry's, beyond Kubeflow Trainer v2.3, following KEP-2899.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 }
 
 // JobStatus counts the child Jobs of one replicated job by state.

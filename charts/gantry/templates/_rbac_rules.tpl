@@ -291,7 +291,6 @@
   - trainer.kubeflow.org
   resources:
   - trainingruntimes
-  - trainjobs
   verbs:
   - get
   - list
@@ -308,4 +307,15 @@
   - get
   - patch
   - update
+- apiGroups:
+  - trainer.kubeflow.org
+  resources:
+  - trainjobs
+  verbs:
+  - delete
+  - get
+  - list
+  - patch
+  - update
+  - watch
 {{- end }}

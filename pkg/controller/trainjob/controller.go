@@ -9,7 +9,10 @@
 // TrainJobProgressConditions feature gate; and a reconcile that changes
 // nothing sends no API write at all. activeDeadlineSeconds is enforced as in
 // Trainer v2.3: counted from creation or the last resume, then Failed with
-// reason DeadlineExceeded and the JobSet deleted.
+// reason DeadlineExceeded and the JobSet deleted. Beyond Trainer v2.3,
+// following KEP-2899: ttlSecondsAfterFinished deletes a finished TrainJob,
+// a runtime's runPolicy gives both limits their defaults (runpolicy.go,
+// ttl.go), and status.startTime and completionTime are set (times.go).
 package trainjob
 
 import (
@@ -28,12 +31,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 	"github.com/gantry-dev/gantry/pkg/framework/apply"
 	"github.com/gantry-dev/gantry/pkg/framework/events"
+	"github.com/gantry-dev/gantry/pkg/framework/requeue"
 	"github.com/gantry-dev/gantry/pkg/framework/status"
 	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
@@ -55,7 +60,7 @@ const (
 	ReasonResourcesCreationFailed = "TrainJobResourcesCreationFailed"
 )
 
-// +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainjobs/finalizers,verbs=get;update;patch
 // +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainingruntimes,verbs=get;list;watch
@@ -164,7 +169,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // setupWithManager lets tests observe reconciles by wrapping r.
 func (r *Reconciler) setupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler) error {
-	return workload.NewController(mgr, Name, &trainer.TrainJob{}, r.workers, workload.SpecChanged).
+	return workload.NewController(mgr, Name, &trainer.TrainJob{}, r.workers, predicate.Or(workload.SpecChanged, turnedFinished)).
 		Owns(&jobsetv1alpha2.JobSet{}).
 		Owns(&corev1.ConfigMap{}).
 		// Metadata only: owning Secrets must not put every Secret's data in
@@ -207,7 +212,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return r.reconcileFinished(ctx, trainJob, jobSet)
 	}
 	s := &scope{Base: syncsteps.Base[*trainer.TrainJob]{Object: trainJob}, jobSet: jobSet}
-	switch dl := activeDeadline(trainJob, r.clock.Now()); {
+	switch dl := activeDeadline(trainJob, r.activeRunPolicy(ctx, s).activeDeadlineSeconds, r.clock.Now()); {
 	case dl.exceeded:
 		return ctrl.Result{}, r.failDeadlineExceeded(ctx, trainJob, jobSet, dl)
 	case dl.remaining > 0:
@@ -246,6 +251,10 @@ type scope struct {
 	fromSnapshot bool
 	// objects is what the runtime built from the TrainJob and its runtime.
 	objects *runtime.Result
+	// resolved: resolveRuntime ran, and resolveErr is what it returned
+	// (the run policy may need the runtime before the build does).
+	resolved   bool
+	resolveErr error
 }
 
 // steps build the TrainJob's objects. Each failure is reported by
@@ -301,14 +310,22 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) error {
 
 // reconcileFinished keeps mirroring the JobSet (its counters still move
 // after the terminal condition) but never builds again: a finished job
-// whose JobSet was removed by JobSet's TTL must not start over.
+// whose JobSet was removed by JobSet's TTL must not start over. Once its
+// ttlSecondsAfterFinished has passed it deletes the TrainJob, and until
+// then asks to be reconciled when it will have.
 func (r *Reconciler) reconcileFinished(ctx context.Context, trainJob *trainer.TrainJob, jobSet *jobsetv1alpha2.JobSet) (ctrl.Result, error) {
+	policy := r.finishedRunPolicy(ctx, trainJob, jobSet)
+	tl := ttlAfterFinished(trainJob, policy.ttlSecondsAfterFinished, r.clock.Now())
+	if tl.expired {
+		// No status write first: the TrainJob is going.
+		return ctrl.Result{}, r.deleteExpired(ctx, trainJob, policy, tl)
+	}
 	if jobSet != nil && deadlineExceeded(trainJob.Status.Conditions) {
 		// The status write of an earlier expiry landed but its delete may not have.
-		return ctrl.Result{}, r.deleteJobSet(ctx, jobSet)
+		return ctrl.Result{RequeueAfter: tl.remaining}, r.deleteJobSet(ctx, jobSet)
 	}
 	_, held, err := r.writeStatus(ctx, trainJob, jobSet, outcome{})
-	return ctrl.Result{RequeueAfter: held}, err
+	return requeue.Soonest(ctrl.Result{RequeueAfter: held}, ctrl.Result{RequeueAfter: tl.remaining}), err
 }
 
 // handleBuildFailure sorts an error from resolving, building or applying
@@ -399,6 +416,13 @@ func terminalFailure(err error) (metav1.Condition, bool) {
 // TrainJob (one `kubectl apply` of both) may not be cached yet, and failing
 // the job for good on a stale cache would be wrong.
 func (r *Reconciler) resolveRuntime(ctx context.Context, s *scope) error {
+	if !s.resolved {
+		s.resolved, s.resolveErr = true, r.lookUpRuntime(ctx, s)
+	}
+	return s.resolveErr
+}
+
+func (r *Reconciler) lookUpRuntime(ctx context.Context, s *scope) error {
 	snap, err := r.resolveSnapshot(ctx, s)
 	if err != nil || snap != nil {
 		s.spec, s.fromSnapshot = snap, snap != nil

@@ -20,18 +20,20 @@ type deadline struct {
 	exceeded bool
 	// remaining is the time left; zero when no deadline applies.
 	remaining time.Duration
-	// limit is spec.activeDeadlineSeconds as a duration.
+	// limit is the active deadline as a duration.
 	limit time.Duration
 }
 
 // activeDeadline measures the running time from the later of the
 // TrainJob's creation and its last resume, like a batch Job: time spent
-// suspended does not count, and a resume starts the clock afresh.
-func activeDeadline(trainJob *trainer.TrainJob, now time.Time) deadline {
-	if trainJob.Spec.ActiveDeadlineSeconds == nil || isSuspended(trainJob) {
+// suspended does not count, and a resume starts the clock afresh. seconds
+// is the job's activeDeadlineSeconds, or its runtime's default
+// (resolveRunPolicy); nil means no deadline.
+func activeDeadline(trainJob *trainer.TrainJob, seconds *int64, now time.Time) deadline {
+	if seconds == nil || isSuspended(trainJob) {
 		return deadline{}
 	}
-	limit := time.Duration(*trainJob.Spec.ActiveDeadlineSeconds) * time.Second
+	limit := time.Duration(*seconds) * time.Second
 	start := trainJob.CreationTimestamp.Time
 	if c := meta.FindStatusCondition(trainJob.Status.Conditions, trainer.TrainJobSuspended); c != nil {
 		if c.Status == metav1.ConditionTrue {

@@ -47,7 +47,7 @@ func TestActiveDeadline(t *testing.T) {
 				Spec:       trainer.TrainJobSpec{ActiveDeadlineSeconds: tc.deadline, Suspend: ptr.To(tc.suspend)},
 				Status:     trainer.TrainJobStatus{Conditions: tc.conds},
 			}
-			if got := activeDeadline(tj, tc.now); got != tc.want {
+			if got := activeDeadline(tj, tc.deadline, tc.now); got != tc.want {
 				t.Errorf("activeDeadline() = %+v, want %+v", got, tc.want)
 			}
 		})

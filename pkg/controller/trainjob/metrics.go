@@ -28,6 +28,8 @@ const (
 type Metrics struct {
 	status                     *fwmetrics.StateGauge
 	created, completed, failed *prometheus.CounterVec
+	// ttlDeleted counts TrainJobs deleted by ttlSecondsAfterFinished.
+	ttlDeleted *prometheus.CounterVec
 }
 
 // NewMetrics creates the collectors and registers them on reg (nil means
@@ -45,6 +47,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		created:   counter("gantry_trainjob_created_total", "TrainJobs whose JobSet was created", fwmetrics.LabelNamespace),
 		completed: counter("gantry_trainjob_completed_total", "TrainJobs that completed", fwmetrics.LabelNamespace),
 		failed:    counter("gantry_trainjob_failed_total", "TrainJobs that failed, by reason", fwmetrics.LabelNamespace, "reason"),
+		ttlDeleted: counter("gantry_trainjob_ttl_deleted_total",
+			"Finished TrainJobs deleted once their ttlSecondsAfterFinished passed", fwmetrics.LabelNamespace),
 	}
 	return m, r.Err()
 }
@@ -107,6 +111,14 @@ func (m *Metrics) ObserveCreated(namespace string) {
 		return
 	}
 	m.created.WithLabelValues(namespace).Inc()
+}
+
+// ObserveTTLDeleted counts a TrainJob deleted after its TTL.
+func (m *Metrics) ObserveTTLDeleted(namespace string) {
+	if m == nil {
+		return
+	}
+	m.ttlDeleted.WithLabelValues(namespace).Inc()
 }
 
 // ObserveTransition counts the conditions that turned true between two

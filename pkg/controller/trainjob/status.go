@@ -81,9 +81,16 @@ func countersOnly(old, updated trainer.TrainJobStatus) bool {
 // statusEqual compares two statuses as status.StatusEqual does (timestamps
 // aside), and takes a job that counts nothing (the JobSet lists it, none of
 // its Pods has started) for no job: both read the same to Kueue and to a
-// user, and JobSet lists its jobs before it starts them.
+// user, and JobSet lists its jobs before it starts them. A startTime that
+// only appears is no change either: it is derived, not observed (times.go),
+// so it rides on the next write (the JobSet's first counts) at no write of
+// its own, for a new job or after an upgrade; a resume that resets it
+// changes the Suspended condition, which is written at once.
 func statusEqual(a, b trainer.TrainJobStatus) bool {
 	a.JobsStatus, b.JobsStatus = counted(a.JobsStatus), counted(b.JobsStatus)
+	if a.StartTime == nil || b.StartTime == nil {
+		a.StartTime, b.StartTime = nil, nil
+	}
 	same, err := status.StatusEqual(&trainer.TrainJob{Status: a}, &trainer.TrainJob{Status: b})
 	return err == nil && same
 }
@@ -121,6 +128,7 @@ func desiredStatus(rt *runtime.Runtime, trainJob *trainer.TrainJob, jobSet *jobs
 		stopRunning(&st.Conditions, now)
 		status.SetCondition(&st.Conditions, *o.failed, now)
 	}
+	setRunTimes(trainJob, &st)
 	return st
 }
 
