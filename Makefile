@@ -42,6 +42,15 @@ TRAINER     := $(BIN)/trainer-controller-manager
 TRAINER_MOD := $(CURDIR)/test/tools/trainer
 SLINKY      := $(BIN)/slurm-operator
 SLINKY_MOD  := $(CURDIR)/test/tools/slinky
+# The real node beside kwok's (hack/realnode.sh): kubelet and kube-proxy from
+# the Kubernetes tools module, CNI plugins and CoreDNS from their own.
+KUBELET     := $(BIN)/kubelet
+KUBE_PROXY  := $(BIN)/kube-proxy
+REALNODE_MOD := $(CURDIR)/test/tools/realnode
+CNI_PLUGINS := $(addprefix $(BIN)/cni/,bridge host-local loopback portmap)
+cni_dir = $(if $(filter host-local,$1),ipam,$(if $(filter portmap,$1),meta,main))
+COREDNS     := $(BIN)/coredns
+REALNODE_TOOLS := $(KUBELET) $(KUBE_PROXY) $(CNI_PLUGINS) $(COREDNS)
 
 # Go test flags; override e.g. `make test GOTEST_FLAGS=-v`.
 GOTEST_FLAGS ?=
@@ -64,13 +73,15 @@ help: ## Show this help.
 ##@ Run and test
 .PHONY: run
 RUN_TOOLS := $(KUBE_APISERVER) $(ETCD) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(KUBECTL) $(KWOK) $(KWOKCTL) $(HELM) $(JOBSET)
-run: manager ## Start a local control plane (kwok, 3 nodes), helm-install the chart and run the manager as the chart's ServiceAccount.
+run: manager ## Start a local control plane (kwok, 3 nodes, and a real node where this machine can run one), helm-install the chart and run the manager as the chart's ServiceAccount.
 	@missing=(); for t in $(RUN_TOOLS); do [ -x "$$t" ] || missing+=("$$t"); done; \
 	n=$${#missing[@]}; i=0; \
 	for t in "$${missing[@]}"; do i=$$((i + 1)); \
 		echo "make run: building $${t##*/}, $$i of $$n missing tools (first run only; kube-apiserver takes longest)"; \
 		$(MAKE) --no-print-directory "$$t"; \
 	done
+	@if [ "$${GANTRY_REAL_NODE:-auto}" != false ] && BIN=$(BIN) hack/realnode.sh machine >/dev/null; then \
+		$(MAKE) --no-print-directory realnode-tools test-images; fi
 	@BIN=$(BIN) hack/local-cluster.sh up
 
 .PHONY: run-down
@@ -222,6 +233,7 @@ verify: generate manifests $(HELM) ## Check generated files are committed, gofmt
 	$(GO) vet ./...
 	$(GO) vet -tags 'e2e chaos' ./test/...
 	cd test/oracle/trainer && $(GO) vet ./... && $(GO) mod verify
+	cd $(REALNODE_MOD) && $(GO) vet ./... && $(GO) mod verify
 	$(GO) mod verify
 	$(HELM) lint charts/gantry
 	hack/check-chart.sh $(HELM)
@@ -231,9 +243,24 @@ verify: generate manifests $(HELM) ## Check generated files are committed, gofmt
 # API server reports v0.0.0-master and `helm install` refuses the chart's
 # kubeVersion constraint.
 KUBE_VERSION_LDFLAGS := $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,-X $(p).gitVersion=v1.36.3 -X $(p).gitMajor=1 -X $(p).gitMinor=36)
-$(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(KUBECTL):
+$(KUBE_APISERVER) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(KUBECTL) $(KUBELET) $(KUBE_PROXY):
 	@echo "building $(@F) (first time only; a few minutes)"
 	cd $(TOOLS_MOD) && $(GO) build -ldflags '$(KUBE_VERSION_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/$(@F)
+
+$(CNI_PLUGINS):
+	@echo "building the CNI plugin $(@F) (first time only)"
+	cd $(REALNODE_MOD) && CGO_ENABLED=0 $(GO) build -o $@ github.com/containernetworking/plugins/plugins/$(call cni_dir,$(@F))/$(@F)
+
+$(COREDNS): $(REALNODE_MOD)/coredns/main.go
+	@echo "building CoreDNS (first time only)"
+	cd $(REALNODE_MOD) && CGO_ENABLED=0 $(GO) build -o $@ ./coredns
+
+.PHONY: realnode-tools
+realnode-tools: $(REALNODE_TOOLS) ## Build what the real node runs (kubelet, kube-proxy, CNI plugins, CoreDNS).
+
+.PHONY: test-images
+test-images: ## Build the test images the real node imports (pause, the Debian test base with torch, Open MPI and the Ray stand-in) into bin/images/.
+	@BIN=$(BIN) hack/test-images.sh
 
 $(ETCD):
 	@echo "building etcd (first time only)"

@@ -256,8 +256,26 @@ spec:
   log "8 local PersistentVolumes (hostPath, 10Gi, label gantry.dev/local-pv) for PVCs"
 }
 
+# real_node_wanted says whether `up` starts a real node beside kwok's
+# (hack/realnode.sh): GANTRY_REAL_NODE=true needs it, false leaves it out,
+# auto (the default) starts it where this machine can and says why not
+# where it cannot.
+real_node_wanted() {
+  [ "${USE_EXISTING_CLUSTER:-false}" = "true" ] && return 1
+  case "${GANTRY_REAL_NODE:-auto}" in
+    false) return 1 ;;
+    true) return 0 ;;
+  esac
+  local why
+  if why=$(hack/realnode.sh check); then return 0; fi
+  [ -f "$STATE/realnode-skipped" ] || log "no real node: $why (GANTRY_REAL_NODE=true makes this an error)"
+  : >"$STATE/realnode-skipped"
+  return 1
+}
+
 up() {
   mkdir -p "$STATE"
+  rm -f "$STATE/realnode-skipped"
   local_kubeconfig
   if [ "${USE_EXISTING_CLUSTER:-false}" = "true" ]; then
     log "using the existing cluster in $KUBECONFIG"
@@ -267,10 +285,17 @@ up() {
       kwokctl start cluster --name "$CLUSTER" || true
     else
       log "creating local control plane '$CLUSTER' (kwok, binary runtime)"
+      local -a node_config=()
+      if real_node_wanted; then
+        # The real node's link exists before the API server, which
+        # advertises (and names in its certificate) the host's end of it.
+        hack/realnode.sh net "$KWOK_WORKDIR/clusters/$CLUSTER/pki" >"$STATE/kwokctl-realnode.yaml"
+        node_config=(--config "$STATE/kwokctl-realnode.yaml")
+      fi
       kwokctl create cluster --name "$CLUSTER" --runtime binary \
         --kubeconfig "" \
         --secure-port=true --kube-authorization=true \
-        --config hack/kwok/stages.yaml \
+        --config hack/kwok/stages.yaml "${node_config[@]}" \
         --kube-apiserver-binary "$BIN/kube-apiserver" \
         --kube-controller-manager-binary "$BIN/kube-controller-manager" \
         --kube-scheduler-binary "$BIN/kube-scheduler" \
@@ -302,6 +327,11 @@ up() {
     wait_manager_ready
   else
     local_pvs
+    if real_node_wanted; then
+      KUBECONFIG=$KUBECONFIG GANTRY_KWOK_PKI=$KWOK_WORKDIR/clusters/$CLUSTER/pki BIN=$BIN \
+        hack/realnode.sh up 2>&1 | sed 's/^/gantry-run: /'
+      [ "${PIPESTATUS[0]}" = 0 ] || exit 1
+    fi
     # The real JobSet controller (pinned version), its CRDs and webhooks,
     # running on this machine like the manager.
     BIN=$BIN JOBSET_STATE_DIR=$STATE/jobset hack/jobset-local.sh up | sed 's/^/gantry-run: /'
@@ -326,6 +356,7 @@ MSG
 }
 
 down() {
+  hack/realnode.sh down 2>&1 | sed 's/^/gantry-run: /'
   if [ "${USE_EXISTING_CLUSTER:-false}" != "true" ]; then
     local_kubeconfig
     BIN=$BIN JOBSET_STATE_DIR=$STATE/jobset hack/jobset-local.sh down >/dev/null 2>&1 || true
