@@ -1,0 +1,176 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
+)
+
+// labelReal marks specs that run real containers on the real node
+// (hack/realnode.sh): a kubelet, containerd and runc, images from
+// bin/images (hack/test-images.sh). It is not a workload label; such a spec
+// carries one of those too.
+const labelReal = "real"
+
+const (
+	// realNodeLabel and its taint are what hack/realnode.sh puts on the node.
+	realNodeLabel = "gantry.dev/real-node"
+	// testBaseImage is Debian with bash, wget, python3-torch, Open MPI,
+	// sshd and the Ray stand-in as /usr/local/bin/ray (hack/test-images.sh).
+	testBaseImage = "gantry.local/testbase:1"
+)
+
+// requireRealNode returns the real node, Ready. Without one the spec skips
+// and says why, except where GANTRY_REAL_NODE=true (CI) promised one: there
+// it fails.
+func requireRealNode(ctx context.Context) *corev1.Node {
+	GinkgoHelper()
+	nodes := &corev1.NodeList{}
+	Expect(k8s.List(ctx, nodes, client.MatchingLabels{realNodeLabel: "true"})).To(Succeed())
+	for i := range nodes.Items {
+		if nodeReady(&nodes.Items[i]) {
+			return &nodes.Items[i]
+		}
+	}
+	why := "no Ready node labelled " + realNodeLabel + "=true (hack/realnode.sh starts one where this machine can: root, containerd, runc)"
+	if os.Getenv("GANTRY_REAL_NODE") == "true" {
+		Fail(why + ", but GANTRY_REAL_NODE=true promised one")
+	}
+	Skip(why)
+	return nil
+}
+
+// onRealNode steers a pod template to the real node.
+func onRealNode(spec *corev1.PodSpec) {
+	if spec.NodeSelector == nil {
+		spec.NodeSelector = map[string]string{}
+	}
+	spec.NodeSelector[realNodeLabel] = "true"
+	spec.Tolerations = append(spec.Tolerations, corev1.Toleration{
+		Key: realNodeLabel, Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule,
+	})
+}
+
+func smallResources(cpu, memory string) corev1.ResourceRequirements {
+	l := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}
+	return corev1.ResourceRequirements{Requests: l, Limits: l}
+}
+
+// realRayCluster is a RayCluster of one head and one worker on the real
+// node, running the Ray stand-in from the test base image.
+func realRayCluster(ns string) *rayv1.RayCluster {
+	head := corev1.PodSpec{Containers: []corev1.Container{{
+		Name: "ray-head", Image: testBaseImage, ImagePullPolicy: corev1.PullNever,
+		Resources: smallResources("500m", "512Mi"),
+		Ports: []corev1.ContainerPort{
+			{Name: "gcs-server", ContainerPort: 6379}, {Name: "dashboard", ContainerPort: 8265}, {Name: "client", ContainerPort: 10001},
+		},
+	}}}
+	worker := corev1.PodSpec{Containers: []corev1.Container{{
+		Name: "ray-worker", Image: testBaseImage, ImagePullPolicy: corev1.PullNever,
+		Resources: smallResources("250m", "256Mi"),
+		// Ray's raylet gives up on a lost GCS after this long (60 s by
+		// default); the stand-in does the same.
+		Env: []corev1.EnvVar{{Name: "RAY_gcs_rpc_server_reconnect_timeout_s", Value: "5"}},
+	}}}
+	onRealNode(&head)
+	onRealNode(&worker)
+	return &rayv1.RayCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "real", Namespace: ns},
+		Spec: rayv1.RayClusterSpec{
+			HeadGroupSpec: rayv1.HeadGroupSpec{RayStartParams: map[string]string{}, Template: corev1.PodTemplateSpec{Spec: head}},
+			WorkerGroupSpecs: []rayv1.WorkerGroupSpec{{
+				GroupName: "workers", Replicas: ptr.To(int32(1)), RayStartParams: map[string]string{},
+				Template: corev1.PodTemplateSpec{Spec: worker},
+			}},
+		},
+	}
+}
+
+func podOf(g Gomega, ctx context.Context, ns, cluster, nodeType string) corev1.Pod {
+	pods := listPods(g, ctx, ns, map[string]string{rayv1.RayClusterLabelKey: cluster, rayv1.RayNodeTypeLabelKey: nodeType})
+	g.Expect(pods).To(HaveLen(1), "%s pods of %s", nodeType, cluster)
+	return pods[0]
+}
+
+var _ = Describe("A RayCluster on the real node", Label(labelRay, labelReal), Ordered, func() {
+	var (
+		ns string
+		rc *rayv1.RayCluster
+	)
+	BeforeAll(func(ctx SpecContext) {
+		requireRealNode(ctx)
+		ns = newNamespace(ctx, "ray-real")
+		rc = realRayCluster(ns)
+		createStrict(ctx, rc)
+	})
+
+	// The kubelet runs Gantry's exec probes (wget of the raylet's and the
+	// GCS's health endpoints), and the worker's init container resolves the
+	// head Service's DNS name through the cluster DNS and polls its GCS port.
+	It("starts the head and the worker, passes the probes and waits for the GCS through the head Service's name", func(ctx SpecContext) {
+		Eventually(ctx, func(g Gomega) {
+			expectClusterPodsReady(g, ctx, rc, 1)
+			expectClusterReady(g, ctx, rc, 1)
+		}).Should(Succeed())
+
+		worker := podOf(Default, ctx, ns, rc.Name, "worker")
+		Expect(worker.Spec.NodeName).To(HavePrefix("real-"))
+		Expect(worker.Spec.InitContainers).NotTo(BeEmpty(), "the worker waits for the GCS in an init container")
+		initName := worker.Spec.InitContainers[0].Name
+		Expect(worker.Status.InitContainerStatuses).NotTo(BeEmpty())
+		Expect(worker.Status.InitContainerStatuses[0].State.Terminated).NotTo(BeNil())
+		Expect(worker.Status.InitContainerStatuses[0].State.Terminated.ExitCode).To(BeZero())
+		logs, err := kubectl(ctx, "-n", ns, "logs", worker.Name, "-c", initName)
+		Expect(err).NotTo(HaveOccurred(), logs)
+		Expect(logs).To(ContainSubstring("GCS is ready."))
+
+		// The same check from inside the worker, by the head Service's name.
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(rc), rc)).To(Succeed())
+		svc := rc.Status.Head.ServiceName
+		Expect(svc).NotTo(BeEmpty(), "status.head.serviceName")
+		out, err := kubectl(ctx, "-n", ns, "exec", worker.Name, "-c", "ray-worker", "--",
+			"ray", "health-check", "--address", fmt.Sprintf("%s.%s.svc.cluster.local:6379", svc, ns))
+		Expect(err).NotTo(HaveOccurred(), out)
+
+		// The probes the kubelet ran are the ones Gantry wrote.
+		head := podOf(Default, ctx, ns, rc.Name, "head")
+		probe := head.Spec.Containers[0].ReadinessProbe
+		Expect(probe).NotTo(BeNil())
+		Expect(probe.Exec).NotTo(BeNil())
+		Expect(strings.Join(probe.Exec.Command, " ")).To(ContainSubstring("gcs_healthz"))
+	})
+
+	// Without GCS fault tolerance a lost head takes the cluster's state
+	// with it: Gantry makes a new head, and the worker's raylet gives up on
+	// the old GCS, exits, and its container restarts and joins the new one.
+	It("replaces a deleted head, and the worker restarts and rejoins", func(ctx SpecContext) {
+		oldHead := podOf(Default, ctx, ns, rc.Name, "head")
+		oldWorker := podOf(Default, ctx, ns, rc.Name, "worker")
+		Expect(k8s.Delete(ctx, &oldHead)).To(Succeed())
+
+		Eventually(ctx, func(g Gomega) {
+			head := podOf(g, ctx, ns, rc.Name, "head")
+			g.Expect(head.UID).NotTo(Equal(oldHead.UID), "a new head")
+			worker := podOf(g, ctx, ns, rc.Name, "worker")
+			g.Expect(worker.UID).To(Equal(oldWorker.UID), "the same worker Pod")
+			g.Expect(worker.Status.ContainerStatuses).NotTo(BeEmpty())
+			g.Expect(worker.Status.ContainerStatuses[0].RestartCount).To(BeNumerically(">", 0), "the worker's container restarted")
+			expectClusterPodsReady(g, ctx, rc, 1)
+			expectClusterReady(g, ctx, rc, 1)
+		}).Should(Succeed())
+	})
+})
