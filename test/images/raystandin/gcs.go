@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -20,11 +22,24 @@ const (
 	gcsDashboardPath  = "/dashboard_address"
 	healthReply       = "success"
 	healthCheckBudget = 3 * time.Second
+	// gcsClusterIDHeader carries the id a head's GCS draws when it starts.
+	// Without GCS fault tolerance a new head is a new cluster: a raylet that
+	// registered with the old GCS is unknown to the new one and exits. The
+	// stand-in's workers compare the id to find that out.
+	gcsClusterIDHeader = "Ray-Standin-Cluster-Id"
 )
+
+func newClusterID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
 
 func gcsHandler(o startOptions) http.Handler {
 	mux := http.NewServeMux()
+	id := newClusterID()
 	mux.HandleFunc("GET "+gcsHealthPath, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set(gcsClusterIDHeader, id)
 		_, _ = io.WriteString(w, healthReply)
 	})
 	// Lets `ray job` commands given a GCS address (RAY_ADDRESS in a Ray
@@ -64,19 +79,26 @@ func gcsHostPort(address string) string {
 
 // checkGCS asks the GCS at address for its health reply within timeout.
 func checkGCS(address string, timeout time.Duration) error {
+	_, err := gcsClusterID(address, timeout)
+	return err
+}
+
+// gcsClusterID asks the GCS at address for its health reply within timeout
+// and returns the cluster id it answers with.
+func gcsClusterID(address string, timeout time.Duration) (string, error) {
 	hostPort := gcsHostPort(address)
 	client := &http.Client{Timeout: timeout}
 	resp, err := client.Get("http://" + hostPort + gcsHealthPath)
 	if err != nil {
-		return fmt.Errorf("GCS at %s is not reachable: %w", hostPort, err)
+		return "", fmt.Errorf("GCS at %s is not reachable: %w", hostPort, err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), healthReply) {
-		return fmt.Errorf("GCS at %s answered %s %q, not the stand-in's health reply %q (is it a Ray stand-in GCS port?)",
+		return "", fmt.Errorf("GCS at %s answered %s %q, not the stand-in's health reply %q (is it a Ray stand-in GCS port?)",
 			hostPort, resp.Status, strings.TrimSpace(string(body)), healthReply)
 	}
-	return nil
+	return resp.Header.Get(gcsClusterIDHeader), nil
 }
 
 // waitForGCS retries checkGCS until it succeeds, timeout passes or ctx ends.

@@ -223,7 +223,13 @@ func startNode(ctx context.Context, o startOptions, log *logger) (*node, error) 
 		return nil, err
 	}
 	if !o.head {
-		go n.watchGCS(o.address, secondsEnv(envGCSReconnectTimeout, defaultGCSReconnectTimeout))
+		// The cluster this worker joins: the GCS's id now.
+		joined, err := gcsClusterID(o.address, healthCheckBudget)
+		if err != nil {
+			n.Close()
+			return nil, err
+		}
+		go n.watchGCS(o.address, joined, secondsEnv(envGCSReconnectTimeout, defaultGCSReconnectTimeout))
 	}
 	return n, nil
 }
@@ -311,8 +317,9 @@ func acceptAndClose(ln net.Listener) {
 }
 
 // watchGCS ends the worker, as a raylet ends, when the GCS has not answered
-// for timeout.
-func (n *node) watchGCS(address string, timeout time.Duration) {
+// for timeout, or answers as another cluster than the one it joined (a new
+// head without GCS fault tolerance).
+func (n *node) watchGCS(address, joined string, timeout time.Duration) {
 	interval := min(2*time.Second, max(timeout/4, 50*time.Millisecond))
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -323,7 +330,11 @@ func (n *node) watchGCS(address string, timeout time.Duration) {
 			return
 		case <-t.C:
 		}
-		err := checkGCS(address, min(3*time.Second, max(interval, time.Second)))
+		id, err := gcsClusterID(address, min(3*time.Second, max(interval, time.Second)))
+		if err == nil && id != joined {
+			n.fatal <- fmt.Errorf("the GCS at %s is a new cluster (id %s, joined %s): this node is unknown to it; exiting as a raylet would", address, id, joined)
+			return
+		}
 		if err == nil {
 			if !failingSince.IsZero() {
 				n.log.printf("GCS at %s answers again", address)

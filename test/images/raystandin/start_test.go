@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -347,6 +348,51 @@ func TestWorkerExitsWhenGCSIsLost(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatalf("worker still runs 15s after its GCS went away\n%s", out.String())
+	}
+}
+
+// TestWorkerExitsWhenTheHeadIsNew: a head replaced quickly, on the same
+// address, is a new cluster to a worker that joined the old one; the worker
+// exits at once instead of waiting out the reconnect timeout.
+func TestWorkerExitsWhenTheHeadIsNew(t *testing.T) {
+	head, ports := startTestHead(t)
+	env := standinEnv(t, t.TempDir(), envGCSReconnectTimeout+"=60")
+	agent := freePort(t)
+	var out syncBuffer
+	cmd := rayCommand(t, env, "start", "--block", "--address="+ports.gcsAddr(), "--node-ip-address=127.0.0.1",
+		"--dashboard-agent-listen-port="+strconv.Itoa(agent), "--metrics-export-port="+strconv.Itoa(freePort(t)))
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	eventually(t, 10*time.Second, "worker agent serving", func() error {
+		_, err := httpGetBody("http://127.0.0.1:" + strconv.Itoa(agent) + "/api/local_raylet_healthz")
+		return err
+	})
+	head.Close()
+	o, err := parseStartArgs(ports.args())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log syncBuffer
+	eventually(t, 10*time.Second, "a new head on the same ports", func() error {
+		n, err := startNode(context.Background(), o, newLogger(&log))
+		if err == nil {
+			t.Cleanup(n.Close)
+		}
+		return err
+	})
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(out.String(), "is a new cluster") {
+			t.Errorf("worker after its head was replaced: %v, want exit 1 and a reason\n%s", err, out.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatalf("worker still runs 15s after its head was replaced (reconnect timeout 60s)\n%s", out.String())
 	}
 }
 
