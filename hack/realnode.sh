@@ -148,6 +148,9 @@ componentsPatches:
   - {key: kubelet-client-certificate, value: "$pki/admin.crt"}
   - {key: kubelet-client-key, value: "$pki/admin.key"}
   - {key: kubelet-preferred-address-types, value: "InternalIP"}
+  # Webhooks behind a Service are called at their pods' addresses (routed
+  # to the node), never at a ClusterIP, which this machine does not route.
+  - {key: enable-aggregator-routing, value: "true"}
 - name: kwok-controller
   extraArgs:
   - {key: manage-all-nodes, value: "false", override: true}
@@ -290,11 +293,12 @@ maxPods: 60
 EOF
 }
 
-# import_images imports every tarball in $IMAGES into containerd's k8s.io
-# namespace (the CRI's), so pods find them without a pull.
+# import_images imports every tarball in $IMAGES, and Gantry's own image
+# from `make image` (bin/image), into containerd's k8s.io namespace (the
+# CRI's), so pods find them without a pull.
 import_images() {
   local f
-  for f in "$IMAGES"/*.tar; do
+  for f in "$IMAGES"/*.tar "$BIN"/image/gantry-*.tar; do
     [ -f "$f" ] || continue
     innode ctr --address "$RN/containerd/containerd.sock" -n k8s.io images import --no-unpack=false "$f" >>"$RN/import.log" 2>&1 \
       || die "importing $f failed; see $RN/import.log"
