@@ -6,7 +6,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -15,8 +17,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	"sigs.k8s.io/yaml"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
+	trainerv1alpha1 "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 )
 
 // labelReal marks specs that run real containers on the real node
@@ -138,13 +143,16 @@ var _ = Describe("A RayCluster on the real node", Label(labelRay, labelReal), Or
 		Expect(err).NotTo(HaveOccurred(), logs)
 		Expect(logs).To(ContainSubstring("GCS is ready."))
 
-		// The same check from inside the worker, by the head Service's name.
+		// The same check from inside the worker, by the head Service's name
+		// (retried like the init container's: one try may meet a busy node).
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(rc), rc)).To(Succeed())
 		svc := rc.Status.Head.ServiceName
 		Expect(svc).NotTo(BeEmpty(), "status.head.serviceName")
-		out, err := kubectl(ctx, "-n", ns, "exec", worker.Name, "-c", "ray-worker", "--",
-			"ray", "health-check", "--address", fmt.Sprintf("%s.%s.svc.cluster.local:6379", svc, ns))
-		Expect(err).NotTo(HaveOccurred(), out)
+		Eventually(ctx, func(g Gomega) {
+			out, err := kubectl(ctx, "-n", ns, "exec", worker.Name, "-c", "ray-worker", "--",
+				"ray", "health-check", "--address", fmt.Sprintf("%s.%s.svc.cluster.local:6379", svc, ns))
+			g.Expect(err).NotTo(HaveOccurred(), out)
+		}).WithTimeout(time.Minute).Should(Succeed())
 
 		// The probes the kubelet ran are the ones Gantry wrote.
 		head := podOf(Default, ctx, ns, rc.Name, "head")
@@ -172,5 +180,124 @@ var _ = Describe("A RayCluster on the real node", Label(labelRay, labelReal), Or
 			expectClusterPodsReady(g, ctx, rc, 1)
 			expectClusterReady(g, ctx, rc, 1)
 		}).Should(Succeed())
+	})
+})
+
+// ddpExample is the README's real-node TrainJob: two nodes train a tiny
+// model with DistributedDataParallel over gloo on the shipped
+// torch-distributed runtime, each rank printing its first and last loss.
+const ddpExample = "docs/examples/realnode-torch-ddp.yaml"
+
+// onRealNodePatch is a runtime patch that puts a TrainJob's node pods on
+// the real node.
+func onRealNodePatch(replicatedJob string) trainerv1alpha1.RuntimePatch {
+	var spec corev1.PodSpec
+	onRealNode(&spec)
+	return trainerv1alpha1.RuntimePatch{
+		Manager: "e2e.gantry.dev/real-node",
+		TrainingRuntimeSpec: &trainerv1alpha1.TrainingRuntimeSpecPatch{Template: &trainerv1alpha1.JobSetTemplatePatch{
+			Spec: &trainerv1alpha1.JobSetSpecPatch{ReplicatedJobs: []trainerv1alpha1.ReplicatedJobPatch{{
+				Name: replicatedJob,
+				Template: &trainerv1alpha1.JobTemplatePatch{Spec: &trainerv1alpha1.JobSpecPatch{
+					Template: &trainerv1alpha1.PodTemplatePatch{Spec: &trainerv1alpha1.PodSpecPatch{
+						NodeSelector: spec.NodeSelector, Tolerations: spec.Tolerations,
+					}},
+				}},
+			}}},
+		}},
+	}
+}
+
+// lossesOf returns the first and last loss a rank printed.
+func lossesOf(logs string, rank int) (first, last float64, ok bool) {
+	var found int
+	for _, line := range strings.Split(logs, "\n") {
+		var r, step int
+		var loss float64
+		i := strings.Index(line, "rank ")
+		if i < 0 {
+			continue
+		}
+		if n, _ := fmt.Sscanf(line[i:], "rank %d step %d loss %g", &r, &step, &loss); n != 3 || r != rank {
+			continue
+		}
+		switch step {
+		case 0:
+			first, found = loss, found+1
+		case 29:
+			last, found = loss, found+1
+		}
+	}
+	return first, last, found == 2
+}
+
+var _ = Describe("TrainJobs on the real node", Label(labelTrainJob, labelReal), func() {
+	// The shipped torch-distributed runtime, as a user's job sets it: an
+	// image and a command (the README's example, docs/examples). Two node
+	// pods rendezvous through the PET_* variables and the JobSet's headless
+	// Service name, train, and the TrainJob completes.
+	It("runs a two-node DistributedDataParallel job on the shipped torch-distributed runtime to Complete", func(ctx SpecContext) {
+		requireRealNode(ctx)
+		ns := newNamespace(ctx, "torch-real")
+		data, err := os.ReadFile(filepath.Join(repoRoot, ddpExample))
+		Expect(err).NotTo(HaveOccurred())
+		tj := &trainerv1alpha1.TrainJob{}
+		Expect(yaml.UnmarshalStrict(data, tj)).To(Succeed())
+		tj.Namespace = ns
+		Expect(tj.Spec.RuntimeRef.Name).To(Equal("torch-distributed"), "the example runs on the shipped runtime")
+		createStrict(ctx, tj)
+		expectTrainJobCondition(ctx, tj, trainerv1alpha1.TrainJobComplete)
+
+		pods := listPods(Default, ctx, ns, map[string]string{jobsetv1alpha2.JobSetNameKey: tj.Name})
+		Expect(pods).To(HaveLen(2))
+		var all strings.Builder
+		for _, p := range pods {
+			Expect(p.Spec.NodeName).To(HavePrefix("real-"))
+			logs, err := kubectl(ctx, "-n", ns, "logs", p.Name)
+			Expect(err).NotTo(HaveOccurred(), logs)
+			all.WriteString(logs)
+		}
+		logs := all.String()
+		AddReportEntry("training logs", logs)
+		for rank := range 2 {
+			Expect(logs).To(ContainSubstring(fmt.Sprintf("rank %d of 2:", rank)))
+			first, last, ok := lossesOf(logs, rank)
+			Expect(ok).To(BeTrue(), "rank %d printed its first and last loss", rank)
+			Expect(last).To(BeNumerically("<", first/2), "rank %d's loss went down", rank)
+		}
+	})
+
+	// A training script that exits 3 fails its pod with that code, the Job,
+	// the JobSet and the TrainJob. A namespaced copy of the shipped runtime
+	// with no Job retries and restartPolicy Never makes the failure final at
+	// once and keeps the failed pod: under JobSet's default, OnFailure, the
+	// kubelet restarts the container in place and the Job controller deletes
+	// the pod when its backoff limit is reached.
+	It("fails the TrainJob when the training process exits non-zero, with the exit code on the pod", func(ctx SpecContext) {
+		requireRealNode(ctx)
+		ns := newNamespace(ctx, "torch-real-fail")
+		rt := torchRuntimeWithPodAnnotations(ctx, ns, "torch-no-retries", nil, corev1.RestartPolicyNever)
+		tj := trainJobOn(rt, "exits-3")
+		tj.Spec.Trainer = &trainerv1alpha1.Trainer{
+			Image:   ptr.To(testBaseImage),
+			Command: []string{"bash", "-c", `echo "node rank $PET_NODE_RANK giving up"; exit 3`},
+		}
+		tj.Spec.RuntimePatches = []trainerv1alpha1.RuntimePatch{onRealNodePatch("node")}
+		createStrict(ctx, tj)
+
+		failed := expectTrainJobCondition(ctx, tj, trainerv1alpha1.TrainJobFailed)
+		Expect(failed.Message).NotTo(BeEmpty())
+		pods := listPods(Default, ctx, ns, map[string]string{jobsetv1alpha2.JobSetNameKey: tj.Name})
+		Expect(pods).NotTo(BeEmpty())
+		for _, p := range pods {
+			Expect(p.Spec.NodeName).To(HavePrefix("real-"))
+			Expect(p.Status.ContainerStatuses).NotTo(BeEmpty())
+			term := p.Status.ContainerStatuses[0].State.Terminated
+			Expect(term).NotTo(BeNil(), "pod %s terminated", p.Name)
+			Expect(term.ExitCode).To(Equal(int32(3)), "pod %s's exit code", p.Name)
+		}
+		logs, err := kubectl(ctx, "-n", ns, "logs", pods[0].Name)
+		Expect(err).NotTo(HaveOccurred(), logs)
+		Expect(logs).To(ContainSubstring("node rank 0 giving up"))
 	})
 })

@@ -371,23 +371,34 @@ func expectTrainJobCondition(ctx context.Context, tj *trainerv1alpha1.TrainJob, 
 	return cond
 }
 
-// torchRuntimeWithPodAnnotations creates, in ns, a TrainingRuntime that is
-// the shipped torch-distributed one with annotations on its node pods (the
-// kwok stages read gantry.dev/kwok-run-seconds and gantry.dev/kwok-exit-code)
-// and no Job retries, so a failure is final at once.
-func torchRuntimeWithPodAnnotations(ctx context.Context, ns, name string, annotations map[string]string) *trainerv1alpha1.TrainingRuntime {
+// torchRuntimeSpec is the spec of the shipped torch-distributed runtime
+// (config/runtimes/torch_distributed.yaml).
+func torchRuntimeSpec() trainerv1alpha1.TrainingRuntimeSpec {
 	GinkgoHelper()
 	data, err := os.ReadFile(filepath.Join(repoRoot, "config", "runtimes", "torch_distributed.yaml"))
 	Expect(err).NotTo(HaveOccurred())
 	shipped := &trainerv1alpha1.ClusterTrainingRuntime{}
 	Expect(yaml.UnmarshalStrict(data, shipped)).To(Succeed())
+	return shipped.Spec
+}
+
+// torchRuntimeWithPodAnnotations creates, in ns, a TrainingRuntime that is
+// the shipped torch-distributed one with annotations on its node pods (the
+// kwok stages read gantry.dev/kwok-run-seconds and gantry.dev/kwok-exit-code)
+// and no Job retries, so a failure is final at once. A restartPolicy, if
+// given, replaces the one JobSet defaults the node pods to (OnFailure).
+func torchRuntimeWithPodAnnotations(ctx context.Context, ns, name string, annotations map[string]string, restart ...corev1.RestartPolicy) *trainerv1alpha1.TrainingRuntime {
+	GinkgoHelper()
 	rt := &trainerv1alpha1.TrainingRuntime{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       *shipped.Spec.DeepCopy(),
+		Spec:       torchRuntimeSpec(),
 	}
 	node := &rt.Spec.Template.Spec.ReplicatedJobs[0]
 	node.Template.Spec.BackoffLimit = ptr.To[int32](0)
 	node.Template.Spec.Template.Annotations = annotations
+	if len(restart) > 0 {
+		node.Template.Spec.Template.Spec.RestartPolicy = restart[0]
+	}
 	createStrict(ctx, rt)
 	return rt
 }
