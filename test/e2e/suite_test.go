@@ -50,6 +50,9 @@ package e2e
 //	conditionTrue(conditions, type)     metav1 condition lookup
 //	kubectl(ctx, args...)               runs kubectl ($KUBECTL, bin/, PATH)
 //	requireSimulatedKubelet(ctx)        Skip unless the nodes are kwok's
+//	requireRealNode(ctx), onRealNode    realnode_test.go: the real node
+//	                                    (hack/realnode.sh; label real), and
+//	                                    a pod spec steered onto it
 //	addKwokNode(ctx, node)              a kwok-run Node (labels, taints,
 //	                                    capacity of your own), deleted after
 //	managerLogTail(n)                   the manager log's last n lines, if any
