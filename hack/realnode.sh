@@ -57,8 +57,8 @@ CGROOT=/gantry-$id
 machine_why_not() {
   [ "$(id -u)" = 0 ] || { echo "the real node needs root (network namespace, cgroups, mounts)"; return; }
   local m
-  for m in containerd runc ctr ip iptables nsenter openssl; do
-    command -v "$m" >/dev/null 2>&1 || { echo "$m is not installed (apt-get install containerd runc iproute2 iptables util-linux openssl)"; return; }
+  for m in containerd runc ctr ip iptables nsenter openssl debootstrap; do
+    command -v "$m" >/dev/null 2>&1 || { echo "$m is not installed (apt-get install containerd runc iproute2 iptables util-linux openssl debootstrap)"; return; }
   done
   [ -d /sys/fs/cgroup/memory ] || [ -f /sys/fs/cgroup/cgroup.controllers ] || { echo "no cgroup filesystem at /sys/fs/cgroup"; return; }
   [ -d /proc/sys/net/bridge ] || modprobe br_netfilter 2>/dev/null || true
