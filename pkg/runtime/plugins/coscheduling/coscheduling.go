@@ -11,13 +11,8 @@ package coscheduling
 
 import (
 	"context"
-	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -70,20 +65,6 @@ func active(info *plugin.Info) bool {
 	return info != nil && info.PodGroupPolicy != nil && info.PodGroupPolicy.Coscheduling != nil
 }
 
-func (c *Coscheduling) crdInstalled() (bool, error) {
-	if c.mapper == nil {
-		return false, nil
-	}
-	_, err := c.mapper.RESTMapping(PodGroupGVK.GroupKind(), PodGroupGVK.Version)
-	switch {
-	case err == nil:
-		return true, nil
-	case meta.IsNoMatchError(err):
-		return false, nil
-	}
-	return false, fmt.Errorf("looking up the PodGroup kind: %w", err)
-}
-
 // EnforcePodGroupPolicy labels every pod with the PodGroup name, or records
 // a warning when the CRD is missing. The label doubles as the decision Build
 // follows, so one build never sees the CRD both present and absent.
@@ -91,7 +72,7 @@ func (c *Coscheduling) EnforcePodGroupPolicy(info *plugin.Info, trainJob *traine
 	if !active(info) {
 		return nil
 	}
-	installed, err := c.crdInstalled()
+	installed, err := plugin.KindServed(c.mapper, PodGroupGVK)
 	if err != nil {
 		return err
 	}
@@ -111,52 +92,11 @@ func (c *Coscheduling) Build(ctx context.Context, existing client.Reader, info *
 	if !active(info) || info.Scheduler.PodLabels[PodGroupLabel] != trainJob.Name {
 		return nil, nil
 	}
-	current := &unstructured.Unstructured{}
-	current.SetGroupVersionKind(PodGroupGVK)
-	err := existing.Get(ctx, client.ObjectKeyFromObject(trainJob), current)
-	switch {
-	case err == nil:
-		if !ptr.Deref(trainJob.Spec.Suspend, false) {
-			return nil, nil
-		}
-	case !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err):
-		return nil, fmt.Errorf("looking up PodGroup %s: %w", client.ObjectKeyFromObject(trainJob), err)
-	}
-	pg, err := podGroup(info, trainJob)
-	if err != nil {
-		return nil, err
-	}
-	return []plugin.Component{{Object: pg}}, nil
-}
-
-func podGroup(info *plugin.Info, trainJob *trainer.TrainJob) (*unstructured.Unstructured, error) {
-	var members int64
-	total := map[string]any{}
-	sum := corev1.ResourceList{}
-	for _, ps := range info.PodSets {
-		// As Trainer v2.3: parallelism, not parallelism × replicas.
-		pods := ps.Count
-		members += int64(pods)
-		plugin.AddResources(sum, plugin.MultiplyResources(ps.SinglePodRequests, pods))
-	}
-	for name, q := range sum {
-		total[string(name)] = q.String()
-	}
+	members, total := plugin.GangMinimum(info)
 	timeout := ptr.Deref(info.PodGroupPolicy.Coscheduling.ScheduleTimeoutSeconds, DefaultScheduleTimeoutSeconds)
-
-	metadata, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ptr.To(plugin.OwnedObjectMeta(trainJob.Name, trainJob, nil)))
-	if err != nil {
-		return nil, err
-	}
-	delete(metadata, "creationTimestamp")
-	pg := &unstructured.Unstructured{Object: map[string]any{
-		"metadata": metadata,
-		"spec": map[string]any{
-			"minMember":              members,
-			"minResources":           total,
-			"scheduleTimeoutSeconds": int64(timeout),
-		},
-	}}
-	pg.SetGroupVersionKind(PodGroupGVK)
-	return pg, nil
+	return plugin.BuildPodGroup(ctx, existing, trainJob, PodGroupGVK, map[string]any{
+		"minMember":              members,
+		"minResources":           total,
+		"scheduleTimeoutSeconds": int64(timeout),
+	})
 }

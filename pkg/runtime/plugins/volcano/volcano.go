@@ -11,16 +11,10 @@ package volcano
 
 import (
 	"context"
-	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
@@ -86,20 +80,6 @@ func (*Volcano) Validate(info *plugin.Info, _, newJob *trainer.TrainJob) field.E
 	return nil
 }
 
-func (v *Volcano) crdInstalled() (bool, error) {
-	if v.mapper == nil {
-		return false, nil
-	}
-	_, err := v.mapper.RESTMapping(PodGroupGVK.GroupKind(), PodGroupGVK.Version)
-	switch {
-	case err == nil:
-		return true, nil
-	case meta.IsNoMatchError(err):
-		return false, nil
-	}
-	return false, fmt.Errorf("looking up the Volcano PodGroup kind: %w", err)
-}
-
 // EnforcePodGroupPolicy annotates every pod with the PodGroup name, or
 // records a warning when the CRD is missing. Build follows the annotation,
 // so one build never sees the CRD both present and absent.
@@ -107,7 +87,7 @@ func (v *Volcano) EnforcePodGroupPolicy(info *plugin.Info, trainJob *trainer.Tra
 	if !active(info) || trainJob == nil {
 		return nil
 	}
-	installed, err := v.crdInstalled()
+	installed, err := plugin.KindServed(v.mapper, PodGroupGVK)
 	if err != nil {
 		return err
 	}
@@ -125,43 +105,15 @@ func (v *Volcano) Build(ctx context.Context, existing client.Reader, info *plugi
 	if !active(info) || trainJob == nil || info.Scheduler.PodAnnotations[GroupNameAnnotation] != trainJob.Name {
 		return nil, nil
 	}
-	current := &unstructured.Unstructured{}
-	current.SetGroupVersionKind(PodGroupGVK)
-	err := existing.Get(ctx, client.ObjectKeyFromObject(trainJob), current)
-	switch {
-	case err == nil:
-		if !ptr.Deref(trainJob.Spec.Suspend, false) {
-			return nil, nil
-		}
-	case !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err):
-		return nil, fmt.Errorf("looking up Volcano PodGroup %s: %w", client.ObjectKeyFromObject(trainJob), err)
-	}
-	pg, err := podGroup(info, trainJob)
-	if err != nil {
-		return nil, err
-	}
-	return []plugin.Component{{Object: pg}}, nil
+	return plugin.BuildPodGroup(ctx, existing, trainJob, PodGroupGVK, podGroupSpec(info))
 }
 
-// podGroup renders the PodGroup: minMember is the pods of one Job of each
-// replicated job and minResources their summed requests (as coscheduling,
-// and Trainer v2.3, count them);
-// the queue comes from the JobSet-level annotation, priorityClassName from
-// the pod templates (the last replicated job that names one), and the
-// policy's networkTopology is passed through.
-func podGroup(info *plugin.Info, trainJob *trainer.TrainJob) (*unstructured.Unstructured, error) {
-	var members int64
-	sum := corev1.ResourceList{}
-	for _, ps := range info.PodSets {
-		// As Trainer v2.3: parallelism, not parallelism × replicas.
-		pods := ps.Count
-		members += int64(pods)
-		plugin.AddResources(sum, plugin.MultiplyResources(ps.SinglePodRequests, pods))
-	}
-	total := map[string]any{}
-	for name, q := range sum {
-		total[string(name)] = q.String()
-	}
+// podGroupSpec is the PodGroup's spec: the gang's minimum (as
+// coscheduling's), the queue from the JobSet-level annotation,
+// priorityClassName from the pod templates (the last replicated job that
+// names one), and the policy's networkTopology passed through.
+func podGroupSpec(info *plugin.Info) map[string]any {
+	members, total := plugin.GangMinimum(info)
 	spec := map[string]any{
 		"minMember":    members,
 		"minResources": total,
@@ -184,13 +136,5 @@ func podGroup(info *plugin.Info, trainJob *trainer.TrainJob) (*unstructured.Unst
 		}
 		spec["networkTopology"] = topology
 	}
-
-	metadata, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ptr.To(plugin.OwnedObjectMeta(trainJob.Name, trainJob, nil)))
-	if err != nil {
-		return nil, err
-	}
-	delete(metadata, "creationTimestamp")
-	pg := &unstructured.Unstructured{Object: map[string]any{"metadata": metadata, "spec": spec}}
-	pg.SetGroupVersionKind(PodGroupGVK)
-	return pg, nil
+	return spec
 }
