@@ -319,16 +319,16 @@ func TestWorkerGivesUpWithoutGCS(t *testing.T) {
 	requirePrefixed(t, "worker", string(out))
 }
 
-// TestWorkerExitsWhenGCSIsLost: a worker ends, as a raylet does, when its
-// head stays away longer than RAY_gcs_rpc_server_reconnect_timeout_s.
-func TestWorkerExitsWhenGCSIsLost(t *testing.T) {
-	head, ports := startTestHead(t)
-	env := standinEnv(t, t.TempDir(), envGCSReconnectTimeout+"=1")
+// startTestWorker runs `ray start --block` as a worker of the head at ports
+// with the given reconnect timeout (seconds), and waits until it serves.
+func startTestWorker(t *testing.T, ports headPorts, reconnectTimeout string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
+	env := standinEnv(t, t.TempDir(), envGCSReconnectTimeout+"="+reconnectTimeout)
 	agent := freePort(t)
-	var out syncBuffer
+	out := &syncBuffer{}
 	cmd := rayCommand(t, env, "start", "--block", "--address="+ports.gcsAddr(), "--node-ip-address=127.0.0.1",
 		"--dashboard-agent-listen-port="+strconv.Itoa(agent), "--metrics-export-port="+strconv.Itoa(freePort(t)))
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -337,18 +337,33 @@ func TestWorkerExitsWhenGCSIsLost(t *testing.T) {
 		_, err := httpGetBody("http://127.0.0.1:" + strconv.Itoa(agent) + "/api/local_raylet_healthz")
 		return err
 	})
-	head.Close()
+	return cmd, out
+}
+
+// expectWorkerExit waits up to 15 s for the worker to exit 1 with reason in
+// its output.
+func expectWorkerExit(t *testing.T, cmd *exec.Cmd, out *syncBuffer, reason string) {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {
 	case err := <-done:
 		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(out.String(), "has been unreachable for 1s") {
-			t.Errorf("worker after losing its GCS: %v, want exit 1 and a reason\n%s", err, out.String())
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(out.String(), reason) {
+			t.Errorf("worker: %v, want exit 1 and %q\n%s", err, reason, out.String())
 		}
 	case <-time.After(15 * time.Second):
-		t.Fatalf("worker still runs 15s after its GCS went away\n%s", out.String())
+		t.Fatalf("worker still runs 15s later, want exit 1 and %q\n%s", reason, out.String())
 	}
+}
+
+// TestWorkerExitsWhenGCSIsLost: a worker ends, as a raylet does, when its
+// head stays away longer than RAY_gcs_rpc_server_reconnect_timeout_s.
+func TestWorkerExitsWhenGCSIsLost(t *testing.T) {
+	head, ports := startTestHead(t)
+	cmd, out := startTestWorker(t, ports, "1")
+	head.Close()
+	expectWorkerExit(t, cmd, out, "has been unreachable for 1s")
 }
 
 // TestWorkerExitsWhenTheHeadIsNew: a head replaced quickly, on the same
@@ -356,20 +371,7 @@ func TestWorkerExitsWhenGCSIsLost(t *testing.T) {
 // exits at once instead of waiting out the reconnect timeout.
 func TestWorkerExitsWhenTheHeadIsNew(t *testing.T) {
 	head, ports := startTestHead(t)
-	env := standinEnv(t, t.TempDir(), envGCSReconnectTimeout+"=60")
-	agent := freePort(t)
-	var out syncBuffer
-	cmd := rayCommand(t, env, "start", "--block", "--address="+ports.gcsAddr(), "--node-ip-address=127.0.0.1",
-		"--dashboard-agent-listen-port="+strconv.Itoa(agent), "--metrics-export-port="+strconv.Itoa(freePort(t)))
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	eventually(t, 10*time.Second, "worker agent serving", func() error {
-		_, err := httpGetBody("http://127.0.0.1:" + strconv.Itoa(agent) + "/api/local_raylet_healthz")
-		return err
-	})
+	cmd, out := startTestWorker(t, ports, "60")
 	head.Close()
 	o, err := parseStartArgs(ports.args())
 	if err != nil {
@@ -383,17 +385,7 @@ func TestWorkerExitsWhenTheHeadIsNew(t *testing.T) {
 		}
 		return err
 	})
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(out.String(), "is a new cluster") {
-			t.Errorf("worker after its head was replaced: %v, want exit 1 and a reason\n%s", err, out.String())
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatalf("worker still runs 15s after its head was replaced (reconnect timeout 60s)\n%s", out.String())
-	}
+	expectWorkerExit(t, cmd, out, "is a new cluster")
 }
 
 // TestProcessAliveIgnoresZombies: `ray stop` must not wait out its grace
