@@ -55,7 +55,7 @@ mkdir -p "$OUT" "$BUILD"
 exec 9>"$OUT/.lock"
 flock 9
 # Layer tars and half-written tarballs of a build that was killed.
-rm -rf "$OUT"/.testimage-*
+rm -rf "$OUT"/.testimage-* "$OUT"/.*.tar.[0-9]*
 
 # Static, reproducible Go builds: -trimpath and -buildvcs=false keep paths and
 # the commit out of the binary, so its hash changes only with its code.
@@ -181,14 +181,10 @@ build_testbase() {
 	[ "$(id -u)" = 0 ] || die "testbase needs root (debootstrap, chroot, and reading all of the root's files); run as root"
 	build_rootfs
 	local args=(--tag gantry.local/testbase:1 --dir "$OUT/testbase.rootfs" --cmd '["/bin/bash"]')
-	local ray_hash=none
-	if [ -d test/images/raystandin ]; then
-		gobuild "$BUILD/ray" ./test/images/raystandin || die "building ./test/images/raystandin failed"
-		ray_hash=$(hash_file "$BUILD/ray")
-		args+=(--file "$BUILD/ray=/usr/local/bin/ray:0755")
-	else
-		log "NOTE: test/images/raystandin does not exist yet: testbase has no /usr/local/bin/ray"
-	fi
+	gobuild "$BUILD/ray" ./test/images/raystandin || die "building ./test/images/raystandin failed"
+	local ray_hash
+	ray_hash=$(hash_file "$BUILD/ray")
+	args+=(--file "$BUILD/ray=/usr/local/bin/ray:0755")
 	local inputs
 	inputs=$(printf '%s\n' "testbase v1" "$tool_hash" "$(cat "$OUT/testbase.rootfs.stamp")" "ray=$ray_hash" \
 		"SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-}" "${args[@]}" | hash_stdin)

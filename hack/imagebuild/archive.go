@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -15,6 +13,8 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/gantry-dev/gantry/hack/internal/imagefile"
 )
 
 // The archive is laid out like `docker save` (Docker 25+) writes it: an OCI
@@ -178,24 +178,8 @@ func writeArchive(w io.Writer, img v1.Image, tag name.Tag, platform v1.Platform,
 	return tw.Close()
 }
 
-// writeArchiveFile writes the archive to path atomically (a temporary file
-// renamed into place), so a failed build leaves no truncated tarball.
+// writeArchiveFile writes the archive to path atomically, so a failed build
+// leaves no truncated tarball.
 func writeArchiveFile(path string, img v1.Image, tag name.Tag, platform v1.Platform, mtime time.Time) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".imagebuild-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if err := writeArchive(f, img, tag, platform, mtime); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return imagefile.WriteAtomic(path, func(w io.Writer) error { return writeArchive(w, img, tag, platform, mtime) })
 }

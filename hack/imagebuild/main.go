@@ -21,12 +21,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/gantry-dev/gantry/hack/internal/imagefile"
 )
 
 func main() {
@@ -72,12 +73,9 @@ func outputPath(out string, p v1.Platform, several bool) string {
 }
 
 func run(args []string, sourceDateEpoch string, stdout, stderr io.Writer) error {
-	defaultCreated := int64(0)
-	if sourceDateEpoch != "" {
-		var err error
-		if defaultCreated, err = strconv.ParseInt(sourceDateEpoch, 10, 64); err != nil {
-			return fmt.Errorf("SOURCE_DATE_EPOCH: %w", err)
-		}
+	defaultCreated, err := imagefile.SourceDateEpoch(sourceDateEpoch)
+	if err != nil {
+		return err
 	}
 
 	fs := flag.NewFlagSet("imagebuild", flag.ContinueOnError)

@@ -4,8 +4,6 @@ import (
 	"compress/gzip"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -14,6 +12,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/gantry-dev/gantry/hack/internal/imagefile"
 )
 
 const defaultPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -129,23 +129,7 @@ func buildImage(s spec, tmp string) (v1.Image, []builtLayer, error) {
 // `docker save` format, which `ctr images import` and `docker load` read) to
 // path, atomically: a failed build leaves no truncated tarball.
 func writeTarball(path string, tag name.Tag, img v1.Image) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".testimage-*.tar")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if err := tarball.Write(tag, img, f); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return imagefile.WriteAtomic(path, func(w io.Writer) error { return tarball.Write(tag, img, w) })
 }
 
 // report prints each layer's size and what went into it.

@@ -38,6 +38,8 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/gantry-dev/gantry/hack/internal/imagefile"
 )
 
 func main() {
@@ -80,12 +82,9 @@ func jsonArray(flagName, s string) ([]string, error) {
 }
 
 func run(args []string, sourceDateEpoch string, stdout, stderr io.Writer) error {
-	defaultCreated := int64(0)
-	if sourceDateEpoch != "" {
-		var err error
-		if defaultCreated, err = strconv.ParseInt(sourceDateEpoch, 10, 64); err != nil {
-			return fmt.Errorf("SOURCE_DATE_EPOCH: %w", err)
-		}
+	defaultCreated, err := imagefile.SourceDateEpoch(sourceDateEpoch)
+	if err != nil {
+		return err
 	}
 
 	fs := flag.NewFlagSet("testimage", flag.ContinueOnError)
@@ -134,7 +133,6 @@ func run(args []string, sourceDateEpoch string, stdout, stderr io.Writer) error 
 	if len(s.dirs) == 0 && len(s.files) == 0 {
 		return errors.New("nothing to put in the image: give --dir or --file")
 	}
-	var err error
 	if s.tag, err = name.NewTag(*tagFlag, name.StrictValidation); err != nil {
 		return err
 	}
