@@ -282,6 +282,12 @@ func dumpNamespace(ctx context.Context, ns string) string {
 		for _, p := range pods.Items {
 			fmt.Fprintf(&b, "pod %s node=%q phase=%s ready=%t deleting=%t\n",
 				p.Name, p.Spec.NodeName, p.Status.Phase, podConditionTrue(&p, corev1.PodReady), p.DeletionTimestamp != nil)
+			// Containers on the real node have logs, and their last lines
+			// usually say why a pod failed; kwok's pods have none.
+			if strings.HasPrefix(p.Spec.NodeName, "real-") {
+				logs, _ := kubectl(ctx, "-n", ns, "logs", p.Name, "--all-containers", "--prefix", "--tail=20")
+				b.WriteString(logs)
+			}
 		}
 	} else {
 		fmt.Fprintf(&b, "listing pods: %v\n", err)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,8 +34,10 @@ const labelReal = "real"
 const (
 	// realNodeLabel and its taint are what hack/realnode.sh puts on the node.
 	realNodeLabel = "gantry.dev/real-node"
-	// testBaseImage is Debian with bash, wget, python3-torch, Open MPI,
-	// sshd and the Ray stand-in as /usr/local/bin/ray (hack/test-images.sh).
+	// testBaseImage is Debian with bash, wget, python3-torch, Open MPI
+	// with mpi4py, sshd set up like the MPI operator's images (mpiuser,
+	// port 2222), the MPI pi example and the Ray stand-in as
+	// /usr/local/bin/ray (hack/test-images.sh).
 	testBaseImage = "gantry.local/testbase:1"
 )
 
@@ -188,22 +191,26 @@ var _ = Describe("A RayCluster on the real node", Label(labelRay, labelReal), Or
 // torch-distributed runtime, each rank printing its first and last loss.
 const ddpExample = "docs/examples/realnode-torch-ddp.yaml"
 
-// onRealNodePatch is a runtime patch that puts a TrainJob's node pods on
-// the real node.
-func onRealNodePatch(replicatedJob string) trainerv1alpha1.RuntimePatch {
+// onRealNodePatch is a runtime patch that puts the pods of a TrainJob's
+// replicated jobs on the real node.
+func onRealNodePatch(replicatedJobs ...string) trainerv1alpha1.RuntimePatch {
 	var spec corev1.PodSpec
 	onRealNode(&spec)
+	var patches []trainerv1alpha1.ReplicatedJobPatch
+	for _, rj := range replicatedJobs {
+		patches = append(patches, trainerv1alpha1.ReplicatedJobPatch{
+			Name: rj,
+			Template: &trainerv1alpha1.JobTemplatePatch{Spec: &trainerv1alpha1.JobSpecPatch{
+				Template: &trainerv1alpha1.PodTemplatePatch{Spec: &trainerv1alpha1.PodSpecPatch{
+					NodeSelector: spec.NodeSelector, Tolerations: spec.Tolerations,
+				}},
+			}},
+		})
+	}
 	return trainerv1alpha1.RuntimePatch{
 		Manager: "e2e.gantry.dev/real-node",
 		TrainingRuntimeSpec: &trainerv1alpha1.TrainingRuntimeSpecPatch{Template: &trainerv1alpha1.JobSetTemplatePatch{
-			Spec: &trainerv1alpha1.JobSetSpecPatch{ReplicatedJobs: []trainerv1alpha1.ReplicatedJobPatch{{
-				Name: replicatedJob,
-				Template: &trainerv1alpha1.JobTemplatePatch{Spec: &trainerv1alpha1.JobSpecPatch{
-					Template: &trainerv1alpha1.PodTemplatePatch{Spec: &trainerv1alpha1.PodSpecPatch{
-						NodeSelector: spec.NodeSelector, Tolerations: spec.Tolerations,
-					}},
-				}},
-			}}},
+			Spec: &trainerv1alpha1.JobSetSpecPatch{ReplicatedJobs: patches},
 		}},
 	}
 }
@@ -299,5 +306,58 @@ var _ = Describe("TrainJobs on the real node", Label(labelTrainJob, labelReal), 
 		logs, err := kubectl(ctx, "-n", ns, "logs", pods[0].Name)
 		Expect(err).NotTo(HaveOccurred(), logs)
 		Expect(logs).To(ContainSubstring("node rank 0 giving up"))
+	})
+
+	// The shipped mpi-distributed runtime, its image replaced by the local
+	// one (a TrainJob sets only the launcher's image): the node pods run
+	// sshd as mpiuser with the job's key as host key, and the launcher's
+	// mpirun reaches them as mpiuser through the generated hostfile and key
+	// and runs the MPI pi example, one rank per node pod; the ranks reduce
+	// their shares over MPI.
+	It("runs mpirun across two node pods of the shipped mpi-distributed runtime with Gantry's SSH keys and hostfile", func(ctx SpecContext) {
+		requireRealNode(ctx)
+		ns := newNamespace(ctx, "mpi-real")
+		rt := &trainerv1alpha1.TrainingRuntime{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "mpi-local"},
+			Spec:       shippedRuntimeSpec("mpi_distributed.yaml"),
+		}
+		for i := range rt.Spec.Template.Spec.ReplicatedJobs {
+			pod := &rt.Spec.Template.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
+			pod.Containers[0].Image = testBaseImage
+			pod.Containers[0].ImagePullPolicy = corev1.PullNever
+		}
+		createStrict(ctx, rt)
+		tj := trainJobOn(rt, "pi")
+		tj.Spec.Trainer = &trainerv1alpha1.Trainer{
+			NumNodes: ptr.To[int32](2),
+			Image:    ptr.To(testBaseImage),
+			Command:  []string{"mpirun", "-n", "2", "python3", "/home/mpiuser/pi.py"},
+		}
+		tj.Spec.RuntimePatches = []trainerv1alpha1.RuntimePatch{onRealNodePatch("launcher", "node")}
+		createStrict(ctx, tj)
+		expectTrainJobCondition(ctx, tj, trainerv1alpha1.TrainJobComplete)
+
+		launchers := listPods(Default, ctx, ns, map[string]string{
+			jobsetv1alpha2.JobSetNameKey: tj.Name, jobsetv1alpha2.ReplicatedJobNameKey: "launcher",
+		})
+		Expect(launchers).To(HaveLen(1))
+		nodes := listPods(Default, ctx, ns, map[string]string{
+			jobsetv1alpha2.JobSetNameKey: tj.Name, jobsetv1alpha2.ReplicatedJobNameKey: "node",
+		})
+		Expect(nodes).To(HaveLen(2))
+		var nodeHosts []string
+		for _, p := range append(launchers, nodes...) {
+			Expect(p.Spec.NodeName).To(HavePrefix("real-"), "pod %s", p.Name)
+		}
+		for _, p := range nodes {
+			nodeHosts = append(nodeHosts, p.Spec.Hostname)
+		}
+		slices.Sort(nodeHosts)
+		logs, err := kubectl(ctx, "-n", ns, "logs", launchers[0].Name)
+		Expect(err).NotTo(HaveOccurred(), logs)
+		AddReportEntry("mpirun output", logs)
+		Expect(logs).To(ContainSubstring("pi is approximately 3.14159"))
+		// The ranks ran in the node pods, not in the launcher.
+		Expect(logs).To(ContainSubstring("hosts: " + strings.Join(nodeHosts, " ")))
 	})
 })

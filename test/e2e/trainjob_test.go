@@ -375,7 +375,14 @@ func expectTrainJobCondition(ctx context.Context, tj *trainerv1alpha1.TrainJob, 
 // (config/runtimes/torch_distributed.yaml).
 func torchRuntimeSpec() trainerv1alpha1.TrainingRuntimeSpec {
 	GinkgoHelper()
-	data, err := os.ReadFile(filepath.Join(repoRoot, "config", "runtimes", "torch_distributed.yaml"))
+	return shippedRuntimeSpec("torch_distributed.yaml")
+}
+
+// shippedRuntimeSpec is the spec of the ClusterTrainingRuntime Gantry ships
+// in config/runtimes/file.
+func shippedRuntimeSpec(file string) trainerv1alpha1.TrainingRuntimeSpec {
+	GinkgoHelper()
+	data, err := os.ReadFile(filepath.Join(repoRoot, "config", "runtimes", file))
 	Expect(err).NotTo(HaveOccurred())
 	shipped := &trainerv1alpha1.ClusterTrainingRuntime{}
 	Expect(yaml.UnmarshalStrict(data, shipped)).To(Succeed())
