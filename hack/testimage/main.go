@@ -4,25 +4,37 @@
 // builds the release image; this is the generic tool for test images
 // (hack/test-images.sh).
 //
-//	testimage --tag gantry.local/NAME:TAG --output bin/images/NAME.tar \
-//	  [--dir ROOTDIR]... [--file SRC=/DST[:MODE]]... \
-//	  [--entrypoint JSON-array] [--cmd JSON-array] [--user U] [--workdir W] [--env K=V]...
+//	testimage --output bin/images/NAME.tar [COMMON FLAGS...] \
+//	  --tag gantry.local/NAME:TAG [IMAGE FLAGS...] [--tag ... [IMAGE FLAGS...]]...
+//
+// where the layer flags are --dir ROOTDIR and --file SRC=/DST[:MODE], and
+// the config flags --entrypoint JSON-array, --cmd JSON-array, --user U,
+// --workdir W and --env K=V.
+//
+// Each --tag starts an image, and the flags after it, up to the next
+// --tag, are that image's. Flags before the first --tag are common to all
+// of the tarball's images: their layers come first in every image (built
+// and stored once, so images that share a root cost one copy of it), and
+// their config is every image's default, which the image's own config
+// replaces (--env adds to the common variables, replacing one of the same
+// name). With a single --tag, all flags may simply follow it.
 //
 // Each --dir is one layer: the whole tree in lexical order with its modes,
 // ownership, symlinks and hard links, but without the contents of /dev,
 // /proc, /sys, /run, /tmp and /var/lib/apt/lists, without
 // /var/cache/apt/archives/*.deb, and without device, fifo and socket files.
-// The --file files (e.g. static binaries) make one more layer, owned by
-// 0:0. Of the extended attributes only security.capability (setcap) is
-// kept. The image is linux/amd64; every
-// time in it (config, history, file mtimes) is --created, default
-// $SOURCE_DATE_EPOCH else 0, so the same inputs give the same digest.
+// The --file files of one group (the common flags, or one image's) make one
+// more layer, after that group's --dir layers, owned by 0:0. Of the
+// extended attributes only security.capability (setcap) is kept. The
+// images are linux/amd64; every time in them (config, history, file
+// mtimes) is --created, default $SOURCE_DATE_EPOCH else 0, so the same
+// inputs give the same digests and the same tarball, byte for byte.
 //
-// It prints each layer's size and then
-// "digest: <manifest digest> id: <config digest> file: <path>". containerd
-// names the imported image by the tag and its ID by the config digest; it
-// writes its own manifest for a docker archive, so the manifest digest it
-// shows differs from the one printed here.
+// It prints each layer's size and then, for each image,
+// "digest: <manifest digest> id: <config digest> tag: <tag> file: <path>".
+// containerd names an imported image by its tag and its ID by the config
+// digest; it writes its own manifest for a docker archive, so the manifest
+// digest it shows differs from the one printed here.
 package main
 
 import (
@@ -33,6 +45,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,6 +94,98 @@ func jsonArray(flagName, s string) ([]string, error) {
 	return a, nil
 }
 
+// group is what the flags before the first --tag (the common group) or
+// between one --tag and the next (an image's) say.
+type group struct {
+	tag        string
+	dirs       []string
+	files      []fileSpec
+	entrypoint []string
+	cmd        []string
+	user       string
+	workdir    string
+	env        []string
+	// which of the config flags were given
+	entrypointSet, cmdSet, userSet, workdirSet bool
+}
+
+// layers are the group's layers: one per --dir, then one of all --file.
+func (g *group) layers() []*layerSpec {
+	var out []*layerSpec
+	for _, d := range g.dirs {
+		out = append(out, &layerSpec{dir: d})
+	}
+	if len(g.files) > 0 {
+		out = append(out, &layerSpec{files: g.files})
+	}
+	return out
+}
+
+// mergeEnv is common with own added: a variable own sets replaces
+// common's in place, the others follow in order.
+func mergeEnv(common, own []string) []string {
+	out := append([]string(nil), common...)
+	for _, e := range own {
+		k, _, _ := strings.Cut(e, "=")
+		i := slices.IndexFunc(out, func(o string) bool { return strings.HasPrefix(o, k+"=") })
+		if i >= 0 {
+			out[i] = e
+		} else {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// images turns the parsed groups into image specs. The common layers are
+// the same *layerSpec in every image, so they are built once.
+func images(common *group, own []*group) ([]imageSpec, error) {
+	commonLayers := common.layers()
+	var out []imageSpec
+	seen := map[string]bool{}
+	for _, g := range own {
+		tag, err := name.NewTag(g.tag, name.StrictValidation)
+		if err != nil {
+			return nil, err
+		}
+		if seen[tag.String()] {
+			return nil, fmt.Errorf("--tag %s given twice", g.tag)
+		}
+		seen[tag.String()] = true
+		for _, f := range g.files {
+			if slices.ContainsFunc(common.files, func(c fileSpec) bool { return c.dst == f.dst }) {
+				return nil, fmt.Errorf("--file: %s given twice (common and for %s)", f.dst, g.tag)
+			}
+		}
+		im := imageSpec{
+			tag:        tag,
+			layers:     append(slices.Clone(commonLayers), g.layers()...),
+			entrypoint: common.entrypoint,
+			cmd:        common.cmd,
+			user:       common.user,
+			workdir:    common.workdir,
+			env:        mergeEnv(common.env, g.env),
+		}
+		if len(im.layers) == 0 {
+			return nil, fmt.Errorf("nothing to put in the image %s: give --dir or --file", g.tag)
+		}
+		if g.entrypointSet {
+			im.entrypoint = g.entrypoint
+		}
+		if g.cmdSet {
+			im.cmd = g.cmd
+		}
+		if g.userSet {
+			im.user = g.user
+		}
+		if g.workdirSet {
+			im.workdir = g.workdir
+		}
+		out = append(out, im)
+	}
+	return out, nil
+}
+
 func run(args []string, sourceDateEpoch string, stdout, stderr io.Writer) error {
 	defaultCreated, err := imagefile.SourceDateEpoch(sourceDateEpoch)
 	if err != nil {
@@ -89,35 +194,56 @@ func run(args []string, sourceDateEpoch string, stdout, stderr io.Writer) error 
 
 	fs := flag.NewFlagSet("testimage", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var s spec
-	tagFlag := fs.String("tag", "", "image `reference` with a tag, e.g. gantry.local/pause:3.10")
-	output := fs.String("output", "", "docker-archive tarball `path` to write")
-	fs.Func("dir", "root `directory` to add as one layer (repeatable, in order)", func(v string) error {
-		s.dirs = append(s.dirs, v)
+	// groups[0] holds the flags before the first --tag; every --tag starts
+	// a group. The flag package calls the Func flags in command-line order.
+	groups := []*group{{}}
+	cur := func() *group { return groups[len(groups)-1] }
+	fs.Func("tag", "image `reference` with a tag, e.g. gantry.local/pause:3.10; starts the image's flags (repeatable)", func(v string) error {
+		groups = append(groups, &group{tag: v})
 		return nil
 	})
-	fs.Func("file", "`SRC=/DST[:MODE]`: a single file for the last layer (repeatable; MODE octal, default the source's)", func(v string) error {
+	output := fs.String("output", "", "docker-archive tarball `path` to write")
+	fs.Func("dir", "root `directory` to add as one layer (repeatable, in order)", func(v string) error {
+		cur().dirs = append(cur().dirs, v)
+		return nil
+	})
+	fs.Func("file", "`SRC=/DST[:MODE]`: a single file for the group's files layer (repeatable; MODE octal, default the source's)", func(v string) error {
 		f, err := parseFile(v)
 		if err != nil {
 			return err
 		}
-		for _, o := range s.files {
+		g := cur()
+		for _, o := range g.files {
 			if o.dst == f.dst {
 				return fmt.Errorf("--file: %s given twice", f.dst)
 			}
 		}
-		s.files = append(s.files, f)
+		g.files = append(g.files, f)
 		return nil
 	})
-	entrypoint := fs.String("entrypoint", "", "entrypoint as a JSON `array`, e.g. '[\"/pause\"]' (default none)")
-	cmd := fs.String("cmd", "", "command as a JSON `array`, e.g. '[\"/bin/bash\"]' (default none)")
-	fs.StringVar(&s.user, "user", "", "`user` to run as, e.g. 65535 or 1000:1000 (default root)")
-	fs.StringVar(&s.workdir, "workdir", "", "working `directory` (default /)")
+	fs.Func("entrypoint", "entrypoint as a JSON `array`, e.g. '[\"/pause\"]' (default none)", func(v string) error {
+		a, err := jsonArray("entrypoint", v)
+		cur().entrypoint, cur().entrypointSet = a, true
+		return err
+	})
+	fs.Func("cmd", "command as a JSON `array`, e.g. '[\"/bin/bash\"]' (default none)", func(v string) error {
+		a, err := jsonArray("cmd", v)
+		cur().cmd, cur().cmdSet = a, true
+		return err
+	})
+	fs.Func("user", "`user` to run as, e.g. 65535 or 1000:1000 (default root)", func(v string) error {
+		cur().user, cur().userSet = v, true
+		return nil
+	})
+	fs.Func("workdir", "working `directory` (default /)", func(v string) error {
+		cur().workdir, cur().workdirSet = v, true
+		return nil
+	})
 	fs.Func("env", "`K=V` environment variable (repeatable; PATH defaults to the usual one)", func(v string) error {
 		if k, _, ok := strings.Cut(v, "="); !ok || k == "" {
 			return fmt.Errorf("--env %q: want K=V", v)
 		}
-		s.env = append(s.env, v)
+		cur().env = append(cur().env, v)
 		return nil
 	})
 	created := fs.Int64("created", defaultCreated, "creation and file modification time, Unix `seconds` (default $SOURCE_DATE_EPOCH, else 0)")
@@ -127,19 +253,11 @@ func run(args []string, sourceDateEpoch string, stdout, stderr io.Writer) error 
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if *tagFlag == "" || *output == "" {
+	if len(groups) < 2 || *output == "" {
 		return errors.New("--tag and --output are required")
 	}
-	if len(s.dirs) == 0 && len(s.files) == 0 {
-		return errors.New("nothing to put in the image: give --dir or --file")
-	}
-	if s.tag, err = name.NewTag(*tagFlag, name.StrictValidation); err != nil {
-		return err
-	}
-	if s.entrypoint, err = jsonArray("entrypoint", *entrypoint); err != nil {
-		return err
-	}
-	if s.cmd, err = jsonArray("cmd", *cmd); err != nil {
+	var s spec
+	if s.images, err = images(groups[0], groups[1:]); err != nil {
 		return err
 	}
 	s.created = time.Unix(*created, 0).UTC()
@@ -155,31 +273,35 @@ func run(args []string, sourceDateEpoch string, stdout, stderr io.Writer) error 
 	}
 	defer os.RemoveAll(tmp)
 
-	img, layers, err := buildImage(s, tmp)
+	imgs, layers, err := buildImages(s, tmp)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	if err := writeTarball(*output, s.tag, img); err != nil {
+	if err := writeTarball(*output, imgs); err != nil {
 		return fmt.Errorf("%s: %w", *output, err)
 	}
 	took := time.Since(start)
 	if err := report(stdout, layers); err != nil {
 		return err
 	}
-	digest, err := img.Digest()
-	if err != nil {
-		return err
-	}
-	id, err := img.ConfigName()
-	if err != nil {
-		return err
-	}
 	fi, err := os.Stat(*output)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "image %s: %s, compressed and written in %.1fs\n", s.tag, human(fi.Size()), took.Seconds())
-	fmt.Fprintf(stdout, "digest: %s id: %s file: %s\n", digest, id, *output)
+	fmt.Fprintf(stdout, "tarball %s: %s, %d image(s) sharing %d layer(s), compressed and written in %.1fs\n",
+		*output, human(fi.Size()), len(imgs), len(layers), took.Seconds())
+	for _, bi := range imgs {
+		digest, err := bi.img.Digest()
+		if err != nil {
+			return err
+		}
+		id, err := bi.img.ConfigName()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "image %s: layers %s\n", bi.tag, strings.Join(bi.layers, ", "))
+		fmt.Fprintf(stdout, "digest: %s id: %s tag: %s file: %s\n", digest, id, bi.tag, *output)
+	}
 	return nil
 }

@@ -144,7 +144,7 @@ func specialFiles() int {
 	return 2
 }
 
-var digestLine = regexp.MustCompile(`(?m)^digest: (sha256:[0-9a-f]{64}) id: (sha256:[0-9a-f]{64}) file: (.*)$`)
+var digestLine = regexp.MustCompile(`(?m)^digest: (sha256:[0-9a-f]{64}) id: (sha256:[0-9a-f]{64}) tag: (\S+) file: (.*)$`)
 
 // build runs the tool and returns its manifest digest and stdout.
 func build(t *testing.T, epoch string, args ...string) (v1.Hash, string) {
@@ -458,9 +458,18 @@ func TestOnlyFiles(t *testing.T) {
 }
 
 func TestEnvPathOverride(t *testing.T) {
-	s := spec{env: []string{"A=1", "PATH=/bin"}}
-	if got := s.fullEnv(); !slices.Equal(got, []string{"A=1", "PATH=/bin"}) {
+	if got := fullEnv([]string{"A=1", "PATH=/bin"}); !slices.Equal(got, []string{"A=1", "PATH=/bin"}) {
 		t.Errorf("fullEnv = %q", got)
+	}
+}
+
+func TestMergeEnv(t *testing.T) {
+	got := mergeEnv([]string{"A=1", "B=2", "C=3"}, []string{"B=x=y", "D=4", "A="})
+	if want := []string{"A=", "B=x=y", "C=3", "D=4"}; !slices.Equal(got, want) {
+		t.Errorf("mergeEnv = %q, want %q", got, want)
+	}
+	if got := mergeEnv(nil, nil); len(got) != 0 {
+		t.Errorf("mergeEnv(nil, nil) = %q", got)
 	}
 }
 
@@ -504,6 +513,11 @@ func TestRunErrors(t *testing.T) {
 		{[]string{"--tag", testTag, "--output", out, "--file", "a=/x", "--file", "b=/x"}, "given twice"},
 		{[]string{"--tag", testTag, "--output", out, "--dir", filepath.Join(root, "missing")}, "no such file"},
 		{[]string{"--tag", testTag, "--output", out, "--file", filepath.Join(root, "missing") + "=/x"}, "no such file"},
+		{[]string{"--output", out, "--dir", root, "--cmd", `["x"]`}, "--tag and --output are required"},
+		{[]string{"--output", out, "--dir", root, "--tag", testTag, "--tag", testTag}, "given twice"},
+		{[]string{"--output", out, "--file", "a=/x", "--tag", testTag, "--file", "b=/x"}, "given twice (common and for"},
+		{[]string{"--output", out, "--tag", testTag, "--dir", root, "--tag", "gantry.local/other:1"}, "nothing to put in the image gantry.local/other:1"},
+		{[]string{"--output", out, "--dir", root, "--tag", testTag, "--entrypoint", "x"}, "JSON array"},
 	} {
 		err := run(tc.args, "", io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -512,5 +526,178 @@ func TestRunErrors(t *testing.T) {
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("a failed build left %s (%v)", out, err)
+	}
+}
+
+// archiveNames lists the tarball's entries in order.
+func archiveNames(t *testing.T, p string) []string {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var names []string
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return names
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, h.Name)
+	}
+}
+
+// TestSeveralImages builds three images on one tree in one tarball: the
+// common layers are stored once and come first in each image, the common
+// config is each image's default.
+func TestSeveralImages(t *testing.T) {
+	root := makeTree(t)
+	bin := writeBinary(t)
+	out := t.TempDir()
+	args := func(output string) []string {
+		return []string{"--output", output,
+			"--dir", root, "--file", bin + "=/usr/local/bin/ray:0755",
+			"--entrypoint", `["/usr/bin/tini","--"]`, "--workdir", "/tmp", "--env", "A=1", "--env", "V=common",
+			"--tag", "gantry.local/a:1", "--file", bin + "=/usr/local/bin/entrypoint.sh:0755",
+			"--entrypoint", `["entrypoint.sh"]`, "--env", "A=2", "--env", "B=1",
+			"--tag", "gantry.local/b:1", "--cmd", `["x"]`, "--user", "401",
+			"--tag", "gantry.local/c:1", "--file", bin + "=/etc/c", "--entrypoint", ""}
+	}
+	output := filepath.Join(out, "abc.tar")
+	_, stdout := build(t, "", args(output)...)
+
+	lines := digestLine.FindAllStringSubmatch(stdout, -1)
+	if len(lines) != 3 {
+		t.Fatalf("%d digest lines in %q, want 3", len(lines), stdout)
+	}
+	tags := []string{"gantry.local/a:1", "gantry.local/b:1", "gantry.local/c:1"}
+	m, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(output) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m) != 3 {
+		t.Fatalf("manifest.json has %d entries, want 3", len(m))
+	}
+	type cfg struct {
+		entrypoint, cmd, env []string
+		user, workdir        string
+		layers               int
+	}
+	want := []cfg{
+		{entrypoint: []string{"entrypoint.sh"}, env: []string{defaultPath, "A=2", "V=common", "B=1"}, workdir: "/tmp", layers: 3},
+		{entrypoint: []string{"/usr/bin/tini", "--"}, cmd: []string{"x"}, env: []string{defaultPath, "A=1", "V=common"}, user: "401", workdir: "/tmp", layers: 2},
+		{env: []string{defaultPath, "A=1", "V=common"}, workdir: "/tmp", layers: 3},
+	}
+	var common []v1.Hash
+	for i, tagStr := range tags {
+		if !slices.Equal(m[i].RepoTags, []string{tagStr}) {
+			t.Errorf("manifest entry %d is tagged %q, want %s", i, m[i].RepoTags, tagStr)
+		}
+		if lines[i][3] != tagStr || lines[i][4] != output {
+			t.Errorf("digest line %d names %s in %s, want %s in %s", i, lines[i][3], lines[i][4], tagStr, output)
+		}
+		tag, err := name.NewTag(tagStr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := tarball.ImageFromPath(output, &tag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, err := img.Digest(); err != nil || d.String() != lines[i][1] {
+			t.Errorf("%s read back has digest %s (%v), the tool said %s", tagStr, d, err, lines[i][1])
+		}
+		c, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := cfg{entrypoint: c.Config.Entrypoint, cmd: c.Config.Cmd, env: c.Config.Env, user: c.Config.User,
+			workdir: c.Config.WorkingDir, layers: len(c.RootFS.DiffIDs)}
+		if diff := cmp.Diff(want[i], got, cmp.AllowUnexported(cfg{})); diff != "" {
+			t.Errorf("%s config (-want +got):\n%s", tagStr, diff)
+		}
+		layers, err := img.Layers()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var digests []v1.Hash
+		for _, l := range layers {
+			d, err := l.Digest()
+			if err != nil {
+				t.Fatal(err)
+			}
+			digests = append(digests, d)
+		}
+		if common == nil {
+			common = digests[:2]
+		} else if !slices.Equal(digests[:2], common) {
+			t.Errorf("%s starts with layers %v, want the common %v", tagStr, digests[:2], common)
+		}
+		if i != 1 {
+			names, _ := layerEntries(t, layers[2])
+			wantNames := map[int][]string{0: {"usr/local/bin/entrypoint.sh"}, 2: {"etc/c"}}[i]
+			if !slices.Equal(names, wantNames) {
+				t.Errorf("%s's own layer has %q, want %q", tagStr, names, wantNames)
+			}
+		}
+	}
+
+	// Each blob once: 3 configs, the tree, the common files and two images'
+	// own files, then manifest.json.
+	names := archiveNames(t, output)
+	if len(names) != 8 || names[len(names)-1] != "manifest.json" {
+		t.Errorf("tarball holds %q, want 3 configs, 4 layers and manifest.json last", names)
+	}
+	seen := map[string]bool{}
+	for _, n := range names {
+		if seen[n] {
+			t.Errorf("%s twice in the tarball", n)
+		}
+		seen[n] = true
+	}
+
+	// The same inputs give the same tarball, byte for byte.
+	again := filepath.Join(out, "again.tar")
+	build(t, "", args(again)...)
+	if fileSHA(t, output) != fileSHA(t, again) {
+		t.Error("the same inputs gave different tarballs")
+	}
+}
+
+// TestSameAsTarballWrite: a single image is laid out exactly as
+// go-containerregistry's tarball.Write lays it out.
+func TestSameAsTarballWrite(t *testing.T) {
+	root := makeTree(t)
+	output := filepath.Join(t.TempDir(), "one.tar")
+	build(t, "", "--tag", testTag, "--output", output, "--dir", root, "--cmd", `["/bin/bash"]`)
+	tag := name.MustParseReference(testTag).(name.Tag)
+	img, err := tarball.ImageFromPath(output, &tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := tarball.Write(tag, img, &buf); err != nil {
+		t.Fatal(err)
+	}
+	if sha256.Sum256(buf.Bytes()) != fileSHA(t, output) {
+		t.Error("the tarball differs from tarball.Write's for the same image")
+	}
+}
+
+// TestSameImageTwice: two tags of one image share its manifest entry.
+func TestSameImageTwice(t *testing.T) {
+	bin := writeBinary(t)
+	output := filepath.Join(t.TempDir(), "two.tar")
+	build(t, "", "--output", output, "--file", bin+"=/pause", "--tag", "gantry.local/x:1", "--tag", "gantry.local/y:1")
+	m, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(output) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m) != 1 || !slices.Equal(m[0].RepoTags, []string{"gantry.local/x:1", "gantry.local/y:1"}) {
+		t.Errorf("manifest.json %+v, want one entry with both tags", m)
 	}
 }
