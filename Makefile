@@ -259,7 +259,7 @@ $(COREDNS): $(REALNODE_MOD)/coredns/main.go
 realnode-tools: $(REALNODE_TOOLS) ## Build what the real node runs (kubelet, kube-proxy, CNI plugins, CoreDNS).
 
 .PHONY: test-images
-test-images: ## Build the test images the real node imports (pause, the Debian test base with torch, Open MPI and the Ray stand-in) into bin/images/.
+test-images: ## Build the test images the real node imports (pause, the Debian test base with torch, Open MPI and the Ray stand-in, the Slurm daemons) into bin/images/
 	@BIN=$(BIN) hack/test-images.sh
 
 $(ETCD):

@@ -17,6 +17,8 @@
 # Exit status 3 means "cannot run here" (not root, debootstrap unavailable or
 # unable to reach the mirror); the reason is the last line on stderr.
 #
+# With --root-only it only builds the chroot (and says so), starting nothing.
+#
 # Tunables: GANTRY_SLURM_DIR (state dir, default test/slurm/.root),
 # SLURMCTLD_PORT / SLURMRESTD_PORT (default: free ports),
 # GANTRY_DEBIAN_MIRROR (default http://deb.debian.org/debian).
@@ -91,6 +93,13 @@ add_accounting() {
 }
 if [ ! -x "$root/usr/sbin/slurmdbd" ] || [ ! -x "$root/usr/sbin/mariadbd" ]; then
 	add_accounting
+fi
+
+# --root-only: build the chroot (hack/test-images.sh makes the Slurm images
+# from it) and start nothing.
+if [ "${1:-}" = --root-only ]; then
+	log "the Slurm root is ready: $root"
+	exit 0
 fi
 
 "$here/stop.sh" --locked
