@@ -231,10 +231,16 @@ release_down() {
 # (e.g. slurmctld's state in the Controller sample): the local control plane
 # has no storage provisioner and no default StorageClass, and a PVC naming no
 # class binds only to a PV whose storageClassName is "". Idempotent; a PV
-# left Released by a deleted PVC is made Available again.
+# left Released by a deleted PVC is made Available again. On the real node a
+# pod mounts one for real: its directory, under the run directory, is
+# world-writable, as kind's local-path provisioner makes its volumes, since
+# a hostPath volume ignores fsGroup and slurmctld (uid 401) must write its
+# state there.
 local_pvs() {
   local i manifest="" pv
   for i in $(seq 0 7); do
+    mkdir -p "$STATE/pv/$i"
+    chmod 0777 "$STATE/pv/$i"
     manifest+="---
 apiVersion: v1
 kind: PersistentVolume
@@ -246,7 +252,7 @@ spec:
   capacity: {storage: 10Gi}
   accessModes: [ReadWriteOnce, ReadWriteMany]
   persistentVolumeReclaimPolicy: Retain
-  hostPath: {path: /tmp/gantry-local-pv/$i, type: DirectoryOrCreate}
+  hostPath: {path: $STATE/pv/$i, type: Directory}
 "
   done
   kubectl apply -f - <<<"$manifest" >/dev/null
@@ -374,6 +380,8 @@ down() {
       kwokctl delete cluster --name "$CLUSTER"
       log "local control plane '$CLUSTER' deleted"
     fi
+    # What pods on the real node wrote into the local PersistentVolumes.
+    rm -rf "$STATE/pv"
   fi
   rm -f "$STATE/kubeconfig-path"
 }

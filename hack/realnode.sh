@@ -282,10 +282,15 @@ clusterDNS: ["$POD_NET.1"]
 resolvConf: "$RN/resolv.conf"
 podLogsDir: $RN/pod-logs
 failSwapOn: false
-# Imported images are never collected: nothing could pull them back.
+# Imported images are never collected: nothing could pull them back. Image
+# GC runs at 100% disk use only, and disk-pressure eviction (which collects
+# unused images first, whatever the GC thresholds) only with less than
+# 256Mi free: on a shared build machine a few percent of the disk can go
+# to a build for a minute, and an eviction then took every image not in
+# use (seen: pause, testbase and Gantry's), failing every later pod.
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
-evictionHard: {"memory.available": "200Mi", "nodefs.available": "2%", "imagefs.available": "2%"}
+evictionHard: {"memory.available": "200Mi", "nodefs.available": "256Mi", "imagefs.available": "256Mi", "nodefs.inodesFree": "1%", "imagefs.inodesFree": "1%"}
 registerWithTaints:
 - {key: gantry.dev/real-node, value: "true", effect: NoSchedule}
 serializeImagePulls: false
