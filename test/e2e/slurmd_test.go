@@ -31,10 +31,16 @@ import (
 // realSlurm is the Slurm cluster test/slurm/start.sh runs on this machine
 // (slurmctld and slurmrestd from Debian's packages, API v0.0.44, in a
 // chroot); `make test-e2e` starts it and passes these variables.
+//
+// The same type serves a Slurm that runs in pods on the real node: there
+// commands run in the slurmctld container (kubectl exec), and url, jwtKey
+// and root are empty.
 type realSlurm struct {
 	url    string // GANTRY_SLURM_URL: slurmrestd
 	jwtKey []byte // the key in GANTRY_SLURM_JWT_KEY
 	root   string // GANTRY_SLURM_ROOT: the chroot with Slurm's commands
+	// execIn, when set, is "NAMESPACE/POD/CONTAINER": commands run there.
+	execIn string
 }
 
 // requireRealSlurm returns the cluster, or skips with the reason there is
@@ -54,9 +60,14 @@ func requireRealSlurm() *realSlurm {
 	return &realSlurm{url: url, jwtKey: key, root: root}
 }
 
-// run runs a Slurm command in the chroot and returns its output.
+// run runs a Slurm command in the chroot (or the pod) and returns its
+// output.
 func (s *realSlurm) run(ctx context.Context, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "chroot", append([]string{s.root}, args...)...)
+	if s.execIn != "" {
+		where := strings.SplitN(s.execIn, "/", 3)
+		cmd = exec.CommandContext(ctx, kubectlPath(), append([]string{"-n", where[0], "exec", where[1], "-c", where[2], "--"}, args...)...)
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, out)
