@@ -192,8 +192,7 @@ var _ = Describe("Slurm in containers on the real node", Label(labelSlurm, label
 
 		Eventually(ctx, func(g Gomega) {
 			st := slurm.node(g, ctx, busy)
-			g.Expect(st.drain()).To(BeTrue(), "state %s", st.State)
-			g.Expect(st.Reason).To(HavePrefix(gantryReason))
+			expectDrained(g, st, HavePrefix(gantryReason))
 		}).Should(Succeed(), "the rollout drains the busy node")
 		Consistently(ctx, func(g Gomega) {
 			g.Expect(getPod(g, ctx, busy).UID).To(Equal(uids[busy]), "the pod of a node running a job was replaced")
@@ -232,8 +231,7 @@ var _ = Describe("Slurm in containers on the real node", Label(labelSlurm, label
 			func(s *slinkyv1beta1.NodeSet) { s.Spec.Replicas = ptr.To[int32](1) })
 		Eventually(ctx, func(g Gomega) {
 			st := slurm.node(g, ctx, victim)
-			g.Expect(st.drain()).To(BeTrue(), "state %s", st.State)
-			g.Expect(st.Reason).To(HavePrefix(gantryReason))
+			expectDrained(g, st, HavePrefix(gantryReason))
 		}).Should(Succeed(), "the victim's node is drained with Gantry's reason")
 		Consistently(ctx, func(g Gomega) {
 			p := getPod(g, ctx, victim)

@@ -130,8 +130,7 @@ var _ = Describe("A DaemonSet-mode NodeSet against real Slurm", Label(labelSlurm
 		match(ctx, kubeNode(0), false)
 		Eventually(ctx, func(g Gomega) {
 			st := slurm.node(g, ctx, slurmName)
-			g.Expect(st.drain()).To(BeTrue(), "state %s", st.State)
-			g.Expect(st.Reason).To(HavePrefix(gantryReason))
+			expectDrained(g, st, HavePrefix(gantryReason))
 		}).Should(Succeed(), "the busy node is drained with Gantry's reason")
 		Consistently(ctx, func(g Gomega) {
 			p := &corev1.Pod{}

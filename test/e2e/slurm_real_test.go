@@ -181,8 +181,7 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 		scale(ctx, replicas)
 		Eventually(ctx, func(g Gomega) {
 			st := slurm.node(g, ctx, early)
-			g.Expect(st.drain()).To(BeTrue(), "state %s", st.State)
-			g.Expect(st.Reason).To(HavePrefix(gantryReason))
+			expectDrained(g, st, HavePrefix(gantryReason))
 		}).Should(Succeed(), "the scale-in drains the node behind the Pending pod")
 		Consistently(ctx, func(g Gomega) {
 			p := getPod(g, ctx, early)
@@ -274,8 +273,7 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 		DeferCleanup(func(ctx SpecContext) { update(ctx, kubeNode, func(n *corev1.Node) { n.Spec.Unschedulable = false }) })
 		Eventually(ctx, func(g Gomega) {
 			st := slurm.node(g, ctx, victim)
-			g.Expect(st.drain()).To(BeTrue(), "state %s", st.State)
-			g.Expect(st.Reason).To(HavePrefix(gantryReason))
+			expectDrained(g, st, HavePrefix(gantryReason))
 		}).Should(Succeed())
 
 		update(ctx, kubeNode, func(n *corev1.Node) { n.Spec.Unschedulable = false })
@@ -296,8 +294,7 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 			WithTimeout(time.Minute).Should(Equal(int32(1)), "the NodeSet sees the drain")
 		Consistently(ctx, func(g Gomega) {
 			st := slurm.node(g, ctx, node)
-			g.Expect(st.drain()).To(BeTrue(), "state %s", st.State)
-			g.Expect(st.Reason).To(Equal(reason))
+			expectDrained(g, st, Equal(reason))
 		}).WithTimeout(10 * time.Second).Should(Succeed())
 	})
 
@@ -326,8 +323,7 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 
 		Eventually(ctx, func(g Gomega) {
 			st := slurm.node(g, ctx, busy)
-			g.Expect(st.drain()).To(BeTrue(), "state %s", st.State)
-			g.Expect(st.Reason).To(HavePrefix(gantryReason))
+			expectDrained(g, st, HavePrefix(gantryReason))
 		}).Should(Succeed(), "the rollout drains the busy node first")
 		Consistently(ctx, func(g Gomega) {
 			g.Expect(getPod(g, ctx, busy).UID).To(Equal(uids[busy]), "the pod of a node running a job was replaced")
@@ -386,8 +382,7 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 		Eventually(ctx, func(g Gomega) {
 			st, ran := standIn.afterPreStop(evicted)
 			g.Expect(ran).To(BeTrue(), "the deleted pod's preStop has not run yet")
-			g.Expect(st.drain()).To(BeTrue(), "state %s", st.State)
-			g.Expect(st.Reason).To(Equal(gantryReason + "Pod is terminating"))
+			expectDrained(g, st, Equal(gantryReason+"Pod is terminating"))
 		}).Should(Succeed(), "the preStop of a pod whose node runs a job takes the node out of service")
 		standIn.release(evicted)
 		Eventually(ctx, func(g Gomega) {
@@ -427,8 +422,7 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 		poke(ctx, evicted)
 		Consistently(ctx, func(g Gomega) {
 			st := slurm.node(g, ctx, evicted)
-			g.Expect(st.drain()).To(BeTrue(), "state %s", st.State)
-			g.Expect(st.Reason).To(Equal(reason))
+			expectDrained(g, st, Equal(reason))
 		}).WithTimeout(10*time.Second).Should(Succeed(), "Gantry lifted an administrator's DOWN/DRAIN")
 	})
 
@@ -460,8 +454,7 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 			scale(ctx, replicas-1)
 			Eventually(ctx, func(g Gomega) {
 				st := slurm.node(g, ctx, victim)
-				g.Expect(st.drain()).To(BeTrue(), "state %s", st.State)
-				g.Expect(st.Reason).To(HavePrefix(gantryReason + "Pod (" + ns + "/" + victim + ") is pending termination"))
+				expectDrained(g, st, HavePrefix(gantryReason+"Pod ("+ns+"/"+victim+") is pending termination"))
 			}).Should(Succeed())
 			Consistently(ctx, func(g Gomega) {
 				g.Expect(getPod(g, ctx, victim).UID).To(Equal(uid))
@@ -601,8 +594,7 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 			Eventually(ctx, func(g Gomega) {
 				expectGone(g, ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: named}})
 				st := slurm.node(g, ctx, busy)
-				g.Expect(st.drain()).To(BeTrue(), "state %s", st.State)
-				g.Expect(st.Reason).To(HavePrefix(gantryReason))
+				expectDrained(g, st, HavePrefix(gantryReason))
 			}).WithTimeout(time.Minute).Should(Succeed(), "the idle pod goes; the suspended job's node drains")
 			Consistently(ctx, expectKept).WithTimeout(15 * time.Second).Should(Succeed())
 		})

@@ -19,6 +19,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	gomegatypes "github.com/onsi/gomega/types"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -104,6 +105,14 @@ type slurmNodeState struct {
 }
 
 func (n slurmNodeState) drain() bool { return strings.Contains(n.State, "DRAIN") }
+
+// expectDrained asserts the node drains (or is drained) with a reason
+// that satisfies reason.
+func expectDrained(g Gomega, st slurmNodeState, reason gomegatypes.GomegaMatcher) {
+	GinkgoHelper()
+	g.Expect(st.drain()).To(BeTrue(), "state %s", st.State)
+	g.Expect(st.Reason).To(reason)
+}
 
 // idle: up, no job, not draining (dynamic nodes add +DYNAMIC_NORM).
 func (n slurmNodeState) idle() bool {
