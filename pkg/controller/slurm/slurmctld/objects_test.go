@@ -315,4 +315,14 @@ func TestInplaceReconfigure(t *testing.T) {
 	if got := sidecar(build(custom, "c", "k")).Image; got != "registry.example/slurmctld:mine" {
 		t.Errorf("spec.reconfigure.image ignored: %q", got)
 	}
+
+	// Without spec.reconfigure.image the sidecar runs the Controller's own
+	// slurmctld image, not the operator's default: a cluster that pulls
+	// slurmctld from its own registry must not need a second image from
+	// another.
+	own := inplace.DeepCopy()
+	own.Spec.Slurmctld.Image = "registry.example/slurmctld:own"
+	if got := sidecar(build(own, "c", "k")).Image; got != "registry.example/slurmctld:own" {
+		t.Errorf("sidecar image %q: want the Controller's spec.slurmctld.image", got)
+	}
 }

@@ -95,7 +95,12 @@ func podTemplate(c *slinkyv1beta1.Controller, in PodInputs) corev1.PodTemplateSp
 	}
 	sidecars := []corev1.Container{podspec.LogfileSidecar(c.Spec.LogFile.Container, in.Images.Logfile, slinky.SlurmctldLogFilePath)}
 	if c.Spec.InplaceReconfigure {
-		sidecars = append([]corev1.Container{reconfigureSidecar(c, in.Images.Slurmctld)}, sidecars...)
+		// The sidecar needs scontrol: the image slurmctld itself runs.
+		image := in.Images.Slurmctld
+		if c.Spec.Slurmctld.Image != "" {
+			image = c.Spec.Slurmctld.Image
+		}
+		sidecars = append([]corev1.Container{reconfigureSidecar(c, image)}, sidecars...)
 	} else {
 		annotations[slinky.AnnotationSlurmConfigHash] = in.ConfigHash
 	}
