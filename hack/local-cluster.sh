@@ -230,12 +230,13 @@ release_down() {
 # local_pvs creates 8 hostPath PersistentVolumes of 10Gi for PVCs to bind to
 # (e.g. slurmctld's state in the Controller sample): the local control plane
 # has no storage provisioner and no default StorageClass, and a PVC naming no
-# class binds only to a PV whose storageClassName is "". Idempotent; a PV
-# left Released by a deleted PVC is made Available again. On the real node a
+# class binds only to a PV whose storageClassName is "". Idempotent. On the real node a
 # pod mounts one for real: its directory, under the run directory, is
 # world-writable, as kind's local-path provisioner makes its volumes, since
 # a hostPath volume ignores fsGroup and slurmctld (uid 401) must write its
-# state there.
+# state there. A volume whose claim was deleted stays Released (reclaim
+# policy Retain, no provisioner) until the next `up` empties it and makes it
+# Available again; the e2e suite does so as it deletes each namespace.
 local_pvs() {
   local i manifest="" pv
   for i in $(seq 0 7); do
@@ -256,7 +257,10 @@ spec:
 "
   done
   kubectl apply -f - <<<"$manifest" >/dev/null
+  # Emptied first: a pod on the real node may have written there, and
+  # slurmctld refuses a state directory of another cluster.
   for pv in $(kubectl get pv -l gantry.dev/local-pv -o jsonpath='{.items[?(@.status.phase=="Released")].metadata.name}'); do
+    find "$STATE/pv/${pv##*-}" -mindepth 1 -delete
     kubectl patch pv "$pv" --type=json -p='[{"op":"remove","path":"/spec/claimRef"}]' >/dev/null
   done
   log "8 local PersistentVolumes (hostPath, 10Gi, label gantry.dev/local-pv) for PVCs"

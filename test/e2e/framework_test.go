@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -166,6 +167,7 @@ func newNamespace(ctx context.Context, prefix string) string {
 		Eventually(ctx, func(g Gomega) {
 			expectGone(g, ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 		}).Should(Succeed(), "namespace %s was not deleted", name)
+		releaseLocalPVs(ctx, name)
 	})
 	// Registered after the cleanup, so it runs first (and DeferOnFailure
 	// runs before any cleanup anyway).
@@ -182,6 +184,45 @@ func newNamespace(ctx context.Context, prefix string) string {
 		return k8s.Get(ctx, types.NamespacedName{Namespace: name, Name: "default"}, &corev1.ServiceAccount{})
 	}).Should(Succeed(), "the default ServiceAccount of %s was not created", name)
 	return name
+}
+
+// localPVLabel marks the PersistentVolumes of `make run`'s control plane
+// (hack/local-cluster.sh local_pvs): hostPath directories on this machine,
+// reclaim policy Retain, and no provisioner.
+const localPVLabel = "gantry.dev/local-pv"
+
+// releaseLocalPVs makes the local PersistentVolumes that claims of the
+// deleted namespace ns held Available again, their directories emptied, as
+// a provisioner's Delete policy would. Without it each Controller with
+// persistence keeps one until the next `make run`: eight serve the whole
+// run, and the suite's Slurm specs make more claims than that, so a late
+// spec's slurmctld waited for a volume forever. Other clusters (kind, an
+// existing one) have no such volumes, and this does nothing there.
+func releaseLocalPVs(ctx context.Context, ns string) {
+	GinkgoHelper()
+	pvs := &corev1.PersistentVolumeList{}
+	Expect(k8s.List(ctx, pvs, client.HasLabels{localPVLabel})).To(Succeed())
+	for i := range pvs.Items {
+		pv := &pvs.Items[i]
+		if pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.Namespace != ns {
+			continue
+		}
+		// What a pod on the real node wrote there (slurmctld's state) must
+		// not reach the next claim.
+		if hp := pv.Spec.HostPath; hp != nil {
+			entries, err := os.ReadDir(hp.Path)
+			if err != nil && !os.IsNotExist(err) {
+				Expect(err).NotTo(HaveOccurred(), "emptying PersistentVolume %s", pv.Name)
+			}
+			for _, e := range entries {
+				Expect(os.RemoveAll(filepath.Join(hp.Path, e.Name()))).To(Succeed(), "emptying PersistentVolume %s", pv.Name)
+			}
+		}
+		base := pv.DeepCopy()
+		pv.Spec.ClaimRef = nil
+		Expect(k8s.Patch(ctx, pv, client.MergeFrom(base))).To(Succeed(), "releasing PersistentVolume %s", pv.Name)
+		GinkgoWriter.Printf("PersistentVolume %s released (was claimed by %s/%s)\n", pv.Name, ns, base.Spec.ClaimRef.Name)
+	}
 }
 
 // loadSample decodes a file of config/samples strictly: a field the Go
@@ -241,6 +282,32 @@ func expectScheduledRunningReady(g Gomega, pod *corev1.Pod) {
 	g.Expect(podConditionTrue(pod, corev1.PodReady)).To(BeTrue(), "pod %s is not Ready", pod.Name)
 }
 
+// podState says in one line why a pod is where it is, for failure
+// messages: its phase, its conditions that are not True (with reason and
+// message), and each container's state, restarts and last exit.
+func podState(pod *corev1.Pod) string {
+	parts := []string{"phase " + string(pod.Status.Phase)}
+	for _, c := range pod.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			parts = append(parts, fmt.Sprintf("%s=%s (%s: %s)", c.Type, c.Status, c.Reason, c.Message))
+		}
+	}
+	for _, cs := range append(slices.Clone(pod.Status.InitContainerStatuses), pod.Status.ContainerStatuses...) {
+		state := "running"
+		switch st := cs.State; {
+		case st.Waiting != nil:
+			state = fmt.Sprintf("waiting %s (%s)", st.Waiting.Reason, st.Waiting.Message)
+		case st.Terminated != nil:
+			state = fmt.Sprintf("exited %d %s", st.Terminated.ExitCode, st.Terminated.Reason)
+		}
+		if t := cs.LastTerminationState.Terminated; t != nil {
+			state += fmt.Sprintf(", last exit %d %s", t.ExitCode, t.Reason)
+		}
+		parts = append(parts, fmt.Sprintf("%s: %s, ready=%t, restarts %d", cs.Name, state, cs.Ready, cs.RestartCount))
+	}
+	return strings.Join(parts, "; ")
+}
+
 func podConditionTrue(pod *corev1.Pod, t corev1.PodConditionType) bool {
 	for _, c := range pod.Status.Conditions {
 		if c.Type == t {
@@ -280,8 +347,7 @@ func dumpNamespace(ctx context.Context, ns string) string {
 	pods := &corev1.PodList{}
 	if err := k8s.List(ctx, pods, client.InNamespace(ns)); err == nil {
 		for _, p := range pods.Items {
-			fmt.Fprintf(&b, "pod %s node=%q phase=%s ready=%t deleting=%t\n",
-				p.Name, p.Spec.NodeName, p.Status.Phase, podConditionTrue(&p, corev1.PodReady), p.DeletionTimestamp != nil)
+			fmt.Fprintf(&b, "pod %s node=%q deleting=%t: %s\n", p.Name, p.Spec.NodeName, p.DeletionTimestamp != nil, podState(&p))
 			// Containers on the real node have logs, and their last lines
 			// usually say why a pod failed; kwok's pods have none.
 			if strings.HasPrefix(p.Spec.NodeName, "real-") {
@@ -291,6 +357,12 @@ func dumpNamespace(ctx context.Context, ns string) string {
 		}
 	} else {
 		fmt.Fprintf(&b, "listing pods: %v\n", err)
+	}
+	pvcs := &corev1.PersistentVolumeClaimList{}
+	if err := k8s.List(ctx, pvcs, client.InNamespace(ns)); err == nil {
+		for _, c := range pvcs.Items {
+			fmt.Fprintf(&b, "persistentvolumeclaim %s phase=%s volume=%q\n", c.Name, c.Status.Phase, c.Spec.VolumeName)
+		}
 	}
 	objects := []client.ObjectList{
 		&rayv1.RayClusterList{}, &trainerv1alpha1.TrainJobList{}, &jobsetv1alpha2.JobSetList{},

@@ -57,7 +57,7 @@ var _ = Describe("Slurm in containers on the real node", Label(labelSlurm, label
 	ready := func(g Gomega, ctx context.Context, name string) *corev1.Pod {
 		p := getPod(g, ctx, name)
 		g.Expect(p.DeletionTimestamp).To(BeNil(), "pod %s is terminating", name)
-		g.Expect(podConditionTrue(p, corev1.PodReady)).To(BeTrue(), "pod %s is not Ready: %v", name, p.Status.ContainerStatuses)
+		g.Expect(podConditionTrue(p, corev1.PodReady)).To(BeTrue(), "pod %s is not Ready: %s", name, podState(p))
 		return p
 	}
 	// sbatch submits a batch job and returns its id.

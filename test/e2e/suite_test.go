@@ -72,6 +72,7 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -139,6 +140,33 @@ func failOn(err error) {
 	}
 }
 
+// failureMessageLimit bounds each failure's message in the suite summary.
+const failureMessageLimit = 600
+
+// failureLines names each failed spec with its location and the start of
+// its failure message, for the summary after the suite: where only the end
+// of a run's output is kept (CI), that says why a spec failed, not only
+// where; the full report (junit, the spec's report entries) has the rest.
+func failureLines(report Report) string {
+	var b strings.Builder
+	for _, spec := range report.SpecReports {
+		if !spec.State.Is(types.SpecStateFailureStates) {
+			continue
+		}
+		if b.Len() == 0 {
+			b.WriteString("e2e failures (the start of each message):\n")
+		}
+		msg := strings.Join(strings.Fields(spec.Failure.Message), " ")
+		if len(msg) > failureMessageLimit {
+			msg = msg[:failureMessageLimit] + " [...]"
+		}
+		loc := spec.Failure.Location
+		fmt.Fprintf(&b, "  %s %s (%s:%d, %s): %s\n", spec.State, spec.FullText(),
+			filepath.Base(loc.FileName), loc.LineNumber, spec.Failure.FailureNodeType, msg)
+	}
+	return b.String()
+}
+
 // After all processes: check the workload labels and print the time spent
 // per label (the sum of the specs' run times, cleanup included; specs run
 // in parallel, so the sums exceed the wall time).
@@ -181,6 +209,7 @@ var _ = ReportAfterSuite("e2e duration per label", func(report Report) {
 		t := totals[label]
 		fmt.Fprintf(&b, "  %-9s %3d specs run of %3d  %s\n", label, t.ran, t.specs, t.time.Round(time.Second))
 	}
+	b.WriteString(failureLines(report))
 	fmt.Print(b.String())
 	if len(unlabelled) > 0 {
 		Fail(fmt.Sprintf("every e2e spec carries exactly one of the labels %v:\n%s",
