@@ -159,14 +159,13 @@ func newNamespace(ctx context.Context, prefix string) string {
 	GinkgoWriter.Printf("namespace %s\n", name)
 
 	DeferCleanup(func(ctx SpecContext) {
-		err := k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
-		if apierrors.IsNotFound(err) {
-			return
+		// A spec may have deleted it already (NotFound).
+		if err := k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); !apierrors.IsNotFound(err) {
+			Expect(err).NotTo(HaveOccurred())
+			Eventually(ctx, func(g Gomega) {
+				expectGone(g, ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+			}).Should(Succeed(), "namespace %s was not deleted", name)
 		}
-		Expect(err).NotTo(HaveOccurred())
-		Eventually(ctx, func(g Gomega) {
-			expectGone(g, ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
-		}).Should(Succeed(), "namespace %s was not deleted", name)
 		releaseLocalPVs(ctx, name)
 	})
 	// Registered after the cleanup, so it runs first (and DeferOnFailure

@@ -64,16 +64,33 @@ func requireRealSlurm() *realSlurm {
 // run runs a Slurm command in the chroot (or the pod) and returns its
 // output.
 func (s *realSlurm) run(ctx context.Context, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "chroot", append([]string{s.root}, args...)...)
-	if s.execIn != "" {
-		where := strings.SplitN(s.execIn, "/", 3)
-		cmd = exec.CommandContext(ctx, kubectlPath(), append([]string{"-n", where[0], "exec", where[1], "-c", where[2], "--"}, args...)...)
-	}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
+	for attempt := 1; ; attempt++ {
+		cmd := exec.CommandContext(ctx, "chroot", append([]string{s.root}, args...)...)
+		if s.execIn != "" {
+			where := strings.SplitN(s.execIn, "/", 3)
+			cmd = exec.CommandContext(ctx, kubectlPath(), append([]string{"-n", where[0], "exec", where[1], "-c", where[2], "--"}, args...)...)
+		}
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			return string(out), nil
+		}
+		if attempt < 3 && transientSlurmClientError(string(out)) && ctx.Err() == nil {
+			// The request never left the client: again, after a moment.
+			GinkgoWriter.Printf("%s: %s; trying again\n", strings.Join(args, " "), strings.TrimSpace(string(out)))
+			time.Sleep(2 * time.Second)
+			continue
+		}
 		return string(out), fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, out)
 	}
-	return string(out), nil
+}
+
+// transientSlurmClientError says whether a Slurm command failed before its
+// request reached slurmctld: the client could not get an auth token (from
+// slurmctld's socket, seen once while slurmctld was busy) or not connect.
+// Such a command is safe to run again.
+func transientSlurmClientError(out string) bool {
+	return strings.Contains(out, "failed to create token") ||
+		strings.Contains(out, "Unable to contact slurm controller")
 }
 
 // must runs a Slurm command that has to succeed.
