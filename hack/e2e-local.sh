@@ -24,6 +24,11 @@ trap cleanup EXIT
 # endpoint); `make run` alone leaves it off, as the chart does.
 GANTRY_HELM_ARGS="${GANTRY_HELM_ARGS:-} --set featureGates.TrainJobStatus=true" make --no-print-directory run
 export GANTRY_TRAINJOB_STATUS=true
+# The ports this run chose (hack/local-cluster.sh): Kueue's below, and the
+# manager's probe and metrics addresses for the suite.
+while IFS='=' read -r name value; do
+  [ -n "$name" ] && [ -z "${!name:-}" ] && export "$name=$value"
+done <.run/ports.env
 
 # Real Kueue for the kueue specs: only its RayCluster and TrainJob
 # integrations, and only for objects that name a queue.

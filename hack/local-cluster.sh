@@ -32,6 +32,59 @@ STATE=$root/.run
 # kwokctl keeps every cluster file (kubeconfig, pids, logs, etcd data) under
 # KWOK_WORKDIR; keeping it in the checkout means nothing leaks into $HOME.
 export KWOK_WORKDIR=$STATE/kwok
+log() { echo "gantry-run: $*"; }
+
+# The run's ports on 127.0.0.1 (the manager's, the JobSet controller's, and
+# Kueue's in the e2e tier) are chosen by `up` and kept in $STATE/ports.env,
+# lines of NAME=VALUE that the other commands, hack/e2e-local.sh and the e2e
+# suite read: the usual ones (8080, 8081, 9443, ...) where they are free,
+# else the first free block from 20000 on, so that two checkouts run side
+# by side. A variable set in the environment wins over the file.
+PORTS_FILE=$STATE/ports.env
+port_names=(GANTRY_METRICS_ADDR GANTRY_PROBE_ADDR GANTRY_WEBHOOK_PORT JOBSET_WEBHOOK_PORT JOBSET_METRICS_ADDR
+  JOBSET_PROBE_ADDR KUEUE_WEBHOOK_PORT KUEUE_PROBE_ADDR)
+usual_ports=(8080 8081 9443 9445 8095 8096 9447 8098)
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+choose_ports() {
+  local base ports i busy
+  for base in usual $(seq 20000 20 21980); do
+    if [ "$base" = usual ]; then
+      ports=("${usual_ports[@]}")
+    else
+      ports=()
+      for i in "${!port_names[@]}"; do ports+=($((base + i))); done
+    fi
+    busy=
+    for i in "${ports[@]}"; do
+      if port_in_use "$i"; then busy=$i; break; fi
+    done
+    [ -z "$busy" ] && break
+  done
+  [ -z "$busy" ] || { log "no free block of ${#port_names[@]} ports on 127.0.0.1"; exit 1; }
+  mkdir -p "$STATE"
+  for i in "${!port_names[@]}"; do
+    case ${port_names[$i]} in
+      *_ADDR) echo "${port_names[$i]}=127.0.0.1:${ports[$i]}" ;;
+      *) echo "${port_names[$i]}=${ports[$i]}" ;;
+    esac
+  done >"$PORTS_FILE"
+  [ "$base" = usual ] || log "the usual ports are taken (another run?): this run uses ${ports[0]}-${ports[-1]} ($PORTS_FILE)"
+}
+load_ports() {
+  local name value
+  [ -f "$PORTS_FILE" ] || return 0
+  while IFS='=' read -r name value; do
+    [ -n "$name" ] && [ -z "${!name:-}" ] && export "$name=$value"
+  done <"$PORTS_FILE"
+  return 0
+}
+# A new run (no control plane in this checkout yet) chooses afresh: the
+# ports of an earlier one may have been taken since.
+if [ "${1:-}" = up ] && ! { [ -f "$PORTS_FILE" ] && [ -f "$STATE/kubeconfig-path" ]; }; then
+  choose_ports
+fi
+load_ports
+
 METRICS_ADDR=${GANTRY_METRICS_ADDR:-127.0.0.1:8080}
 PROBE_ADDR=${GANTRY_PROBE_ADDR:-127.0.0.1:8081}
 MANAGER_ARGS=${GANTRY_MANAGER_ARGS:-}
@@ -52,7 +105,6 @@ kwokctl() {
   fi
 }
 kubectl() { "$BIN/kubectl" --kubeconfig "$KUBECONFIG" "$@"; }
-log() { echo "gantry-run: $*"; }
 
 # wait_established waits until every CRD in $1 is Established. kubectl wait
 # exits at once, instead of waiting, when a CRD has no status.conditions
@@ -387,7 +439,7 @@ down() {
     # What pods on the real node wrote into the local PersistentVolumes.
     rm -rf "$STATE/pv"
   fi
-  rm -f "$STATE/kubeconfig-path"
+  rm -f "$STATE/kubeconfig-path" "$PORTS_FILE"
 }
 
 case "${1:-}" in

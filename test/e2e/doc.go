@@ -17,6 +17,7 @@
 //   - The TrainJob specs that run to completion need the JobSet controller
 //     (`make run` and the chart's jobset.install=true run it).
 //   - The manager's probe and metrics addresses (GANTRY_PROBE_ADDR,
-//     GANTRY_METRICS_ADDR, default 127.0.0.1:8081 and :8080) are reachable
+//     GANTRY_METRICS_ADDR, else those in .run/ports.env that `make run`
+//     chose, else 127.0.0.1:8081 and :8080) are reachable
 //     only when the manager runs on this machine; otherwise that spec skips.
 package e2e

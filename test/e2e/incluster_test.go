@@ -51,11 +51,12 @@ var _ = Describe("Gantry in the cluster", Label(labelManager, labelReal, labelIn
 	// (non-root, read-only root filesystem) while the manager writes its
 	// webhook certificate, the readiness probe gates the pods, one replica
 	// holds the leader Lease, the API server calls the webhooks through the
-	// chart's Service, and a killed leader is replaced by the other replica.
+	// chart's Service, a killed leader is replaced by the other replica, and
+	// a rotated certificate is served without a restart.
 	// A second release in namespaced mode beside the suite's, as in
 	// release_test.go, so the two never reconcile the same objects. Serial:
 	// its webhook for ClusterTrainingRuntimes sees every spec's requests.
-	It("runs the chart's Deployment from Gantry's image: two replicas, one leader, webhooks through the Service, a killed leader replaced", Serial, func(ctx SpecContext) {
+	It("runs the chart's Deployment from Gantry's image: two replicas, one leader, webhooks through the Service, a killed leader replaced, certificates rotated", Serial, func(ctx SpecContext) {
 		requireRealNode(ctx)
 		if os.Getenv("USE_EXISTING_CLUSTER") == "true" {
 			Skip("USE_EXISTING_CLUSTER=true: the cluster's own nodes may not have the image; make kind-e2e runs the whole suite in-cluster there")
@@ -160,5 +161,48 @@ var _ = Describe("Gantry in the cluster", Label(labelManager, labelReal, labelIn
 			g.Expect(deploy.Status.ReadyReplicas).To(Equal(int32(2)))
 			admitted(g, "after")
 		}).Should(Succeed())
+
+		// Rotation: the certificate Secret loses its contents (as when the
+		// CA is no longer valid). The replicas issue a new CA and serving
+		// certificate into the Secret, inject the new CA into the webhook
+		// configuration and serve the new certificate without a restart:
+		// the API server, trusting only the new CA, reaches them again.
+		secret := &corev1.Secret{}
+		secretKey := types.NamespacedName{Namespace: releaseNS, Name: release + "-webhook-cert"}
+		Expect(k8s.Get(ctx, secretKey, secret)).To(Succeed())
+		oldCA := secret.Data["ca.crt"]
+		Expect(oldCA).NotTo(BeEmpty(), "the Secret %s holds the CA", secretKey)
+		Expect(vwcs.Items[0].Webhooks[0].ClientConfig.CABundle).To(Equal(oldCA), "the webhooks trust the Secret's CA")
+		restarts := map[string]int32{}
+		for _, p := range listPods(Default, ctx, releaseNS, deploy.Spec.Selector.MatchLabels) {
+			restarts[p.Name] = p.Status.ContainerStatuses[0].RestartCount
+		}
+		base := secret.DeepCopy()
+		secret.Data = nil
+		Expect(k8s.Patch(ctx, secret, client.MergeFrom(base))).To(Succeed())
+		var newCA []byte
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(k8s.Get(ctx, secretKey, secret)).To(Succeed())
+			newCA = secret.Data["ca.crt"]
+			g.Expect(newCA).NotTo(BeEmpty(), "a new CA in the Secret")
+			g.Expect(newCA).NotTo(Equal(oldCA))
+			vwc := &admissionv1.ValidatingWebhookConfiguration{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(&vwcs.Items[0]), vwc)).To(Succeed())
+			for _, w := range vwc.Webhooks {
+				g.Expect(w.ClientConfig.CABundle).To(Equal(newCA), "webhook %s trusts the new CA", w.Name)
+			}
+		}).WithTimeout(time.Minute).Should(Succeed())
+		// Either replica may answer a call; ten in a row reach both with
+		// near certainty, and each must serve a certificate of the new CA.
+		Eventually(ctx, func(g Gomega) {
+			for i := range 10 {
+				admitted(g, fmt.Sprintf("rotated-%d", i))
+			}
+		}).WithTimeout(2*time.Minute).Should(Succeed(), "the replicas serve the new certificate")
+		for _, p := range listPods(Default, ctx, releaseNS, deploy.Spec.Selector.MatchLabels) {
+			if n, ok := restarts[p.Name]; ok {
+				Expect(p.Status.ContainerStatuses[0].RestartCount).To(Equal(n), "pod %s restarted for the new certificate", p.Name)
+			}
+		}
 	})
 })

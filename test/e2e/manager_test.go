@@ -6,8 +6,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -21,7 +23,8 @@ import (
 )
 
 // The addresses hack/local-cluster.sh binds the manager to, overridable the
-// same way.
+// same way: the environment, else the run's .run/ports.env, else the usual
+// ones.
 func probeAddr() string   { return envOr("GANTRY_PROBE_ADDR", "127.0.0.1:8081") }
 func metricsAddr() string { return envOr("GANTRY_METRICS_ADDR", "127.0.0.1:8080") }
 
@@ -29,7 +32,35 @@ func envOr(key, fallback string) string {
 	if v := os.Getenv(key); v != "" {
 		return v
 	}
+	if v := runPorts()[key]; v != "" {
+		return v
+	}
 	return fallback
+}
+
+// runPorts reads the NAME=VALUE lines of the ports `make run` chose for
+// this checkout (hack/local-cluster.sh), if any.
+func runPorts() map[string]string {
+	ports := map[string]string{}
+	data, err := os.ReadFile(filepath.Join(repoRoot, ".run", "ports.env"))
+	if err != nil {
+		return ports
+	}
+	for line := range strings.Lines(string(data)) {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok {
+			ports[k] = v
+		}
+	}
+	return ports
+}
+
+// freePort returns a port on 127.0.0.1 that nothing listens on now.
+func freePort() int {
+	GinkgoHelper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	Expect(err).NotTo(HaveOccurred())
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 var httpClient = &http.Client{Timeout: 5 * time.Second}

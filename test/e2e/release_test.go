@@ -44,9 +44,11 @@ var _ = Describe("A second release", Label(labelManager), func() {
 		releaseLog := filepath.Join(repoRoot, ".run", "release-"+release, "manager.log")
 
 		script := filepath.Join(repoRoot, "hack", "local-cluster.sh")
+		// Free ports, not fixed ones: another checkout's run may hold those.
+		probe := fmt.Sprintf("127.0.0.1:%d", freePort())
 		env := append(os.Environ(),
 			"GANTRY_RELEASE="+release, "GANTRY_RELEASE_NAMESPACE="+releaseNS,
-			"GANTRY_WEBHOOK_PORT=9444", "GANTRY_PROBE_ADDR=127.0.0.1:8091", "GANTRY_METRICS_ADDR=127.0.0.1:8090",
+			fmt.Sprintf("GANTRY_WEBHOOK_PORT=%d", freePort()), "GANTRY_PROBE_ADDR="+probe, fmt.Sprintf("GANTRY_METRICS_ADDR=127.0.0.1:%d", freePort()),
 			"GANTRY_HELM_ARGS=--set crds.install=false --set trainingRuntimes.install=false --set watchNamespaces={"+team+"}",
 		)
 		run := func(ctx context.Context, verb string) (string, error) {
@@ -77,7 +79,7 @@ var _ = Describe("A second release", Label(labelManager), func() {
 
 		// Ready means: informers synced (with namespaced RBAC only) and the
 		// webhook server serving a certificate whose CA is injected.
-		status, body, err := httpGet(ctx, "http://127.0.0.1:8091/readyz?verbose")
+		status, body, err := httpGet(ctx, "http://"+probe+"/readyz?verbose")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(status).To(Equal(http.StatusOK), body)
 
