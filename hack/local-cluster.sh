@@ -41,9 +41,9 @@ log() { echo "gantry-run: $*"; }
 # else the first free block from 20000 on, so that two checkouts run side
 # by side. A variable set in the environment wins over the file.
 PORTS_FILE=$STATE/ports.env
-port_names=(GANTRY_METRICS_ADDR GANTRY_PROBE_ADDR GANTRY_WEBHOOK_PORT JOBSET_WEBHOOK_PORT JOBSET_METRICS_ADDR
-  JOBSET_PROBE_ADDR KUEUE_WEBHOOK_PORT KUEUE_PROBE_ADDR)
-usual_ports=(8080 8081 9443 9445 8095 8096 9447 8098)
+port_names=(GANTRY_METRICS_ADDR GANTRY_PROBE_ADDR GANTRY_WEBHOOK_PORT GANTRY_TRAINJOB_STATUS_PORT JOBSET_WEBHOOK_PORT
+  JOBSET_METRICS_ADDR JOBSET_PROBE_ADDR KUEUE_WEBHOOK_PORT KUEUE_PROBE_ADDR)
+usual_ports=(8080 8081 9443 10443 9445 8095 8096 9447 8098)
 port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 choose_ports() {
   local base ports i busy
@@ -89,6 +89,8 @@ METRICS_ADDR=${GANTRY_METRICS_ADDR:-127.0.0.1:8080}
 PROBE_ADDR=${GANTRY_PROBE_ADDR:-127.0.0.1:8081}
 MANAGER_ARGS=${GANTRY_MANAGER_ARGS:-}
 WEBHOOK_PORT=${GANTRY_WEBHOOK_PORT:-9443}
+# The TrainJob progress endpoint (served with the TrainJobStatus gate on).
+TRAINJOB_STATUS_PORT=${GANTRY_TRAINJOB_STATUS_PORT:-10443}
 RELEASE=${GANTRY_RELEASE:-gantry}
 RELEASE_NS=${GANTRY_RELEASE_NAMESPACE:-gantry-system}
 # Extra `helm install` arguments, e.g. --set 'controllers={raycluster}'.
@@ -252,7 +254,7 @@ run_release_manager() {
   start_manager "${chart_args[@]}" --kubeconfig "$RSTATE/manager.kubeconfig" \
     --webhook-port="$WEBHOOK_PORT" --webhook-secret-namespace="$RELEASE_NS" \
     --webhook-dns-names=localhost --webhook-cert-write --webhook-cert-dir="$RSTATE/certs" \
-    --feature-gates=SlurmrestdURLOverride=true
+    --trainjob-status-port="$TRAINJOB_STATUS_PORT" --feature-gates=SlurmrestdURLOverride=true
   wait_manager_ready
 }
 

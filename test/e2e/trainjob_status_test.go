@@ -77,7 +77,7 @@ var _ = Describe("TrainJob progress endpoint", Label(labelTrainJob), func() {
 		https := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
 		send := func(tok string) (int, string) {
 			body := `{"trainerStatus":{"progressPercentage":42,"metrics":[{"name":"loss","value":"0.5"}],"lastUpdatedTime":"` + time.Now().UTC().Format(time.RFC3339) + `"}}`
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, fmt.Sprintf("https://localhost:%d%s", statusserver.DefaultPort, statusserver.Path(ns, tj.Name)), bytes.NewBufferString(body))
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://localhost:"+envOr("GANTRY_TRAINJOB_STATUS_PORT", fmt.Sprint(statusserver.DefaultPort))+statusserver.Path(ns, tj.Name), bytes.NewBufferString(body))
 			Expect(err).NotTo(HaveOccurred())
 			req.Header.Set("Authorization", "Bearer "+tok)
 			resp, err := https.Do(req)
