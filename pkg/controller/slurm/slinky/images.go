@@ -3,7 +3,8 @@ package slinky
 // Images are the operator's default container images, used when a CR does
 // not name one. Upstream leaves this to its Helm chart; Gantry defaults them
 // so that a bare CR is valid (the API server rejects a pod template
-// without images). Operators set them from flags or the chart.
+// without images). An image the CR names always wins; no flag or chart
+// value changes these defaults.
 type Images struct {
 	Slurmctld  string
 	Slurmrestd string
