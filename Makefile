@@ -141,9 +141,9 @@ bench-compare: $(RUN_TOOLS) $(KUBERAY) $(TRAINER) $(SLINKY) manager ## Gantry an
 # exit status stays the tests'.
 .PHONY: test-e2e
 test-e2e: E2E_GINKGO = $(BIN)/ginkgo -tags e2e --procs=4 --timeout 25m \
-	--output-dir=$(CURDIR)/_artifacts --junit-report=junit-e2e.xml \
+	--output-dir=$(CURDIR)/_artifacts --junit-report=junit-e2e$(if $(filter incluster,$(GANTRY_MANAGER)),-incluster).xml \
 	$(if $(strip $(E2E_LABELS)),--label-filter='$(E2E_LABELS)') $(GOTEST_FLAGS) ./test/e2e
-test-e2e: $(BIN)/ginkgo $(KUEUE) ## End-to-end tests on `make run`'s control plane (started and stopped); USE_EXISTING_CLUSTER=true uses $KUBECONFIG; E2E_LABELS=slurm runs one label.
+test-e2e: $(BIN)/ginkgo $(KUEUE) ## End-to-end tests on `make run`'s control plane (started and stopped); USE_EXISTING_CLUSTER=true uses $KUBECONFIG; E2E_LABELS=slurm runs one label; GANTRY_MANAGER=incluster runs the manager as the chart's Deployment on the real node.
 	@mkdir -p $(CURDIR)/_artifacts
 	@if [ "$${USE_EXISTING_CLUSTER:-false}" = "true" ]; then \
 		: "$${KUBECONFIG:?USE_EXISTING_CLUSTER=true needs KUBECONFIG}"; \

@@ -4,7 +4,9 @@
 # from test/slurm/start.sh, which the Slurm specs reach through the RestApi
 # endpoint override), runs the ginkgo command given as arguments against
 # them, and stops all of them on every exit path. The exit status is the
-# suite's.
+# suite's. GANTRY_MANAGER=incluster runs the manager as the chart's
+# Deployment on the real node (hack/local-cluster.sh) and the same suite
+# against it.
 #
 # Real Slurm needs root and debootstrap (CI has both). Where start.sh says it
 # cannot run here (exit 3), the real-Slurm specs skip and print its reason;
@@ -36,6 +38,12 @@ KUEUE_STATE_DIR=.run/kueue KUBECONFIG="$(cat .run/kubeconfig-path)" hack/kueue-l
 export GANTRY_KUEUE=true
 
 mkdir -p .run
+# An in-cluster manager (GANTRY_MANAGER=incluster) reaches this machine only
+# at the real node's host address: slurmrestd listens there.
+if [ "${GANTRY_MANAGER:-local}" = incluster ]; then
+  SLURMRESTD_ADDR=$(hack/realnode.sh host-ip)
+  export SLURMRESTD_ADDR
+fi
 status=0
 slurm_env=$(test/slurm/start.sh 2>.run/slurm-start.log) || status=$?
 case $status in

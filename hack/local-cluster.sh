@@ -19,6 +19,12 @@
 #   hack/local-cluster.sh restart-manager  kill -9 the release's manager and start
 #                                       it again (the e2e restart-safety spec)
 #
+# GANTRY_MANAGER=incluster runs the manager as the chart's Deployment instead
+# (one replica, Gantry's image from `make image`, on the real node; the API
+# server calls its webhooks through the chart's Service); its log is
+# followed into .run/manager.log and .run/ports.env names its pod's probe
+# and metrics addresses.
+#
 # USE_EXISTING_CLUSTER=true with KUBECONFIG set skips the local control plane
 # and the chart: CRDs are applied and the manager runs with the caller's
 # credentials and no webhooks (that API server cannot call this machine).
@@ -132,6 +138,10 @@ manager_running() {
 }
 
 stop_manager() {
+  if [ -f "$RSTATE/manager-log.pid" ]; then
+    kill "$(cat "$RSTATE/manager-log.pid")" 2>/dev/null || true
+    rm -f "$RSTATE/manager-log.pid"
+  fi
   if manager_running; then
     local pid
     pid=$(cat "$RSTATE/manager.pid")
@@ -183,11 +193,53 @@ install_chart() {
 }
 
 helm_upgrade() {
+  local -a where=(--set replicas=0 --set "webhook.url=https://localhost:$WEBHOOK_PORT")
+  if in_cluster; then
+    # One replica of Gantry's image on the real node; the API server calls
+    # the webhooks through the chart's Service.
+    where=(--set replicas=1 --set-json 'nodeSelector={"gantry.dev/real-node":"true"}'
+      --set-json 'tolerations=[{"key":"gantry.dev/real-node","operator":"Equal","value":"true","effect":"NoSchedule"}]'
+      --set featureGates.SlurmrestdURLOverride=true)
+  fi
   # shellcheck disable=SC2086
   "$BIN/helm" --kubeconfig "$KUBECONFIG" upgrade --install "$RELEASE" charts/gantry \
-    --namespace "$RELEASE_NS" --create-namespace \
-    --set replicas=0 --set "webhook.url=https://localhost:$WEBHOOK_PORT" \
+    --namespace "$RELEASE_NS" --create-namespace "${where[@]}" \
     $HELM_ARGS >>"$RSTATE/helm.log" 2>&1 || { log "helm install of $RELEASE failed:"; tail -n 20 "$RSTATE/helm.log"; exit 1; }
+}
+
+# in_cluster says whether this release's manager is the chart's Deployment
+# on the real node (GANTRY_MANAGER=incluster, the default release only)
+# rather than a process on this machine.
+in_cluster() { [ "${GANTRY_MANAGER:-local}" = incluster ] && [ "$RELEASE" = gantry ]; }
+
+# run_in_cluster_manager waits for the chart's Deployment, follows its log
+# into $RSTATE/manager.log (what `make run` and the e2e suite read) and
+# points the run's probe and metrics addresses at its pod.
+run_in_cluster_manager() {
+  local deploy pod ip status_port
+  deploy=$(kubectl -n "$RELEASE_NS" get deployment -l "app.kubernetes.io/instance=$RELEASE" \
+    -o jsonpath='{.items[?(@.spec.template.metadata.labels.app\.kubernetes\.io/component=="manager")].metadata.name}')
+  [ -n "$deploy" ] || { log "release $RELEASE has no manager Deployment"; exit 1; }
+  if ! kubectl -n "$RELEASE_NS" rollout status "deployment/$deploy" --timeout=3m >/dev/null; then
+    log "the in-cluster manager did not become ready:"
+    kubectl -n "$RELEASE_NS" describe pods -l "app.kubernetes.io/instance=$RELEASE" | tail -n 30
+    exit 1
+  fi
+  pod=$(kubectl -n "$RELEASE_NS" get pods -l "app.kubernetes.io/instance=$RELEASE,app.kubernetes.io/component=manager" \
+    --field-selector=status.phase=Running -o jsonpath='{.items[0].metadata.name}')
+  ip=$(kubectl -n "$RELEASE_NS" get pod "$pod" -o jsonpath='{.status.podIP}')
+  nohup "$BIN/kubectl" --kubeconfig "$KUBECONFIG" -n "$RELEASE_NS" logs -f "$pod" --timestamps >>"$RSTATE/manager.log" 2>&1 &
+  echo $! >"$RSTATE/manager-log.pid"
+  METRICS_ADDR=$ip:$(kubectl -n "$RELEASE_NS" get deployment "$deploy" -o jsonpath='{.spec.template.spec.containers[0].ports[?(@.name=="metrics")].containerPort}')
+  PROBE_ADDR=$ip:8081
+  sed -i -e "s|^GANTRY_METRICS_ADDR=.*|GANTRY_METRICS_ADDR=$METRICS_ADDR|" -e "s|^GANTRY_PROBE_ADDR=.*|GANTRY_PROBE_ADDR=$PROBE_ADDR|" \
+    -e "/^GANTRY_TRAINJOB_STATUS_ADDR=/d" "$PORTS_FILE"
+  # The TrainJob progress endpoint, where the TrainJobStatus gate serves it.
+  status_port=$(kubectl -n "$RELEASE_NS" get deployment "$deploy" -o jsonpath='{.spec.template.spec.containers[0].ports[?(@.name=="trainjob-status")].containerPort}')
+  [ -z "$status_port" ] || echo "GANTRY_TRAINJOB_STATUS_ADDR=$ip:$status_port" >>"$PORTS_FILE"
+  for _ in $(seq 1 60); do curl -fsS "http://$PROBE_ADDR/readyz" >/dev/null 2>&1 && break; sleep 0.5; done
+  curl -fsS "http://$PROBE_ADDR/readyz" >/dev/null || { log "the in-cluster manager's probe at $PROBE_ADDR does not answer"; exit 1; }
+  log "the manager of release $RELEASE runs in the cluster: pod $pod on $(kubectl -n "$RELEASE_NS" get pod "$pod" -o jsonpath='{.spec.nodeName}'), as the chart's ServiceAccount"
 }
 
 # manager_kubeconfig writes a kubeconfig that authenticates as the chart's
@@ -233,7 +285,11 @@ release_up() {
   stop_manager
   install_chart
   : >"$RSTATE/manager.log"
-  run_release_manager
+  if in_cluster; then
+    run_in_cluster_manager
+  else
+    run_release_manager
+  fi
 }
 
 # run_release_manager starts the release's manager with its Deployment's
@@ -262,6 +318,10 @@ run_release_manager() {
 # lease release, no cleanup) and starts it again, as a crash and a restart
 # by its Deployment would.
 restart_manager() {
+  if in_cluster; then
+    restart_in_cluster_manager
+    return
+  fi
   if manager_running; then
     local pid
     pid=$(cat "$RSTATE/manager.pid")
@@ -273,6 +333,28 @@ restart_manager() {
   echo "--- restarted by hack/local-cluster.sh restart-manager at $(date -u +%FT%TZ)" >>"$RSTATE/manager.log"
   run_release_manager
   log "manager of release $RELEASE restarted"
+}
+
+# restart_in_cluster_manager kills the manager container's process on the
+# real node (SIGKILL through containerd, as a crash) and waits until the
+# kubelet has restarted it and it is Ready again.
+restart_in_cluster_manager() {
+  local pod id restarts
+  pod=$(kubectl -n "$RELEASE_NS" get pods -l "app.kubernetes.io/instance=$RELEASE,app.kubernetes.io/component=manager" \
+    --field-selector=status.phase=Running -o jsonpath='{.items[0].metadata.name}')
+  id=$(kubectl -n "$RELEASE_NS" get pod "$pod" -o jsonpath='{.status.containerStatuses[0].containerID}')
+  restarts=$(kubectl -n "$RELEASE_NS" get pod "$pod" -o jsonpath='{.status.containerStatuses[0].restartCount}')
+  ctr --address "$STATE/realnode/containerd/containerd.sock" -n k8s.io tasks kill -s SIGKILL "${id#containerd://}" >/dev/null
+  log "manager of release $RELEASE (container ${id#containerd://} of pod $pod) killed"
+  for _ in $(seq 1 240); do
+    [ "$(kubectl -n "$RELEASE_NS" get pod "$pod" -o jsonpath='{.status.containerStatuses[0].restartCount}')" -gt "$restarts" ] && break
+    sleep 0.5
+  done
+  kubectl -n "$RELEASE_NS" wait --for=condition=Ready "pod/$pod" --timeout=3m >/dev/null
+  if [ -f "$RSTATE/manager-log.pid" ]; then kill "$(cat "$RSTATE/manager-log.pid")" 2>/dev/null || true; fi
+  echo "--- restarted by hack/local-cluster.sh restart-manager at $(date -u +%FT%TZ)" >>"$RSTATE/manager.log"
+  run_in_cluster_manager
+  log "manager of release $RELEASE restarted by the kubelet"
 }
 
 release_down() {
@@ -391,6 +473,10 @@ up() {
     wait_manager_ready
   else
     local_pvs
+    if in_cluster && ! real_node_wanted; then
+      log "GANTRY_MANAGER=incluster runs the manager on the real node, which this run has not (GANTRY_REAL_NODE=${GANTRY_REAL_NODE:-auto})"
+      exit 1
+    fi
     if real_node_wanted; then
       KUBECONFIG=$KUBECONFIG GANTRY_KWOK_PKI=$KWOK_WORKDIR/clusters/$CLUSTER/pki BIN=$BIN \
         hack/realnode.sh up 2>&1 | sed 's/^/gantry-run: /'
@@ -425,7 +511,12 @@ down() {
     local_kubeconfig
     BIN=$BIN JOBSET_STATE_DIR=$STATE/jobset hack/jobset-local.sh down >/dev/null 2>&1 || true
   fi
-  local dir
+  local dir f
+  for f in "$STATE"/manager-log.pid "$STATE"/release-*/manager-log.pid; do
+    [ -f "$f" ] || continue
+    kill "$(cat "$f")" 2>/dev/null || true
+    rm -f "$f"
+  done
   for pidfile in "$STATE"/manager.pid "$STATE"/release-*/manager.pid; do
     [ -f "$pidfile" ] || continue
     dir=$(dirname "$pidfile")

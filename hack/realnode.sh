@@ -14,6 +14,8 @@
 #   hack/realnode.sh check    exit 0 if it can start now, else print why
 #   hack/realnode.sh machine  exit 0 if this machine can run it once its tools
 #                             and images are built, else print why
+#   hack/realnode.sh host-ip  print the host's end of the node's link, the one
+#                             address on this machine that pods may reach
 #
 # Everything lives in one network namespace, gantry-<id>, that only this run
 # uses (<id> comes from the run directory, so two checkouts side by side
@@ -481,5 +483,6 @@ case "${1:-}" in
   down) down ;;
   check) reason=$(why_not); [ -z "$reason" ] || { echo "$reason"; exit 1; } ;;
   machine) reason=$(machine_why_not); [ -z "$reason" ] || { echo "$reason"; exit 1; } ;;
-  *) echo "usage: $0 net PKI_DIR | up | down | check | machine" >&2; exit 2 ;;
+  host-ip) load_net; echo "$HOST_IP" ;;
+  *) echo "usage: $0 net PKI_DIR | up | down | check | machine | host-ip" >&2; exit 2 ;;
 esac

@@ -631,14 +631,17 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 })
 
 // localManagerRestart returns how to kill -9 and restart the manager of
-// `make run`'s control plane (hack/local-cluster.sh restart-manager), or
-// skips when the manager under test is not that one (e.g. it runs in-cluster).
+// `make run`'s control plane (hack/local-cluster.sh restart-manager: the
+// process on this machine, or the in-cluster manager's container), or skips
+// when the manager under test is not that one (e.g. kind's).
 func localManagerRestart() func(context.Context) (string, error) {
 	GinkgoHelper()
 	if managerLogPath() == "" || os.Getenv("GANTRY_MANAGER_LOG") != "" {
 		Skip("restarting the manager needs `make test-e2e`'s local control plane, whose manager runs on this machine")
 	}
-	if _, err := os.Stat(filepath.Join(repoRoot, ".run", "manager.pid")); err != nil {
+	// In-cluster (GANTRY_MANAGER=incluster) the script kills the manager's
+	// container on the real node and the kubelet restarts it.
+	if _, err := os.Stat(filepath.Join(repoRoot, ".run", "manager.pid")); err != nil && os.Getenv("GANTRY_MANAGER") != "incluster" {
 		Skip("no .run/manager.pid: the local control plane's manager is not running here")
 	}
 	script := filepath.Join(repoRoot, "hack", "local-cluster.sh")

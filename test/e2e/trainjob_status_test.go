@@ -4,10 +4,12 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"time"
@@ -74,10 +76,20 @@ var _ = Describe("TrainJob progress endpoint", Label(labelTrainJob), func() {
 			Expect(k8s.SubResource("token").Create(ctx, sa, req)).To(Succeed())
 			return req.Status.Token
 		}
-		https := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+		// The report goes to the URL the pod is told (the chart's Service
+		// name, which the serving certificate names), sent to the manager's
+		// address here: this machine resolves no Service names.
+		endpoint := envOr("GANTRY_TRAINJOB_STATUS_ADDR", "127.0.0.1:"+envOr("GANTRY_TRAINJOB_STATUS_PORT", fmt.Sprint(statusserver.DefaultPort)))
+		dialer := &net.Dialer{Timeout: 5 * time.Second}
+		https := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12},
+			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+				return dialer.DialContext(ctx, network, endpoint)
+			},
+		}}
 		send := func(tok string) (int, string) {
 			body := `{"trainerStatus":{"progressPercentage":42,"metrics":[{"name":"loss","value":"0.5"}],"lastUpdatedTime":"` + time.Now().UTC().Format(time.RFC3339) + `"}}`
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://localhost:"+envOr("GANTRY_TRAINJOB_STATUS_PORT", fmt.Sprint(statusserver.DefaultPort))+statusserver.Path(ns, tj.Name), bytes.NewBufferString(body))
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, env[trainjobstatus.EnvURL], bytes.NewBufferString(body))
 			Expect(err).NotTo(HaveOccurred())
 			req.Header.Set("Authorization", "Bearer "+tok)
 			resp, err := https.Do(req)

@@ -19,6 +19,9 @@
 #
 # With --root-only it only builds the chroot (and says so), starting nothing.
 #
+# SLURMRESTD_ADDR is the address slurmrestd listens on (default 127.0.0.1),
+# e.g. the real node's host address when the manager runs in a pod there.
+#
 # Tunables: GANTRY_SLURM_DIR (state dir, default test/slurm/.root),
 # SLURMCTLD_PORT / SLURMRESTD_PORT (default: free ports),
 # GANTRY_DEBIAN_MIRROR (default http://deb.debian.org/debian).
@@ -119,6 +122,7 @@ free_port() {
 }
 ctld_port="${SLURMCTLD_PORT:-$(free_port)}"
 rest_port="${SLURMRESTD_PORT:-$(free_port)}"
+rest_addr="${SLURMRESTD_ADDR:-127.0.0.1}"
 
 mountpoint -q "$root/proc" || mount -t proc proc "$root/proc"
 
@@ -204,16 +208,16 @@ fi
 # listens; it fails when slurmrestd exits first (e.g. the port was taken
 # between free_port and the bind).
 start_slurmrestd() {
-	log "starting slurmrestd on 127.0.0.1:$rest_port"
+	log "starting slurmrestd on $rest_addr:$rest_port"
 	# slurmrestd refuses to run as root or SlurmUser; rest_auth/jwt makes it
 	# take the caller's token from the request headers. SLURM_JWT=daemon
 	# stops it looking for a token of its own.
 	SLURM_JWT=daemon setsid chroot "$root" /usr/sbin/slurmrestd \
-		-u "$rest_uid" -g "$rest_gid" -a rest_auth/jwt "127.0.0.1:$rest_port" \
+		-u "$rest_uid" -g "$rest_gid" -a rest_auth/jwt "$rest_addr:$rest_port" \
 		</dev/null >"$run/slurmrestd.log" 2>&1 9>&- &
 	echo $! >"$run/slurmrestd.pid"
 	for _ in $(seq 1 100); do
-		(exec 3<>"/dev/tcp/127.0.0.1/$rest_port") 2>/dev/null && return 0
+		(exec 3<>"/dev/tcp/$rest_addr/$rest_port") 2>/dev/null && return 0
 		if ! kill -0 "$(cat "$run/slurmrestd.pid")" 2>/dev/null; then
 			cat "$run/slurmrestd.log" >&2
 			echo "start.sh: slurmrestd exited" >&2
@@ -235,7 +239,7 @@ for attempt in 1 2 3; do
 done
 
 cat <<EOF | tee "$run/env"
-GANTRY_SLURM_URL=http://127.0.0.1:$rest_port
+GANTRY_SLURM_URL=http://$rest_addr:$rest_port
 GANTRY_SLURM_JWT_KEY=$etc/jwt.key
 GANTRY_SLURM_USER=$slurm_user
 GANTRY_SLURM_ROOT=$root
