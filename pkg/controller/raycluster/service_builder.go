@@ -30,12 +30,14 @@ var ErrNoServePort = errors.New("Please specify a port named 'serve' (or with th
 	"in the Ray head container; otherwise, the Kubernetes service for Ray Serve will not be created.")
 
 // HeadServiceName is the user's headService name if set, else
-// "<cluster>-head-svc".
+// "<cluster>-head-svc", never shortened (KubeRay's GenerateHeadServiceName):
+// clients build the name, and a cluster name of at most 53 characters keeps
+// it within 63.
 func HeadServiceName(cluster *rayv1.RayCluster) string {
 	if svc := cluster.Spec.HeadGroupSpec.HeadService; svc != nil && svc.Name != "" {
 		return svc.Name
 	}
-	return checkName(cluster.Name + "-head-svc")
+	return cluster.Name + "-head-svc"
 }
 
 // HeadServiceFQDN is the DNS name workers use to reach the head.
@@ -48,9 +50,10 @@ func HeadlessServiceName(cluster *rayv1.RayCluster) string {
 	return cluster.Name + "-" + HeadlessServiceSuffix
 }
 
-// ServeServiceName is "<cluster>-serve-svc".
+// ServeServiceName is "<cluster>-serve-svc", never shortened, as
+// KubeRay's GenerateServeServiceName.
 func ServeServiceName(cluster *rayv1.RayCluster) string {
-	return checkName(cluster.Name + "-serve-svc")
+	return cluster.Name + "-serve-svc"
 }
 
 // NeedsHeadlessService reports whether any worker group is multi-host: its

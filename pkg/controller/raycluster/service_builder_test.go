@@ -2,6 +2,7 @@ package raycluster
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -353,5 +354,33 @@ func TestServeServicePorts(t *testing.T) {
 				t.Errorf("ports (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// KubeRay (v1.6.2 and v1.7.0, utils.GenerateHeadServiceName and
+// GenerateServeServiceName) never shortens these names, where the Ingress,
+// ServiceAccount and Role names go through CheckName: with a cluster name
+// of 41 to 53 characters a shortened name would be a second head Service
+// after a migration, and clients that build "<cluster>-head-svc" would miss.
+func TestServiceNamesAreNeverShortened(t *testing.T) {
+	for _, n := range []int{2, 40, 41, 45, MaxRayClusterNameLength} {
+		name := "r" + strings.Repeat("c", n-1)
+		cluster := raytesting.MakeRayCluster(name, "default").Obj()
+		if got, want := HeadServiceName(cluster), name+"-head-svc"; got != want {
+			t.Errorf("%d characters: head Service %q, want %q", n, got, want)
+		}
+		if got, want := ServeServiceName(cluster), name+"-serve-svc"; got != want {
+			t.Errorf("%d characters: serve Service %q, want %q", n, got, want)
+		}
+		if got := len(ServeServiceName(cluster)); got > 63 {
+			t.Errorf("%d characters: serve Service name has %d characters", n, got)
+		}
+		svc, err := BuildServeService(cluster)
+		if err != nil || svc.Name != name+"-serve-svc" {
+			t.Errorf("%d characters: BuildServeService = %v, %v", n, svc.GetName(), err)
+		}
+		if head := BuildHeadService(cluster, BuildOptions{}); head.Name != name+"-head-svc" {
+			t.Errorf("%d characters: BuildHeadService named it %q", n, head.Name)
+		}
 	}
 }
