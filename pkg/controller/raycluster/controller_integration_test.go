@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,6 +28,7 @@ import (
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
 	"github.com/gantry-dev/gantry/cmd/manager/app"
 	"github.com/gantry-dev/gantry/pkg/controller/raycluster"
+	"github.com/gantry-dev/gantry/pkg/framework/apply"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 	"github.com/gantry-dev/gantry/test/testenv"
 	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
@@ -652,4 +654,48 @@ func TestEmptyAuthOptionsLeavePodsUnauthenticated(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8s.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "noauth"}, &corev1.Secret{})).To(Succeed())
 	}, timeout).Should(Succeed())
+}
+
+// TestUsersRBACUnderTheClusterNameIsNeverTakenOver: a ServiceAccount, Role
+// and RoleBinding the user made under the cluster's name (the autoscaler's
+// names; the account with a cloud identity annotation) are used as they
+// are, as KubeRay does: no owner reference (which would garbage-collect
+// them with the cluster), no labels, no field of Gantry's.
+func TestUsersRBACUnderTheClusterNameIsNeverTakenOver(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	ctx := context.Background()
+	const name = "irsa"
+	annotations := map[string]string{"eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/ray"}
+	users := []client.Object{
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: name, Namespace: ns}}},
+	}
+	for _, o := range users {
+		g.Expect(k8s.Create(ctx, o)).To(Succeed())
+	}
+	rc := create(t, raytesting.MakeRayCluster(name, ns).Autoscaling().WorkerGroup("cpu", 1).Obj())
+	g.Eventually(func(g Gomega) {
+		head := pods(g, rc, headSel)
+		g.Expect(head).To(HaveLen(1))
+		g.Expect(head[0].Spec.ServiceAccountName).To(Equal(name))
+	}, timeout).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		for _, o := range users {
+			live := o.DeepCopyObject().(client.Object)
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(o), live)).To(Succeed())
+			g.Expect(live.GetOwnerReferences()).To(BeEmpty(), "%T %s is the user's", o, name)
+			g.Expect(live.GetLabels()).To(BeEmpty(), "%T %s is the user's", o, name)
+			for _, m := range live.GetManagedFields() {
+				g.Expect(m.Manager).NotTo(Equal(string(apply.FieldOwnerRayCluster)), "%T %s is the user's", o, name)
+			}
+		}
+		sa := &corev1.ServiceAccount{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, sa)).To(Succeed())
+		g.Expect(sa.Annotations).To(Equal(annotations))
+	}, 2*time.Second).Should(Succeed())
 }

@@ -26,6 +26,20 @@ func (r *Reconciler) applyOwned(ctx context.Context, desired client.Object) (cre
 	return res == apply.Created, err
 }
 
+// ensureOwnRBAC writes the autoscaler's ServiceAccount, Role or RoleBinding
+// only when it is missing or this cluster's: one that already exists under
+// that name (a user's ServiceAccount with IRSA or Workload Identity
+// annotations, say) is used as it is, as KubeRay does, and never taken
+// over, which would garbage-collect it with the cluster.
+// The cache holds only managed objects, so a miss there is asked of the
+// API server before anything is written.
+func (r *Reconciler) ensureOwnRBAC(ctx context.Context, desired client.Object) (created bool, err error) {
+	a := r.applier
+	a.Uncached = r.apiReader
+	res, _, err := a.EnsureOwn(ctx, desired)
+	return res == apply.Created, err
+}
+
 // ReasonAutoscalerServiceAccountNotFound is KubeRay's Warning for a head
 // template naming a ServiceAccount that does not exist.
 const ReasonAutoscalerServiceAccountNotFound = "AutoscalerServiceAccountNotFound"
@@ -61,18 +75,18 @@ func (r *Reconciler) reconcileAutoscalerRBAC(ctx context.Context, s *scope) erro
 	}
 	rbac := BuildAutoscalerRBAC(cluster)
 	if rbac.ServiceAccount != nil {
-		if created, err := r.applyOwned(ctx, rbac.ServiceAccount); err != nil {
+		if created, err := r.ensureOwnRBAC(ctx, rbac.ServiceAccount); err != nil {
 			return err
 		} else if created {
 			s.Events.Add("CreatedServiceAccount", "Created ServiceAccount %s", rbac.ServiceAccount.Name)
 		}
 	}
-	if created, err := r.applyOwned(ctx, rbac.Role); err != nil {
+	if created, err := r.ensureOwnRBAC(ctx, rbac.Role); err != nil {
 		return err
 	} else if created {
 		s.Events.Add("CreatedRole", "Created Role %s", rbac.Role.Name)
 	}
-	if created, err := r.applyOwned(ctx, rbac.RoleBinding); err != nil {
+	if created, err := r.ensureOwnRBAC(ctx, rbac.RoleBinding); err != nil {
 		return err
 	} else if created {
 		s.Events.Add("CreatedRoleBinding", "Created RoleBinding %s", rbac.RoleBinding.Name)

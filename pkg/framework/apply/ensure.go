@@ -25,6 +25,9 @@ const (
 	Updated Result = "Updated"
 	// Unchanged means the live object already matched; no request was sent.
 	Unchanged Result = "Unchanged"
+	// Foreign means the object exists and is not desired's controller's
+	// (EnsureOwn): it was left as it is.
+	Foreign Result = "Foreign"
 )
 
 // ErrOwnedByOtherController is returned when the live object has a
@@ -71,6 +74,27 @@ func (a Applier) Ensure(ctx context.Context, desired client.Object) (Result, cli
 		return Created, nil, nil
 	}
 	return Updated, live, nil
+}
+
+// EnsureOwn is Ensure for an object a user may have made under the same
+// name for the workload to use (a ServiceAccount with cloud identity
+// annotations, a Role): it writes the object only when it does not exist or
+// desired's controller (by UID) already controls it, and otherwise leaves
+// it untouched and returns Foreign with the live object. Taking such an
+// object over would make the workload's garbage collection delete the
+// user's object with it.
+func (a Applier) EnsureOwn(ctx context.Context, desired client.Object) (Result, client.Object, error) {
+	live, err := a.live(ctx, desired)
+	if err != nil {
+		return "", nil, err
+	}
+	if live != nil {
+		owner, want := metav1.GetControllerOfNoCopy(live), metav1.GetControllerOfNoCopy(desired)
+		if owner == nil || want == nil || owner.UID != want.UID {
+			return Foreign, live, nil
+		}
+	}
+	return a.Ensure(ctx, desired)
 }
 
 // MayTakeOver reports whether desired may be written over live: live has

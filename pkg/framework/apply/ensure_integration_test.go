@@ -69,3 +69,52 @@ func TestEnsureAgainstAPIServer(t *testing.T) {
 		t.Fatalf("a refused Ensure wrote: %v", writes.Log())
 	}
 }
+
+// TestEnsureOwnLeavesOthersObjects: EnsureOwn creates a missing object and
+// updates its controller's own, but leaves one without a controller (a
+// user's) or with another controller as it is, sending nothing.
+func TestEnsureOwnLeavesOthersObjects(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{WithoutCRDs: true})
+	ctx := context.Background()
+	base, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writes := &testenv.WriteCounter{}
+	a := Applier{Client: writes.Client(base), FieldOwner: FieldOwnerRayCluster}
+	desired := func(name, data string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", OwnerReferences: []metav1.OwnerReference{
+				{APIVersion: "ray.io/v1", Kind: "RayCluster", Name: "rc", UID: "uid-1", Controller: ptr.To(true)}}},
+			Data: map[string]string{"k": data},
+		}
+	}
+	if got, _, err := a.EnsureOwn(ctx, desired("ours", "a")); err != nil || got != Created {
+		t.Fatalf("missing object: %s, %v; want Created", got, err)
+	}
+	if got, _, err := a.EnsureOwn(ctx, desired("ours", "b")); err != nil || got != Updated {
+		t.Fatalf("own object: %s, %v; want Updated", got, err)
+	}
+	users := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "users", Namespace: "default"}, Data: map[string]string{"k": "mine"}}
+	others := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "others", Namespace: "default", OwnerReferences: []metav1.OwnerReference{
+		{APIVersion: "v1", Kind: "Foo", Name: "f", UID: "uid-2", Controller: ptr.To(true)}}}}
+	for _, o := range []*corev1.ConfigMap{users, others} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := writes.Total()
+	for _, name := range []string{"users", "others"} {
+		got, live, err := a.EnsureOwn(ctx, desired(name, "x"))
+		if err != nil || got != Foreign || live == nil {
+			t.Fatalf("%s: %s, live %v, %v; want Foreign with the live object", name, got, live != nil, err)
+		}
+	}
+	if writes.Total() != before {
+		t.Fatalf("EnsureOwn wrote over another's object: %v", writes.Log())
+	}
+	stored := &corev1.ConfigMap{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(users), stored); err != nil || stored.Data["k"] != "mine" || len(stored.OwnerReferences) != 0 {
+		t.Fatalf("the user's object changed: %v %v, %v", stored.Data, stored.OwnerReferences, err)
+	}
+}
