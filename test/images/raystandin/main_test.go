@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -76,27 +78,35 @@ func (p headPorts) gcsAddr() string      { return fmt.Sprintf("127.0.0.1:%d", p.
 func (p headPorts) dashboardURL() string { return fmt.Sprintf("http://127.0.0.1:%d", p.dashboard) }
 
 // startTestHead runs a head node in this process on free loopback ports.
-// Its log is shown if the test fails.
+// Its log is shown if the test fails. A port found free may be taken
+// before the head binds it (by another test's process, or as the ephemeral
+// port of someone's outgoing connection): then it tries other ports.
 func startTestHead(t *testing.T) (*node, headPorts) {
 	t.Helper()
 	t.Setenv(envServePort, "0")
-	ports := newHeadPorts(t)
-	o, err := parseStartArgs(ports.args())
-	if err != nil {
-		t.Fatal(err)
-	}
 	var log syncBuffer
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("head log:\n%s", log.String())
 		}
 	})
-	n, err := startNode(context.Background(), o, newLogger(&log))
-	if err != nil {
-		t.Fatal(err)
+	for attempt := 1; ; attempt++ {
+		ports := newHeadPorts(t)
+		o, err := parseStartArgs(ports.args())
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := startNode(context.Background(), o, newLogger(&log))
+		if err != nil && errors.Is(err, syscall.EADDRINUSE) && attempt < 5 {
+			t.Logf("attempt %d: %v; trying other ports", attempt, err)
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(n.Close)
+		return n, ports
 	}
-	t.Cleanup(n.Close)
-	return n, ports
 }
 
 // standinEnv is the environment of an exec'd stand-in process.
