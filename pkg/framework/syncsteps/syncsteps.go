@@ -60,6 +60,10 @@ type Base[T client.Object] struct {
 // Regarding is the object the reconcile's events are recorded on.
 func (b *Base[T]) Regarding() client.Object { return b.Object }
 
+// Shared returns the base itself, so that a scope embedding it satisfies
+// the reconcile skeleton's Scope.
+func (b *Base[T]) Shared() *Base[T] { return b }
+
 // Result is the soonest requeue the steps asked for.
 func (b *Base[T]) Result() ctrl.Result { return b.Requeue.Result() }
 

@@ -14,6 +14,7 @@ import (
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
+	"github.com/gantry-dev/gantry/pkg/framework/reconcile"
 	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
 )
 
@@ -31,6 +32,7 @@ const Name = "slurm-accounting"
 // Reconciler reconciles one Accounting per call.
 type Reconciler struct {
 	core.Reconciler
+	reconcile.Skeleton[*slinkyv1beta1.Accounting, *scope]
 	// Images fill in the slurmdbd image when the Accounting leaves it empty.
 	Images slinky.Images
 }
@@ -40,14 +42,14 @@ type Options = core.Options
 
 // New builds the Accounting reconciler for mgr.
 func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
-	return &Reconciler{Reconciler: core.FromManager(mgr, Name, o.Options), Images: o.Images.Or(slinky.DefaultImages())}, nil
+	return (&Reconciler{Reconciler: core.FromManager(mgr, Name, o.Options), Images: o.Images.Or(slinky.DefaultImages())}).withSkeleton(), nil
 }
 
 // newReconciler returns a reconciler writing through c, reading Secrets
 // through apiReader and recording events with recorder (nil records none),
 // for New and for tests without a manager.
 func newReconciler(c client.Client, apiReader client.Reader, recorder k8sevents.EventRecorder) *Reconciler {
-	return &Reconciler{Reconciler: core.New(c, apiReader, recorder), Images: slinky.DefaultImages()}
+	return (&Reconciler{Reconciler: core.New(c, apiReader, recorder), Images: slinky.DefaultImages()}).withSkeleton()
 }
 
 // scope is what one reconcile knows: the Accounting, and what the pod
@@ -61,13 +63,15 @@ type scope struct {
 // nothing is made for it.
 func external(s *scope) bool { return s.Object.Spec.External }
 
-// Reconcile converges the objects of the Accounting named by req. A failed
+// withSkeleton sets the reconcile skeleton, whose Reconcile converges the objects of the Accounting named by req. A failed
 // step is reported by the Ready condition, and by one event when the
 // condition turns to it, not by one event per retry.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return core.Reconcile(ctx, &r.Reconciler, req, &slinkyv1beta1.Accounting{}, core.Kind[*slinkyv1beta1.Accounting, *scope]{
-		Steps: r.steps(), Status: r.updateStatus, UserError: isUserError,
+func (r *Reconciler) withSkeleton() *Reconciler {
+	r.Skeleton = core.Skeleton(&r.Reconciler, core.Kind[*slinkyv1beta1.Accounting, *scope]{
+		NewObject: func() *slinkyv1beta1.Accounting { return &slinkyv1beta1.Accounting{} },
+		Steps:     r.steps(), Status: r.updateStatus, UserError: isUserError,
 	})
+	return r
 }
 
 func (r *Reconciler) steps() []syncsteps.Step[*scope] {

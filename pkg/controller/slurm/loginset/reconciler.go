@@ -20,6 +20,7 @@ import (
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
+	"github.com/gantry-dev/gantry/pkg/framework/reconcile"
 	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
 	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
@@ -44,6 +45,7 @@ const ReasonHostKeysGenerated = "HostKeysGenerated"
 // Reconciler reconciles one LoginSet per call.
 type Reconciler struct {
 	core.Reconciler
+	reconcile.Skeleton[*slinkyv1beta1.LoginSet, *scope]
 	// Images fill in the containers' images the LoginSet leaves empty.
 	Images Images
 }
@@ -57,14 +59,14 @@ type Options struct {
 
 // New builds the LoginSet reconciler for mgr.
 func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
-	return &Reconciler{Reconciler: core.FromManager(mgr, Name, o.Options), Images: o.Images.Or(DefaultImages())}, nil
+	return (&Reconciler{Reconciler: core.FromManager(mgr, Name, o.Options), Images: o.Images.Or(DefaultImages())}).withSkeleton(), nil
 }
 
 // newReconciler returns a reconciler writing through c, reading Secrets
 // through apiReader and recording events with recorder (nil records none),
 // for New and for tests without a manager.
 func newReconciler(c client.Client, apiReader client.Reader, recorder k8sevents.EventRecorder) *Reconciler {
-	return &Reconciler{Reconciler: core.New(c, apiReader, recorder), Images: DefaultImages()}
+	return (&Reconciler{Reconciler: core.New(c, apiReader, recorder), Images: DefaultImages()}).withSkeleton()
 }
 
 // scope is what one reconcile has read and done so far.
@@ -75,15 +77,17 @@ type scope struct {
 	sshdConfHash string
 }
 
-// Reconcile converges the objects of the LoginSet named by req and reports
+// withSkeleton sets the reconcile skeleton, whose Reconcile converges the objects of the LoginSet named by req and reports
 // them in its status. A failed step becomes the Ready condition, and an
 // event is recorded only when that condition changes, not on every retry;
 // the watches on the Controller and on the Secrets bring the LoginSet back
 // once the user fixes what it names.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return core.Reconcile(ctx, &r.Reconciler, req, &slinkyv1beta1.LoginSet{}, core.Kind[*slinkyv1beta1.LoginSet, *scope]{
-		Steps: r.steps(), Status: r.updateStatus, UserError: isUserError,
+func (r *Reconciler) withSkeleton() *Reconciler {
+	r.Skeleton = core.Skeleton(&r.Reconciler, core.Kind[*slinkyv1beta1.LoginSet, *scope]{
+		NewObject: func() *slinkyv1beta1.LoginSet { return &slinkyv1beta1.LoginSet{} },
+		Steps:     r.steps(), Status: r.updateStatus, UserError: isUserError,
 	})
+	return r
 }
 
 // isUserError reports a missing reference or host keys Gantry cannot use.

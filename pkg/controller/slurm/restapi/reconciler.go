@@ -14,6 +14,7 @@ import (
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
+	"github.com/gantry-dev/gantry/pkg/framework/reconcile"
 	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
 	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
 )
@@ -34,6 +35,7 @@ const Name = "slurm-restapi"
 // Reconciler reconciles one RestApi per call.
 type Reconciler struct {
 	core.Reconciler
+	reconcile.Skeleton[*slinkyv1beta1.RestApi, *scope]
 	// Images fill in the slurmrestd image when the RestApi leaves it empty.
 	Images slinky.Images
 }
@@ -43,7 +45,7 @@ type Options = core.Options
 
 // New builds the RestApi reconciler for mgr.
 func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
-	return &Reconciler{Reconciler: core.FromManager(mgr, Name, o.Options), Images: o.Images.Or(slinky.DefaultImages())}, nil
+	return (&Reconciler{Reconciler: core.FromManager(mgr, Name, o.Options), Images: o.Images.Or(slinky.DefaultImages())}).withSkeleton(), nil
 }
 
 // newReconciler returns a reconciler writing through c, reading Secrets
@@ -51,7 +53,7 @@ func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 // recording events with recorder (nil records none), for New and for
 // tests without a manager.
 func newReconciler(c client.Client, apiReader client.Reader, recorder k8sevents.EventRecorder) *Reconciler {
-	return &Reconciler{Reconciler: core.New(c, apiReader, recorder), Images: slinky.DefaultImages()}
+	return (&Reconciler{Reconciler: core.New(c, apiReader, recorder), Images: slinky.DefaultImages()}).withSkeleton()
 }
 
 // scope is what one reconcile knows.
@@ -60,13 +62,15 @@ type scope struct {
 	controller *slinkyv1beta1.Controller
 }
 
-// Reconcile converges the objects of the RestApi named by req. A missing
+// withSkeleton sets the reconcile skeleton, whose Reconcile converges the objects of the RestApi named by req. A missing
 // reference is reported in the condition; the Controller and Secret watches
 // bring the RestApi back once it resolves.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return core.Reconcile(ctx, &r.Reconciler, req, &slinkyv1beta1.RestApi{}, core.Kind[*slinkyv1beta1.RestApi, *scope]{
-		Steps: r.steps(), StepWarnings: true, Status: r.updateStatus, UserError: refresolver.IsNotFound,
+func (r *Reconciler) withSkeleton() *Reconciler {
+	r.Skeleton = core.Skeleton(&r.Reconciler, core.Kind[*slinkyv1beta1.RestApi, *scope]{
+		NewObject: func() *slinkyv1beta1.RestApi { return &slinkyv1beta1.RestApi{} },
+		Steps:     r.steps(), StepWarnings: true, Status: r.updateStatus, UserError: refresolver.IsNotFound,
 	})
+	return r
 }
 
 func (r *Reconciler) steps() []syncsteps.Step[*scope] {

@@ -21,6 +21,7 @@ import (
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/slurmmetrics"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
+	"github.com/gantry-dev/gantry/pkg/framework/reconcile"
 	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
 	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
 )
@@ -42,6 +43,7 @@ const Name = "slurm-controller"
 // Reconciler reconciles one Controller per call.
 type Reconciler struct {
 	core.Reconciler
+	reconcile.Skeleton[*slinkyv1beta1.Controller, *scope]
 	// Images fill in container images the Controller leaves empty.
 	Images slinky.Images
 	// metrics hold the Controller's slurmrestd request series, dropped
@@ -57,7 +59,7 @@ type Options = core.Options
 
 // New builds the Controller reconciler for mgr.
 func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
-	return &Reconciler{Reconciler: core.FromManager(mgr, Name, o.Options), Images: o.Images.Or(slinky.DefaultImages()), metrics: o.Metrics}, nil
+	return (&Reconciler{Reconciler: core.FromManager(mgr, Name, o.Options), Images: o.Images.Or(slinky.DefaultImages()), metrics: o.Metrics}).withSkeleton(), nil
 }
 
 // newReconciler returns a reconciler writing through c, reading Secrets
@@ -65,7 +67,7 @@ func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 // events with recorder (nil records none), for New and for tests without
 // a manager.
 func newReconciler(c client.Client, apiReader client.Reader, recorder k8sevents.EventRecorder) *Reconciler {
-	return &Reconciler{Reconciler: core.New(c, apiReader, recorder), Images: slinky.DefaultImages()}
+	return (&Reconciler{Reconciler: core.New(c, apiReader, recorder), Images: slinky.DefaultImages()}).withSkeleton()
 }
 
 // scope is what one reconcile knows and has done so far.
@@ -83,15 +85,17 @@ type scope struct {
 // ConfigMap (for slurmrestd).
 func external(s *scope) bool { return s.Object.Spec.External }
 
-// Reconcile converges the objects of the Controller named by req. A
+// withSkeleton sets the reconcile skeleton, whose Reconcile converges the objects of the Controller named by req. A
 // missing Secret or ConfigMap is reported in the condition and the step's
 // event; the watches on them bring the Controller back when it appears.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return core.Reconcile(ctx, &r.Reconciler, req, &slinkyv1beta1.Controller{}, core.Kind[*slinkyv1beta1.Controller, *scope]{
-		Steps: r.steps(), StepWarnings: true, Status: r.updateStatus, UserError: isUserError,
+func (r *Reconciler) withSkeleton() *Reconciler {
+	r.Skeleton = core.Skeleton(&r.Reconciler, core.Kind[*slinkyv1beta1.Controller, *scope]{
+		NewObject: func() *slinkyv1beta1.Controller { return &slinkyv1beta1.Controller{} },
+		Steps:     r.steps(), StepWarnings: true, Status: r.updateStatus, UserError: isUserError,
 		// The slurmrestd request series are the Controller's.
 		Forget: func(key types.NamespacedName) { r.metrics.ForgetController(key.Namespace, key.Name) },
 	})
+	return r
 }
 
 func (r *Reconciler) steps() []syncsteps.Step[*scope] {

@@ -23,6 +23,7 @@ import (
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
 	"github.com/gantry-dev/gantry/pkg/framework/builder"
+	"github.com/gantry-dev/gantry/pkg/framework/reconcile"
 	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
 	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
@@ -61,6 +62,7 @@ const retryMissingKey = 30 * time.Second
 // Reconciler reconciles one Token per call.
 type Reconciler struct {
 	core.Reconciler
+	reconcile.Skeleton[*slinkyv1beta1.Token, *scope]
 	// clock tells when a token is issued and when it is due for renewal.
 	clock clock.PassiveClock
 }
@@ -72,14 +74,14 @@ type Options struct {
 
 // New builds the Token reconciler for mgr.
 func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
-	return &Reconciler{Reconciler: core.FromManager(mgr, Name, o.Options), clock: o.ClockOrReal()}, nil
+	return (&Reconciler{Reconciler: core.FromManager(mgr, Name, o.Options), clock: o.ClockOrReal()}).withSkeleton(), nil
 }
 
 // newReconciler returns a reconciler writing through c, reading Secrets
 // through apiReader and recording events with recorder (nil records none),
 // for New and for tests without a manager.
 func newReconciler(c client.Client, apiReader client.Reader, recorder k8sevents.EventRecorder) *Reconciler {
-	return &Reconciler{Reconciler: core.New(c, apiReader, recorder), clock: clock.RealClock{}}
+	return (&Reconciler{Reconciler: core.New(c, apiReader, recorder), clock: clock.RealClock{}}).withSkeleton()
 }
 
 // scope is what one reconcile knows.
@@ -102,10 +104,12 @@ func isNotReady(err error) bool { return errors.As(err, new(*notReadyError)) }
 
 // Reconcile makes the Token's Secret hold a valid token for its user and
 // comes back when that token is due for renewal.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	return core.Reconcile(ctx, &r.Reconciler, req, &slinkyv1beta1.Token{}, core.Kind[*slinkyv1beta1.Token, *scope]{
-		Steps: r.steps(), Status: r.updateStatus, UserError: isNotReady,
+func (r *Reconciler) withSkeleton() *Reconciler {
+	r.Skeleton = core.Skeleton(&r.Reconciler, core.Kind[*slinkyv1beta1.Token, *scope]{
+		NewObject: func() *slinkyv1beta1.Token { return &slinkyv1beta1.Token{} },
+		Steps:     r.steps(), Status: r.updateStatus, UserError: isNotReady,
 	})
+	return r
 }
 
 // steps report their own failures: each is the Ready condition, with the

@@ -4,30 +4,25 @@
 // status; NodeSet, whose reconcile is its own, shares the reading, writing
 // and events.
 //
-// A kind's Reconcile is Reconcile over its Kind:
-//
-//	get the object → scope → syncsteps.Run(steps) → status write (and the
-//	event of a Ready transition) → Events.Flush → Result
+// A kind runs on the framework's reconcile skeleton (Skeleton over its
+// Kind): get the object → scope → steps → status write (and the event of a
+// Ready transition) → Events.Flush → Result.
 package core
 
 import (
 	"context"
-	"errors"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	k8sevents "k8s.io/client-go/tools/events"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/framework/apply"
 	"github.com/gantry-dev/gantry/pkg/framework/events"
+	"github.com/gantry-dev/gantry/pkg/framework/reconcile"
 	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
 	"github.com/gantry-dev/gantry/pkg/framework/status"
 	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
-	"github.com/gantry-dev/gantry/pkg/framework/workload"
 )
 
 // Reconciler is what every Slurm reconciler holds: embed it.
@@ -123,24 +118,23 @@ func (r *Reconciler) Controller(ctx context.Context, obj client.Object, name str
 	return refresolver.Get[*slinkyv1beta1.Controller](ctx, r.Client, refresolver.ObjectRef{Name: name}, obj.GetNamespace())
 }
 
-// Scope is the part of a reconcile's scope Reconcile uses. A kind's scope
-// is a struct that embeds it, used by pointer; its steps read s.Object,
-// s.Requeue and s.Events.
+// Scope is the part of a reconcile's scope the skeleton uses. A kind's
+// scope is a struct that embeds it, used by pointer; its steps read
+// s.Object, s.Requeue and s.Events.
 type Scope[T client.Object] struct {
 	syncsteps.Base[T]
 }
 
-func (s *Scope[T]) base() *syncsteps.Base[T] { return &s.Base }
-
 // scope is a kind's scope type: a pointer to a struct embedding Scope.
 type scope[T client.Object, P any] interface {
 	*P
-	syncsteps.Scope
-	base() *syncsteps.Base[T]
+	reconcile.Scope[T]
 }
 
-// Kind is what Reconcile asks of one kind.
+// Kind is what a Slurm kind supplies to the reconcile skeleton.
 type Kind[T client.Object, S syncsteps.Scope] struct {
+	// NewObject returns an empty object of the kind.
+	NewObject func() T
 	// Steps converge the kind's objects.
 	Steps []syncsteps.Step[S]
 	// StepWarnings records a Warning event for each failed step. Without
@@ -159,40 +153,50 @@ type Kind[T client.Object, S syncsteps.Scope] struct {
 	UserError func(error) bool
 }
 
-// Reconcile reconciles the object req names into obj as k says. An object
+// Skeleton is the reconcile skeleton of the kind k describes: an object
 // being deleted is left to the garbage collector, which takes what it
-// owns. What the steps changed is recorded after the status write, so
-// that no event claims what the status does not show.
-func Reconcile[T client.Object, P any, S scope[T, P]](ctx context.Context, r *Reconciler, req ctrl.Request, obj T, k Kind[T, S]) (ctrl.Result, error) {
-	var forget func()
-	if k.Forget != nil {
-		forget = func() { k.Forget(req.NamespacedName) }
-	}
-	if found, err := workload.GetOrForget(ctx, r.Client, req, obj, forget); !found {
-		return ctrl.Result{}, err
-	}
-	if obj.GetDeletionTimestamp() != nil {
-		r.Reported.Forget(obj.GetUID())
-		return ctrl.Result{}, nil
-	}
+// owns, and a step's Conflict (a stale cache) is retried at once without
+// a status write.
+func Skeleton[T client.Object, P any, S scope[T, P]](r *Reconciler, k Kind[T, S]) reconcile.Skeleton[T, S] {
+	return reconcile.New[T, S](r.Client, r.Recorder, &kind[T, P, S]{r: r, k: k},
+		reconcile.Options{StepWarnings: k.StepWarnings, ConflictSkipsStatus: true})
+}
+
+// kind adapts a Kind to the skeleton's Workload.
+type kind[T client.Object, P any, S scope[T, P]] struct {
+	r *Reconciler
+	k Kind[T, S]
+}
+
+func (a *kind[T, P, S]) NewObject() T { return a.k.NewObject() }
+
+func (a *kind[T, P, S]) NewScope(obj T) S {
 	s := S(new(P))
-	s.base().Object = obj
-	var stepEvents events.Recorder
-	if k.StepWarnings {
-		stepEvents = r.Recorder
+	s.Shared().Object = obj
+	return s
+}
+
+func (a *kind[T, P, S]) Steps(S) []syncsteps.Step[S] { return a.k.Steps }
+
+func (a *kind[T, P, S]) Status(ctx context.Context, s S, err error) error {
+	return a.k.Status(ctx, s, err)
+}
+
+func (a *kind[T, P, S]) Forget(key types.NamespacedName) {
+	if a.k.Forget != nil {
+		a.k.Forget(key)
 	}
-	syncErr := syncsteps.Run(ctx, stepEvents, s, k.Steps)
-	if apierrors.IsConflict(syncErr) {
-		// A stale cache, not a state worth reporting: retry at once. What
-		// the steps did before is news even so.
-		s.base().Events.Flush(r.Recorder, obj)
-		return ctrl.Result{}, syncErr
+}
+
+// Skip leaves an object being deleted to the garbage collector.
+func (a *kind[T, P, S]) Skip(_ context.Context, obj T) bool {
+	if obj.GetDeletionTimestamp() == nil {
+		return false
 	}
-	statusErr := k.Status(ctx, s, syncErr)
-	s.base().Events.Flush(r.Recorder, obj)
-	if syncErr != nil && k.UserError != nil && k.UserError(syncErr) {
-		log.FromContext(ctx).V(1).Info("waiting for the user", "reason", syncErr.Error())
-		syncErr = nil
-	}
-	return s.base().Result(), errors.Join(syncErr, statusErr)
+	a.r.Reported.Forget(obj.GetUID())
+	return true
+}
+
+func (a *kind[T, P, S]) UserError(err error) bool {
+	return a.k.UserError != nil && a.k.UserError(err)
 }
