@@ -17,7 +17,6 @@ package trainjob
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -25,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -38,7 +38,7 @@ import (
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 	"github.com/gantry-dev/gantry/pkg/framework/apply"
 	"github.com/gantry-dev/gantry/pkg/framework/events"
-	"github.com/gantry-dev/gantry/pkg/framework/requeue"
+	skeleton "github.com/gantry-dev/gantry/pkg/framework/reconcile"
 	"github.com/gantry-dev/gantry/pkg/framework/status"
 	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
@@ -77,6 +77,9 @@ const (
 
 // Reconciler reconciles TrainJobs.
 type Reconciler struct {
+	// Skeleton runs the reconcile (Reconcile) through this Reconciler's
+	// phases.
+	skeleton.Skeleton[*trainer.TrainJob, *scope]
 	// client reads from the manager's cache and writes to the API server.
 	client client.Client
 	// apiReader reads past the cache; used only to confirm that a runtime
@@ -159,7 +162,13 @@ func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 	if r.runtimeGrace == 0 {
 		r.runtimeGrace = RuntimeNotFoundGrace
 	}
-	return r, nil
+	return r.withSkeleton(), nil
+}
+
+// withSkeleton sets the reconcile skeleton over r's client and recorder.
+func (r *Reconciler) withSkeleton() *Reconciler {
+	r.Skeleton = skeleton.New(r.client, r.recorder, skeleton.Workload[*trainer.TrainJob, *scope](r), skeleton.Options{})
+	return r
 }
 
 // SetupWithManager registers the controller and its watches.
@@ -183,60 +192,48 @@ func (r *Reconciler) setupWithManager(mgr ctrl.Manager, rec reconcile.Reconciler
 		Complete(rec)
 }
 
-// Reconcile brings one TrainJob's JobSet and companions to its spec and
-// writes its status.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	trainJob := &trainer.TrainJob{}
-	found, err := workload.GetOrForget(ctx, r.client, req, trainJob, func() {
-		r.metrics.Forget(req.Namespace, req.Name)
-		r.applier.Trimmed.Forget(req.NamespacedName)
-		r.statusWindow.Close(req.NamespacedName)
-	})
-	if !found {
-		return ctrl.Result{}, err
-	}
-	log := ctrl.LoggerFrom(ctx)
-	if managedBy := ptr.Deref(trainJob.Spec.ManagedBy, trainer.TrainJobControllerManagedBy); managedBy != trainer.TrainJobControllerManagedBy {
-		log.V(2).Info("skipping a TrainJob managed by another controller", "managedBy", managedBy)
-		return ctrl.Result{}, nil
-	}
-	if !trainJob.DeletionTimestamp.IsZero() {
-		// Owner references let the garbage collector remove the JobSet.
-		return ctrl.Result{}, nil
-	}
-	jobSet, err := r.currentJobSet(ctx, trainJob)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if trainer.IsFinished(trainJob.Status.Conditions) {
-		return r.reconcileFinished(ctx, trainJob, jobSet)
-	}
-	s := &scope{Base: syncsteps.Base[*trainer.TrainJob]{Object: trainJob}, jobSet: jobSet}
-	switch dl := activeDeadline(trainJob, r.activeRunPolicy(ctx, s).activeDeadlineSeconds, r.clock.Now()); {
-	case dl.exceeded:
-		return ctrl.Result{}, r.failDeadlineExceeded(ctx, trainJob, jobSet, dl)
-	case dl.remaining > 0:
-		s.Requeue.After(dl.remaining)
-	}
+// The TrainJob's reconcile runs on the framework's skeleton: Skip (another
+// manager's job) → Load (its JobSet) → Steps (a running job's deadline,
+// runtime, build and apply; a finished job's TTL) → Status, the one status
+// write, which also reports a failed build → the soonest requeue.
 
-	if err := syncsteps.Run(ctx, r.recorder, s, r.steps()); err != nil {
-		// A failure reported on the TrainJob ends the reconcile; only
-		// transient ones are returned, and controller-runtime ignores a
-		// result that comes with an error, so the deadline requeue is kept
-		// only without one.
-		if err := r.handleBuildFailure(ctx, s, err); err != nil {
-			return ctrl.Result{}, err
-		}
-		return s.Result(), nil
+// NewObject is an empty TrainJob.
+func (r *Reconciler) NewObject() *trainer.TrainJob { return &trainer.TrainJob{} }
+
+// Forget drops what the process keeps about a TrainJob that is gone.
+func (r *Reconciler) Forget(key types.NamespacedName) {
+	r.metrics.Forget(key.Namespace, key.Name)
+	r.applier.Trimmed.Forget(key)
+	r.statusWindow.Close(key)
+}
+
+// Skip leaves a TrainJob managed by another controller (MultiKueue) alone.
+func (r *Reconciler) Skip(ctx context.Context, trainJob *trainer.TrainJob) bool {
+	managedBy := ptr.Deref(trainJob.Spec.ManagedBy, trainer.TrainJobControllerManagedBy)
+	if managedBy == trainer.TrainJobControllerManagedBy {
+		return false
 	}
-	succeeded := runtime.CreatedCondition(nil)
-	_, held, err := r.writeStatus(ctx, trainJob, s.jobSet, outcome{created: &succeeded})
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	s.Requeue.After(held)
-	s.Events.Flush(r.recorder, trainJob)
-	return s.Result(), nil
+	ctrl.LoggerFrom(ctx).V(2).Info("skipping a TrainJob managed by another controller", "managedBy", managedBy)
+	return true
+}
+
+// NewScope starts one reconcile of trainJob.
+func (r *Reconciler) NewScope(trainJob *trainer.TrainJob) *scope {
+	return &scope{Base: syncsteps.Base[*trainer.TrainJob]{Object: trainJob}}
+}
+
+// Load reads the TrainJob's JobSet.
+func (r *Reconciler) Load(ctx context.Context, s *scope) (err error) {
+	s.jobSet, err = r.currentJobSet(ctx, s.Object)
+	return err
+}
+
+// UserError reports a build failure no retry can fix (a missing runtime,
+// one Gantry cannot run, an invalid job or runtime): the status shows it
+// and the watches bring the job back once something changes.
+func (r *Reconciler) UserError(err error) bool {
+	_, terminal := terminalFailure(err)
+	return terminal || runtime.IsBuildError(err) || runtime.IsRuntimeNotFound(err)
 }
 
 // scope is what one TrainJob reconcile knows.
@@ -255,16 +252,29 @@ type scope struct {
 	// (the run policy may need the runtime before the build does).
 	resolved   bool
 	resolveErr error
+	// deadline is where a running job stands against its active deadline.
+	deadline deadline
+	// ttl is where a finished job stands against its TTL.
+	ttl ttlState
+	// noStatus: a step acted on a decision the status already shows (or
+	// deleted the TrainJob), and failed or made the write moot: no status
+	// write this time.
+	noStatus bool
 }
 
-// steps build the TrainJob's objects. Each failure is reported by
-// handleBuildFailure as the Created condition and its event, so the steps
-// report none themselves.
-func (r *Reconciler) steps() []syncsteps.Step[*scope] {
+// Steps are a finished job's TTL, or a running job's deadline and build.
+// Each failure is reported by Status (the Created or Failed condition and
+// its event), so the steps report none themselves.
+func (r *Reconciler) Steps(s *scope) []syncsteps.Step[*scope] {
+	if trainer.IsFinished(s.Object.Status.Conditions) {
+		return []syncsteps.Step[*scope]{{Name: "TTL", Sync: r.expireFinished, ReportsOwnFailure: true}}
+	}
+	exceeded := func(s *scope) bool { return s.deadline.exceeded }
 	return []syncsteps.Step[*scope]{
-		{Name: "Runtime", Sync: r.resolveRuntime, StopOnError: true, ReportsOwnFailure: true},
-		{Name: "Build", Sync: r.build, StopOnError: true, ReportsOwnFailure: true},
-		{Name: "Apply", Sync: r.apply, StopOnError: true, ReportsOwnFailure: true},
+		{Name: "Deadline", Sync: r.enforceDeadline, StopOnError: true, ReportsOwnFailure: true},
+		{Name: "Runtime", Sync: r.resolveRuntime, Skip: exceeded, StopOnError: true, ReportsOwnFailure: true},
+		{Name: "Build", Sync: r.build, Skip: exceeded, StopOnError: true, ReportsOwnFailure: true},
+		{Name: "Apply", Sync: r.apply, Skip: exceeded, StopOnError: true, ReportsOwnFailure: true},
 	}
 }
 
@@ -308,28 +318,56 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) error {
 	return nil
 }
 
-// reconcileFinished keeps mirroring the JobSet (its counters still move
-// after the terminal condition) but never builds again: a finished job
-// whose JobSet was removed by JobSet's TTL must not start over. Once its
-// ttlSecondsAfterFinished has passed it deletes the TrainJob, and until
-// then asks to be reconciled when it will have.
-func (r *Reconciler) reconcileFinished(ctx context.Context, trainJob *trainer.TrainJob, jobSet *jobsetv1alpha2.JobSet) (ctrl.Result, error) {
+// expireFinished deletes a finished job once its ttlSecondsAfterFinished
+// has passed, and until then asks to be reconciled when it will have. A
+// finished job keeps its JobSet mirrored (its counters still move after
+// the terminal condition) but is never built again: one whose JobSet was
+// removed by JobSet's TTL must not start over.
+func (r *Reconciler) expireFinished(ctx context.Context, s *scope) error {
+	trainJob, jobSet := s.Object, s.jobSet
 	policy := r.finishedRunPolicy(ctx, trainJob, jobSet)
-	tl := ttlAfterFinished(trainJob, policy.ttlSecondsAfterFinished, r.clock.Now())
-	if tl.expired {
+	s.ttl = ttlAfterFinished(trainJob, policy.ttlSecondsAfterFinished, r.clock.Now())
+	if s.ttl.expired {
 		// No status write first: the TrainJob is going.
-		return ctrl.Result{}, r.deleteExpired(ctx, trainJob, policy, tl)
+		s.noStatus = true
+		return r.deleteExpired(ctx, trainJob, policy, s.ttl)
 	}
+	s.Requeue.After(s.ttl.remaining)
 	if jobSet != nil && deadlineExceeded(trainJob.Status.Conditions) {
-		// The status write of an earlier expiry landed but its delete may not have.
-		return ctrl.Result{RequeueAfter: tl.remaining}, r.deleteJobSet(ctx, jobSet)
+		// The status write of an earlier expiry landed but its delete may
+		// not have.
+		s.noStatus = true
+		return r.deleteJobSet(ctx, jobSet)
 	}
-	_, held, err := r.writeStatus(ctx, trainJob, jobSet, outcome{})
-	return requeue.Soonest(ctrl.Result{RequeueAfter: held}, ctrl.Result{RequeueAfter: tl.remaining}), err
+	return nil
 }
 
-// handleBuildFailure sorts an error from resolving, building or applying
-// into the cases a user sees differently:
+// Status writes the TrainJob's status, once per reconcile: a finished
+// job's mirrored JobSet, a deadline's failure, a failed build (Created
+// False, or Failed for good), or a build that landed.
+func (r *Reconciler) Status(ctx context.Context, s *scope, err error) error {
+	trainJob := s.Object
+	switch {
+	case s.noStatus:
+		return nil
+	case trainer.IsFinished(trainJob.Status.Conditions):
+		_, held, err := r.writeStatus(ctx, trainJob, s.jobSet, outcome{})
+		s.Requeue.After(held)
+		return err
+	case s.deadline.exceeded:
+		return r.failDeadlineExceeded(ctx, trainJob, s.deadline)
+	case err != nil:
+		return r.reportBuildFailure(ctx, s, err)
+	}
+	succeeded := runtime.CreatedCondition(nil)
+	_, held, werr := r.writeStatus(ctx, trainJob, s.jobSet, outcome{created: &succeeded})
+	s.Requeue.After(held)
+	return werr
+}
+
+// reportBuildFailure shows an error from resolving, building or applying
+// as the cases a user sees differently (UserError decides which are
+// retried with back-off):
 //   - the runtime is missing: Created=False while it may still appear
 //     (RuntimeNotFoundGrace from the job's creation; its creation wakes the
 //     job), then terminal Failed;
@@ -339,7 +377,7 @@ func (r *Reconciler) reconcileFinished(ctx context.Context, trainJob *trainer.Tr
 //     TrainJob changes;
 //   - anything else is transient: Created=False until it succeeds, and the
 //     error goes back to the work queue for a retry with backoff.
-func (r *Reconciler) handleBuildFailure(ctx context.Context, s *scope, buildErr error) error {
+func (r *Reconciler) reportBuildFailure(ctx context.Context, s *scope, buildErr error) error {
 	trainJob, jobSet := s.Object, s.jobSet
 	created := runtime.CreatedCondition(buildErr)
 	failed, terminal := terminalFailure(buildErr)
@@ -351,9 +389,6 @@ func (r *Reconciler) handleBuildFailure(ctx context.Context, s *scope, buildErr 
 			s.Requeue.After(left)
 		}
 	}
-	// A missing runtime is waited for by its watch and the requeue above,
-	// not by error backoff.
-	permanent := terminal || runtime.IsBuildError(buildErr) || runtime.IsRuntimeNotFound(buildErr)
 	o := outcome{}
 	// An existing JobSet was created and may be running: a runtime deleted
 	// or edited since only matters for the next build, so it is reported
@@ -373,15 +408,7 @@ func (r *Reconciler) handleBuildFailure(ctx context.Context, s *scope, buildErr 
 			r.recorder.Warning(trainJob, ReasonResourcesCreationFailed, "%s", resourcesFailedMessage(created.Message))
 		}
 	}
-	switch {
-	case err != nil:
-		return errors.Join(buildErr, err)
-	case permanent:
-		ctrl.LoggerFrom(ctx).V(1).Info("TrainJob cannot be built", "reason", created.Reason, "error", buildErr.Error())
-		return nil
-	default:
-		return buildErr
-	}
+	return err
 }
 
 // resourcesFailedMessage is Trainer v2.3's event message for a failed

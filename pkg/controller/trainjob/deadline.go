@@ -52,16 +52,30 @@ func activeDeadline(trainJob *trainer.TrainJob, seconds *int64, now time.Time) d
 	return deadline{remaining: remaining, limit: limit}
 }
 
-// failDeadlineExceeded deletes the JobSet (stopping its pods) and then
-// marks the TrainJob Failed/DeadlineExceeded. The delete goes first: a
-// finished TrainJob is never built again, so a Failed status written before
-// a failed delete would leave the pods running.
-func (r *Reconciler) failDeadlineExceeded(ctx context.Context, trainJob *trainer.TrainJob, jobSet *jobsetv1alpha2.JobSet, dl deadline) error {
-	if jobSet != nil {
-		if err := r.deleteJobSet(ctx, jobSet); err != nil {
+// enforceDeadline measures a running job against its active deadline.
+// Past it, the JobSet is deleted (stopping its pods) and Status marks the
+// TrainJob Failed/DeadlineExceeded. The delete goes first: a finished
+// TrainJob is never built again, so a Failed status written before a
+// failed delete would leave the pods running. Before it, the job is
+// reconciled again when it ends.
+func (r *Reconciler) enforceDeadline(ctx context.Context, s *scope) error {
+	s.deadline = activeDeadline(s.Object, r.activeRunPolicy(ctx, s).activeDeadlineSeconds, r.clock.Now())
+	if !s.deadline.exceeded {
+		s.Requeue.After(s.deadline.remaining)
+		return nil
+	}
+	if s.jobSet != nil {
+		if err := r.deleteJobSet(ctx, s.jobSet); err != nil {
+			s.noStatus = true
 			return err
 		}
 	}
+	return nil
+}
+
+// failDeadlineExceeded marks the TrainJob Failed/DeadlineExceeded, its
+// JobSet deleted.
+func (r *Reconciler) failDeadlineExceeded(ctx context.Context, trainJob *trainer.TrainJob, dl deadline) error {
 	msg := fmt.Sprintf("TrainJob exceeded its active deadline of %s", dl.limit)
 	failed := metav1.Condition{
 		Type:    trainer.TrainJobFailed,

@@ -113,8 +113,8 @@ func TestFinishedJobIsDeletedWhenItsTTLExpires(t *testing.T) {
 		}
 		clk := clocktesting.NewFakeClock(now)
 		rec := events.NewFakeRecorder(10)
-		r := &Reconciler{client: c, runtime: rt, metrics: metrics, clock: clk, recorder: gevents.NewRecorder(rec),
-			statusWindow: status.NewCoalescer(StatusWindow, clk)}
+		r := (&Reconciler{client: c, runtime: rt, metrics: metrics, clock: clk, recorder: gevents.NewRecorder(rec),
+			statusWindow: status.NewCoalescer(StatusWindow, clk)}).withSkeleton()
 		res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(tj)})
 		if err != nil {
 			t.Fatalf("Reconcile at %s: %v", now, err)
