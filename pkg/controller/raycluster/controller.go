@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clientevents "k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -23,6 +24,7 @@ import (
 	"github.com/gantry-dev/gantry/pkg/framework/apply"
 	"github.com/gantry-dev/gantry/pkg/framework/events"
 	"github.com/gantry-dev/gantry/pkg/framework/expectations"
+	skeleton "github.com/gantry-dev/gantry/pkg/framework/reconcile"
 	"github.com/gantry-dev/gantry/pkg/framework/status"
 	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
@@ -58,6 +60,9 @@ const InvalidStatusRequeueDelay = 2 * time.Second
 
 // Reconciler reconciles RayClusters.
 type Reconciler struct {
+	// Skeleton runs the reconcile (Reconcile) through this Reconciler's
+	// phases.
+	skeleton.Skeleton[*rayv1.RayCluster, *scope]
 	client       client.Client
 	apiReader    client.Reader
 	recorder     events.Recorder
@@ -95,7 +100,7 @@ func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 // tests without a manager. apiReader reads uncached objects (Secrets);
 // metrics may be nil.
 func newReconciler(c client.Client, apiReader client.Reader, recorder clientevents.EventRecorder, metrics *ClusterMetrics, cfg Config) *Reconciler {
-	return &Reconciler{
+	r := &Reconciler{
 		client:       c,
 		apiReader:    apiReader,
 		recorder:     events.NewRecorder(recorder),
@@ -106,6 +111,8 @@ func newReconciler(c client.Client, apiReader client.Reader, recorder clienteven
 		clock:        clock.RealClock{},
 		workers:      1,
 	}
+	r.Skeleton = skeleton.New(c, r.recorder, skeleton.Workload[*rayv1.RayCluster, *scope](r), skeleton.Options{StepWarnings: true})
+	return r
 }
 
 // SetupWithManager registers the controller and its watches.
@@ -126,89 +133,110 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Complete(r)
 }
 
-// Reconcile brings one RayCluster's Pods, Services and RBAC to its spec
-// and writes its status.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	cluster := &rayv1.RayCluster{}
-	found, err := workload.GetOrForget(ctx, r.client, req, cluster, func() {
-		r.expectations.Delete(req.String())
-		r.adoptions.forget(req.NamespacedName)
-		if r.metrics != nil {
-			r.metrics.Forget(req.Namespace, req.Name)
-		}
-	})
-	if !found {
-		return ctrl.Result{}, err
-	}
+// A RayCluster's reconcile runs on the framework's skeleton: Skip
+// (another manager's cluster) → Validate → Finalize (the GCS fault
+// tolerance finalizer) → Steps (RBAC and the auth Secret, then Services
+// and Pods) → Status, the one status write → the soonest requeue.
+
+// NewObject is an empty RayCluster.
+func (r *Reconciler) NewObject() *rayv1.RayCluster { return &rayv1.RayCluster{} }
+
+// Forget drops what the process keeps about a RayCluster that is gone.
+func (r *Reconciler) Forget(key types.NamespacedName) {
+	r.expectations.Delete(key.String())
+	r.adoptions.forget(key)
 	if r.metrics != nil {
-		// Every cluster has its info series, as with KubeRay's collector:
-		// also those skipped below (another manager, invalid, deleting).
-		r.metrics.SetInfo(cluster)
+		r.metrics.Forget(key.Namespace, key.Name)
 	}
-	return r.reconcileCluster(ctx, cluster)
 }
 
-func (r *Reconciler) reconcileCluster(ctx context.Context, cluster *rayv1.RayCluster) (ctrl.Result, error) {
-	log := ctrl.LoggerFrom(ctx)
+// Skip leaves a cluster another controller manages alone. Every cluster
+// has its info series, as with KubeRay's collector: also those skipped,
+// invalid or being deleted.
+func (r *Reconciler) Skip(ctx context.Context, cluster *rayv1.RayCluster) bool {
+	if r.metrics != nil {
+		r.metrics.SetInfo(cluster)
+	}
 	if manager, external := cluster.Spec.ExternalManager(); external {
-		log.V(1).Info("skipping a RayCluster managed by another controller", "managedBy", manager)
-		return ctrl.Result{}, nil
+		ctrl.LoggerFrom(ctx).V(1).Info("skipping a RayCluster managed by another controller", "managedBy", manager)
+		return true
 	}
-	if verr := Validate(cluster, SpecValidationOptions{AllowWorkerGroupSuspend: r.cfg.AllowWorkerGroupSuspend}); verr != nil {
-		r.recorder.Warning(cluster, string(verr.EventReason()), "%s", verr.EventMessage(cluster.Namespace, cluster.Name))
-		if verr.Transient() {
-			return ctrl.Result{RequeueAfter: InvalidStatusRequeueDelay}, verr
-		}
-		// A user error: retrying cannot fix it and the user's next edit
-		// triggers a reconcile. The status says why nothing happens.
-		return ctrl.Result{}, r.writeInvalidStatus(ctx, cluster, verr)
-	}
+	return false
+}
 
-	if res, handled, err := r.reconcileGCSFTFinalizer(ctx, cluster); handled {
-		return res, err
+// Validate checks the cluster's metadata and spec; Status shows what it
+// refuses.
+func (r *Reconciler) Validate(_ context.Context, s *scope) error {
+	cluster := s.Object
+	verr := Validate(cluster, SpecValidationOptions{AllowWorkerGroupSuspend: r.cfg.AllowWorkerGroupSuspend})
+	if verr == nil {
+		return nil
 	}
-	if !cluster.DeletionTimestamp.IsZero() {
-		log.V(1).Info("RayCluster is being deleted")
-		return ctrl.Result{}, nil
-	}
+	r.recorder.Warning(cluster, string(verr.EventReason()), "%s", verr.EventMessage(cluster.Namespace, cluster.Name))
+	return verr
+}
 
-	s := newScope(cluster)
-	// Owned objects first. The head Pod cannot start without the
-	// autoscaler's account or the auth token Secret, so a failure there
-	// stops the reconcile, as KubeRay's chain does. A Service or Ingress
-	// that fails (a quota, an immutable field, a webhook) must not hold up
-	// the Pods: it gets its Warning event and the Pods are reconciled
-	// anyway; workers wait for the head on their own.
-	prerequisites := []syncsteps.Step[*scope]{
+// UserError: an invalid cluster is not retried (the user's next edit
+// triggers a reconcile); its status says why nothing happens.
+func (r *Reconciler) UserError(err error) bool {
+	var verr *ValidationError
+	return errors.As(err, &verr) && !verr.Transient()
+}
+
+// Finalize adds the GCS fault tolerance finalizer and, once the cluster is
+// being deleted, runs its Redis cleanup.
+func (r *Reconciler) Finalize(ctx context.Context, s *scope) (bool, error) {
+	res, handled, err := r.reconcileGCSFTFinalizer(ctx, s.Object)
+	s.Requeue.After(res.RequeueAfter)
+	if !handled && !s.Object.DeletionTimestamp.IsZero() {
+		ctrl.LoggerFrom(ctx).V(1).Info("RayCluster is being deleted")
+	}
+	return handled, err
+}
+
+// Steps converge the cluster's objects. The head Pod cannot start without
+// the autoscaler's account or the auth token Secret, so a failure there
+// stops the reconcile, as KubeRay's chain does. A Service or Ingress that
+// fails (a quota, an immutable field, a webhook) must not hold up the
+// Pods: it gets its Warning event and the Pods are reconciled anyway;
+// workers wait for the head on their own.
+func (r *Reconciler) Steps(*scope) []syncsteps.Step[*scope] {
+	return []syncsteps.Step[*scope]{
 		// Its Warning is KubeRay's AutoscalerServiceAccountNotFound.
 		{Name: "autoscaler-service-account", Sync: r.checkAutoscalerServiceAccount, StopOnError: true, ReportsOwnFailure: true},
 		{Name: "autoscaler-rbac", Sync: r.reconcileAutoscalerRBAC, StopOnError: true},
 		{Name: "auth-secret", Sync: r.reconcileAuthSecret, StopOnError: true},
-	}
-	services := []syncsteps.Step[*scope]{
 		{Name: "ingress", Sync: r.reconcileIngress, FailureReason: string(rayv1.FailedToCreateIngress)},
 		{Name: "head-service", Sync: r.reconcileHeadService, FailureReason: string(rayv1.FailedToCreateService)},
 		{Name: "headless-service", Sync: r.reconcileHeadlessService, FailureReason: string(rayv1.FailedToCreateService)},
 		{Name: "serve-service", Sync: r.reconcileServeService, FailureReason: string(rayv1.FailedToCreateService)},
-	}
-	reconcileErr := syncsteps.Run(ctx, r.recorder, s, prerequisites)
-	if reconcileErr == nil {
-		serviceErr := syncsteps.Run(ctx, r.recorder, s, services)
 		// Pod failures emit their own KubeRay-named Warning events.
-		podErr := r.reconcilePods(ctx, s)
-		reconcileErr = errors.Join(podErr, serviceErr)
+		{Name: "pods", Sync: r.reconcilePods, ReportsOwnFailure: true},
+	}
+}
+
+// Status writes the cluster's status: an invalid cluster's, or the one
+// its Pods show.
+func (r *Reconciler) Status(ctx context.Context, s *scope, reconcileErr error) error {
+	cluster := s.Object
+	var verr *ValidationError
+	if errors.As(reconcileErr, &verr) {
+		if verr.Transient() {
+			s.Requeue.After(InvalidStatusRequeueDelay)
+			return nil
+		}
+		// A user error: retrying cannot fix it and the user's next edit
+		// triggers a reconcile. The status says why nothing happens.
+		return r.writeInvalidStatus(ctx, cluster, verr)
 	}
 	if reconcileErr != nil {
-		log.Error(reconcileErr, "reconciling RayCluster")
+		ctrl.LoggerFrom(ctx).Error(reconcileErr, "reconciling RayCluster")
 	}
-
 	// What the Pod decisions read. The status written, or the API server's
 	// when the write's Conflict read the cluster again (the cache lagging
 	// an earlier write), can differ from it.
 	read := rayv1.RayClusterStatus{Conditions: slices.Clone(cluster.Status.Conditions)}
 	before, statusErr := r.updateStatus(ctx, s, errors.Join(reconcileErr, s.podLimit))
-	// What changed is reported once the status shows it.
-	s.Events.Flush(r.recorder, cluster)
 	if s.podLimit != nil && !podLimitReported(&before) && statusErr == nil {
 		// Once per transition, after the status shows it, not on every
 		// reconcile of a cluster that stays over the limit.
@@ -218,17 +246,12 @@ func (r *Reconciler) reconcileCluster(ctx context.Context, cluster *rayv1.RayClu
 		// Again: the status just written may have turned provisioned.
 		r.metrics.SetInfo(cluster)
 	}
-
-	// KubeRay's error priority: the reconcile error, then the status error.
-	err := reconcileErr
-	if err == nil {
-		err = statusErr
+	if reconcileErr != nil || statusErr != nil || nextStepReads(read, cluster.Status) {
+		s.Requeue.After(ShortRequeue)
+	} else {
+		s.Requeue.After(r.cfg.DefaultRequeue)
 	}
-	if err != nil || nextStepReads(read, cluster.Status) {
-		return ctrl.Result{RequeueAfter: ShortRequeue}, err
-	}
-	s.Requeue.After(r.cfg.DefaultRequeue)
-	return s.Result(), nil
+	return statusErr
 }
 
 // nextStepReads reports whether the status now differs from the one the
@@ -261,6 +284,9 @@ func podLimitReported(status *rayv1.RayClusterStatus) bool {
 // that changed objects of several kinds: one event a reconcile keeps a
 // new cluster within its write budget.
 const reasonReconciled = "Reconciled"
+
+// NewScope starts one reconcile of cluster.
+func (r *Reconciler) NewScope(cluster *rayv1.RayCluster) *scope { return newScope(cluster) }
 
 func newScope(cluster *rayv1.RayCluster) *scope {
 	s := &scope{Base: syncsteps.Base[*rayv1.RayCluster]{Object: cluster}}

@@ -4,20 +4,23 @@
 // which they run is written here once:
 //
 //	get the object (or Forget it) → Skip (another manager's, or not to be
-//	touched) → NewScope → Load (what the steps share, read once) →
-//	Validate → Finalize (add or run finalizers; an object being deleted
-//	stops here) → Steps → Status (the one status write) → Events.Flush →
-//	the soonest requeue any phase asked for
+//	touched) → NewScope → Validate (the object alone) → Finalize (add or
+//	run finalizers; an object being deleted stops here) → Load (what the
+//	steps and the status share, read once) → Steps → Status (the one status
+//	write) → Events.Flush → the soonest requeue any phase asked for
 //
 // Contract:
-//   - A Validate error skips Finalize and the steps; it goes to Status,
-//     which shows it, like a step's error.
-//   - An object being deleted stops after Finalize; a workload without a
-//     Finalizer leaves it to the garbage collector, which takes what it owns.
-//   - Status runs once per reconcile that got past Load, with the error of
-//     Validate or the steps (nil when all went well), so that each family's
-//     status is written from one place. Options.ConflictSkipsStatus makes a
-//     step's Conflict (a stale cache) return at once instead.
+//   - Validate reads nothing but the object. Its error skips Finalize,
+//     Load and the steps, and goes to Status, which shows it.
+//   - An object being deleted stops after Finalize, before anything is
+//     read for it; a workload without a Finalizer leaves it to the garbage
+//     collector, which takes what it owns.
+//   - A Load error ends the reconcile, to be retried, with no status write.
+//   - Status runs once per reconcile that got past Load (or failed
+//     Validate), with the error of Validate or the steps (nil when all went
+//     well), so that each family's status is written from one place.
+//     Options.ConflictSkipsStatus makes a step's Conflict (a stale cache)
+//     return at once instead.
 //   - What the phases noted in the scope's events log is recorded after the
 //     status write, so no event claims what the status does not show; it
 //     is recorded even when a phase failed, since what was done before is
@@ -149,12 +152,6 @@ func (k *Skeleton[T, S]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	s := w.NewScope(obj)
 	base := s.Shared()
 	flush := func() { base.Events.Flush(k.recorder, base.Object) }
-	if l, ok := w.(Loader[S]); ok {
-		if err := l.Load(ctx, s); err != nil {
-			flush()
-			return ctrl.Result{}, err
-		}
-	}
 	var err error
 	if v, ok := w.(Validator[S]); ok {
 		err = v.Validate(ctx, s)
@@ -164,6 +161,12 @@ func (k *Skeleton[T, S]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		if ferr != nil || stop || deleting {
 			flush()
 			return base.Result(), ferr
+		}
+	}
+	if l, ok := w.(Loader[S]); ok && err == nil {
+		if lerr := l.Load(ctx, s); lerr != nil {
+			flush()
+			return ctrl.Result{}, lerr
 		}
 	}
 	if err == nil {
