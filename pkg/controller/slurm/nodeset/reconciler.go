@@ -15,22 +15,23 @@ import (
 	"strconv"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	k8sevents "k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/slurmmetrics"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/framework/expectations"
+	skeleton "github.com/gantry-dev/gantry/pkg/framework/reconcile"
 	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
 	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
@@ -74,6 +75,9 @@ const (
 // pods, a colliding revision).
 type Reconciler struct {
 	core.Reconciler
+	// Skeleton runs the reconcile (Reconcile) through this Reconciler's
+	// phases.
+	skeleton.Skeleton[*slinkyv1beta1.NodeSet, *scope]
 	clients      ClientSource
 	expectations *expectations.Expectations
 	// backoff delays the replacement of failed pods.
@@ -121,7 +125,7 @@ func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 // Controller has a RestApi) and recording events with recorder (nil
 // records none), for New and for tests without a manager.
 func newReconciler(c client.Client, apiReader client.Reader, clients ClientSource, recorder k8sevents.EventRecorder) *Reconciler {
-	return &Reconciler{
+	r := &Reconciler{
 		Reconciler:   core.New(c, apiReader, recorder),
 		clients:      clients,
 		expectations: expectations.New(),
@@ -129,6 +133,8 @@ func newReconciler(c client.Client, apiReader client.Reader, clients ClientSourc
 		Images:       slinky.DefaultImages(),
 		clock:        clock.RealClock{},
 	}
+	r.Skeleton = skeleton.New(r.Client, r.Recorder, skeleton.Workload[*slinkyv1beta1.NodeSet, *scope](r), skeleton.Options{StepWarnings: true})
+	return r
 }
 
 // scope is what the steps of one reconcile share.
@@ -144,77 +150,112 @@ type scope struct {
 	// daemon is the DaemonSet-mode plan; nil in StatefulSet mode.
 	daemon *daemonPlan
 	ssh    sshState
+	// revs are the NodeSet's ControllerRevisions, as listed.
+	revs []*appsv1.ControllerRevision
+	// stepFailed: a step before the rollout failed.
+	stepFailed bool
 }
 
-// Reconcile converges the pods of the NodeSet named by req.
-func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	key := req.String()
-	live := &slinkyv1beta1.NodeSet{}
-	found, err := workload.GetOrForget(ctx, r.Client, req, live, func() {
-		r.expectations.Delete(key)
-		r.metrics.ForgetNodeSet(req.Namespace, req.Name)
-	})
-	if !found {
-		return reconcile.Result{}, err
-	}
-	n := live.DeepCopy()
-	if err := r.syncFinalizers(ctx, n); err != nil {
-		return reconcile.Result{}, err
-	}
+// A NodeSet's reconcile runs on the framework's skeleton: Finalize (drop
+// upstream's reservation finalizer) → Load (Slurm's view, the ssh keys,
+// the revisions, the claimed pods, the DaemonSet-mode plan) → Steps (only
+// once the cache shows this manager's own creates and deletes) → Status →
+// the soonest requeue.
 
-	s := &scope{Base: syncsteps.Base[*slinkyv1beta1.NodeSet]{Object: n}, key: key, slurm: r.loadSlurm(ctx, n)}
+// NewObject is an empty NodeSet.
+func (r *Reconciler) NewObject() *slinkyv1beta1.NodeSet { return &slinkyv1beta1.NodeSet{} }
+
+// Forget drops what the process keeps about a NodeSet that is gone.
+func (r *Reconciler) Forget(key types.NamespacedName) {
+	r.expectations.Delete(key.String())
+	r.metrics.ForgetNodeSet(key.Namespace, key.Name)
+}
+
+// NewScope starts one reconcile of a copy of live, which the steps change.
+func (r *Reconciler) NewScope(live *slinkyv1beta1.NodeSet) *scope {
+	n := live.DeepCopy()
+	return &scope{Base: syncsteps.Base[*slinkyv1beta1.NodeSet]{Object: n}, key: client.ObjectKeyFromObject(n).String()}
+}
+
+// Finalize drops upstream's reservation finalizer (syncFinalizers).
+func (r *Reconciler) Finalize(ctx context.Context, s *scope) (bool, error) {
+	return false, r.syncFinalizers(ctx, s.Object)
+}
+
+// Load reads what the steps and the status share: Slurm's view of the
+// nodes, the ssh keys, the revisions (adopting orphans and writing the
+// current one) and the pods the NodeSet claims.
+func (r *Reconciler) Load(ctx context.Context, s *scope) (err error) {
+	n := s.Object
+	s.slurm = r.loadSlurm(ctx, n)
 	if s.ssh, err = r.loadSsh(ctx, n); err != nil {
-		return reconcile.Result{}, err
+		return err
 	}
-	revs, err := r.listRevisions(ctx, n)
-	if err != nil {
-		return reconcile.Result{}, err
+	if s.revs, err = r.listRevisions(ctx, n); err != nil {
+		return err
 	}
-	if err := r.adoptOrphanRevisions(ctx, n, revs); err != nil {
-		return reconcile.Result{}, err
+	if err := r.adoptOrphanRevisions(ctx, n, s.revs); err != nil {
+		return err
 	}
-	if s.revisions, err = r.syncRevisions(ctx, n, revs, s.ssh.hashes); err != nil {
-		return reconcile.Result{}, err
+	if s.revisions, err = r.syncRevisions(ctx, n, s.revs, s.ssh.hashes); err != nil {
+		return err
 	}
 	if s.pods, err = r.claimPods(ctx, s); err != nil {
-		return reconcile.Result{}, err
+		return err
 	}
 	s.slurm.knowPods(n, s.pods)
-	if s.daemon, err = r.loadDaemonPlan(ctx, n, s.pods); err != nil {
-		// Pods adopted above are news even so.
-		s.Events.Flush(r.Recorder, n)
-		return reconcile.Result{}, err
-	}
+	s.daemon, err = r.loadDaemonPlan(ctx, n, s.pods)
+	return err
+}
 
-	var syncErr error
-	if r.expectations.Satisfied(key, expectationGroup) && n.DeletionTimestamp == nil {
-		syncErr = syncsteps.Run(ctx, r.Recorder, s, r.steps())
-		// A rollout decides from the pods as they are after scaling; with
-		// creates or deletes in flight it waits for the informer to catch up.
-		if syncErr == nil && r.expectations.Satisfied(key, expectationGroup) {
-			syncErr = errors.Join(r.syncRollout(ctx, s), r.truncateHistory(ctx, n, revs, s.revisions, s.pods))
+// Steps converge the NodeSet's objects and pods, once the cache shows
+// this manager's own pod creates and deletes. The rollout, and the history
+// truncated after it, decide from the pods as they are after scaling: they
+// run only when every step before them succeeded and no create or delete
+// is in flight.
+func (r *Reconciler) Steps(s *scope) []syncsteps.Step[*scope] {
+	if !r.expectations.Satisfied(s.key, expectationGroup) {
+		return nil
+	}
+	steps := r.steps()
+	for i := range steps {
+		sync := steps[i].Sync
+		steps[i].Sync = func(ctx context.Context, s *scope) error {
+			err := sync(ctx, s)
+			s.stepFailed = s.stepFailed || err != nil
+			return err
 		}
 	}
-	warnings := s.tally.note(&s.Events, isDaemonSetMode(n))
+	afterScaling := func(s *scope) bool {
+		return s.stepFailed || !r.expectations.Satisfied(s.key, expectationGroup)
+	}
+	return append(steps,
+		syncsteps.Step[*scope]{Name: "Rollout", Sync: r.syncRollout, Skip: afterScaling, ReportsOwnFailure: true},
+		syncsteps.Step[*scope]{Name: "History", Skip: afterScaling, ReportsOwnFailure: true, Sync: func(ctx context.Context, s *scope) error {
+			return r.truncateHistory(ctx, s.Object, s.revs, s.revisions, s.pods)
+		}},
+	)
+}
 
-	statusErr := r.updateStatus(ctx, s)
-	// Events after the status write, so that none claims what the status
-	// does not show.
-	s.Events.Flush(r.Recorder, n)
+// Status writes the status and records the warnings of what the pods went
+// through; a NodeSet whose Controller has a RestApi polls Slurm.
+func (r *Reconciler) Status(ctx context.Context, s *scope, _ error) error {
+	n := s.Object
+	warnings := s.tally.note(&s.Events, isDaemonSetMode(n))
+	err := r.updateStatus(ctx, s)
 	for _, w := range warnings {
 		w.record(r.Recorder, n)
 	}
 	if s.slurm.configured() {
 		s.Requeue.After(slurmPollInterval)
 	}
-	if isUserError(syncErr) {
-		// Reported by the step's event; the Controller watch (or an edit
-		// of the NodeSet) brings the NodeSet back.
-		log.FromContext(ctx).V(1).Info("not retrying a user error", "reason", syncErr.Error())
-		syncErr = nil
-	}
-	return s.Result(), errors.Join(syncErr, statusErr)
+	return err
 }
+
+// UserError: a missing Controller, an unsupported spec or a missing sssd
+// configuration is reported by the step's event; the Controller watch (or
+// an edit of the NodeSet) brings the NodeSet back.
+func (r *Reconciler) UserError(err error) bool { return isUserError(err) }
 
 func (r *Reconciler) loadSlurm(ctx context.Context, n *slinkyv1beta1.NodeSet) *slurmView {
 	if r.clients == nil {
