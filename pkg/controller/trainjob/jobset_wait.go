@@ -17,6 +17,8 @@ import (
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 	"github.com/gantry-dev/gantry/pkg/framework/events"
+	skeleton "github.com/gantry-dev/gantry/pkg/framework/reconcile"
+	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
 )
 
 // JobSetNotInstalledReason is the Warning event a TrainJob gets while the
@@ -97,27 +99,47 @@ func (w *jobSetWaiter) Start(ctx context.Context) error {
 }
 
 // jobSetMissingNotifier is the small controller that runs while the waiter
-// waits: it tells the owner of each TrainJob why nothing happens.
+// waits, on the reconcile skeleton: it tells the owner of each TrainJob why
+// nothing happens.
 type jobSetMissingNotifier struct {
-	client   client.Client
+	skeleton.Skeleton[*trainer.TrainJob, *notifierScope]
 	recorder events.Recorder
 	waiter   *jobSetWaiter
 }
 
-func (n *jobSetMissingNotifier) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if n.waiter.started.Load() {
-		return ctrl.Result{}, nil
-	}
-	tj := &trainer.TrainJob{}
-	if err := n.client.Get(ctx, req.NamespacedName, tj); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if trainer.IsFinished(tj.Status.Conditions) || !tj.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
-	}
-	n.recorder.Warning(tj, JobSetNotInstalledReason, "%s", jobSetMissingMessage)
-	return ctrl.Result{}, nil
+// notifierScope is what one notice knows: the TrainJob.
+type notifierScope struct {
+	syncsteps.Base[*trainer.TrainJob]
 }
+
+func newJobSetMissingNotifier(c client.Client, recorder events.Recorder, w *jobSetWaiter) *jobSetMissingNotifier {
+	n := &jobSetMissingNotifier{recorder: recorder, waiter: w}
+	n.Skeleton = skeleton.New(c, recorder, skeleton.Workload[*trainer.TrainJob, *notifierScope](n), skeleton.Options{})
+	return n
+}
+
+func (n *jobSetMissingNotifier) NewObject() *trainer.TrainJob { return &trainer.TrainJob{} }
+
+func (n *jobSetMissingNotifier) NewScope(tj *trainer.TrainJob) *notifierScope {
+	return &notifierScope{Base: syncsteps.Base[*trainer.TrainJob]{Object: tj}}
+}
+
+// Skip: once the controller runs, and for a finished job, there is
+// nothing to say.
+func (n *jobSetMissingNotifier) Skip(_ context.Context, tj *trainer.TrainJob) bool {
+	return n.waiter.started.Load() || trainer.IsFinished(tj.Status.Conditions)
+}
+
+func (n *jobSetMissingNotifier) Steps(*notifierScope) []syncsteps.Step[*notifierScope] {
+	return []syncsteps.Step[*notifierScope]{{Name: "JobSetMissing", Sync: func(_ context.Context, s *notifierScope) error {
+		n.recorder.Warning(s.Object, JobSetNotInstalledReason, "%s", jobSetMissingMessage)
+		return nil
+	}}}
+}
+
+// Status writes nothing: the controller that starts once JobSet is
+// installed writes the job's status.
+func (n *jobSetMissingNotifier) Status(context.Context, *notifierScope, error) error { return nil }
 
 // setupWhenJobSetServed starts the controller now when JobSet's CRD is
 // served, and otherwise registers the waiter and the notifier.
@@ -127,7 +149,7 @@ func setupWhenJobSetServed(mgr ctrl.Manager, d discovery.DiscoveryInterface, int
 		return start()
 	}
 	w := &jobSetWaiter{discovery: d, interval: interval, startController: start}
-	n := &jobSetMissingNotifier{client: mgr.GetClient(), recorder: events.NewRecorder(mgr.GetEventRecorder(ControllerName)), waiter: w}
+	n := newJobSetMissingNotifier(mgr.GetClient(), events.NewRecorder(mgr.GetEventRecorder(ControllerName)), w)
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("trainjob-awaiting-jobset").
 		For(&trainer.TrainJob{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).

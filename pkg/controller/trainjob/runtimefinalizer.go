@@ -11,7 +11,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	"github.com/gantry-dev/gantry/pkg/framework/events"
 	"github.com/gantry-dev/gantry/pkg/framework/finalizers"
+	skeleton "github.com/gantry-dev/gantry/pkg/framework/reconcile"
+	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
 )
 
 // ResourceInUseFinalizer is the finalizer Trainer before v2.3 put on a
@@ -25,23 +28,48 @@ const ResourceInUseFinalizer = "trainer.kubeflow.org/resource-in-use"
 // +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainingruntimes;clustertrainingruntimes,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=trainer.kubeflow.org,resources=trainingruntimes/finalizers;clustertrainingruntimes/finalizers,verbs=get;update;patch
 
-// runtimeFinalizerReconciler removes ResourceInUseFinalizer from the
-// runtimes of one kind.
-type runtimeFinalizerReconciler[T client.Object] struct {
+// runtimeFinalizerCleanup removes ResourceInUseFinalizer from the runtimes
+// of one kind, on the reconcile skeleton: its one phase is Finalize.
+type runtimeFinalizerCleanup[T client.Object] struct {
+	skeleton.Skeleton[T, *runtimeScope[T]]
 	client client.Client
 	newObj func() T
 }
 
-func (r *runtimeFinalizerReconciler[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	rt := r.newObj()
-	if err := r.client.Get(ctx, req.NamespacedName, rt); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	sent, err := finalizers.Remove(ctx, r.client, rt, ResourceInUseFinalizer)
+// runtimeScope is what one cleanup knows: the runtime.
+type runtimeScope[T client.Object] struct {
+	syncsteps.Base[T]
+}
+
+func newRuntimeFinalizerCleanup[T client.Object](c client.Client, newObj func() T) *runtimeFinalizerCleanup[T] {
+	r := &runtimeFinalizerCleanup[T]{client: c, newObj: newObj}
+	r.Skeleton = skeleton.New(c, events.Recorder{}, skeleton.Workload[T, *runtimeScope[T]](r), skeleton.Options{})
+	return r
+}
+
+func (r *runtimeFinalizerCleanup[T]) NewObject() T { return r.newObj() }
+
+func (r *runtimeFinalizerCleanup[T]) NewScope(rt T) *runtimeScope[T] {
+	return &runtimeScope[T]{Base: syncsteps.Base[T]{Object: rt}}
+}
+
+// Finalize removes the finalizer, from a runtime being deleted too, and
+// ends the reconcile: there is nothing else to do.
+func (r *runtimeFinalizerCleanup[T]) Finalize(ctx context.Context, s *runtimeScope[T]) (bool, error) {
+	sent, err := finalizers.Remove(ctx, r.client, s.Object, ResourceInUseFinalizer)
 	if sent && err == nil {
 		ctrl.LoggerFrom(ctx).Info("removed the finalizer an older Trainer left on the runtime", "finalizer", ResourceInUseFinalizer)
 	}
-	return ctrl.Result{}, err
+	return true, err
+}
+
+func (r *runtimeFinalizerCleanup[T]) Steps(*runtimeScope[T]) []syncsteps.Step[*runtimeScope[T]] {
+	return nil
+}
+
+// Status writes nothing: a runtime's status is not Gantry's.
+func (r *runtimeFinalizerCleanup[T]) Status(context.Context, *runtimeScope[T], error) error {
+	return nil
 }
 
 // setupRuntimeFinalizerCleanup registers the cleanup for both runtime
@@ -62,7 +90,7 @@ func setupFinalizerCleanup[T client.Object](mgr ctrl.Manager, name string, newOb
 	})
 	err := ctrl.NewControllerManagedBy(mgr).Named(name).
 		For(newObj(), builder.WithPredicates(hasFinalizer)).
-		Complete(&runtimeFinalizerReconciler[T]{client: mgr.GetClient(), newObj: newObj})
+		Complete(newRuntimeFinalizerCleanup(mgr.GetClient(), newObj))
 	if err != nil {
 		return fmt.Errorf("setting up %s: %w", name, err)
 	}
