@@ -56,7 +56,7 @@ var _ = Describe("TrainJob progress endpoint", Label(labelTrainJob), func() {
 		for _, e := range pod.Spec.Containers[0].Env {
 			env[e.Name] = e.Value
 		}
-		Expect(env).To(HaveKeyWithValue(trainjobstatus.EnvURL, HaveSuffix(statusserver.Path(ns, tj.Name))))
+		Expect(env).To(HaveKeyWithValue(trainjobstatus.EnvURL, HaveSuffix(trainjobstatus.Path(ns, tj.Name))))
 		Expect(env).To(HaveKeyWithValue(trainjobstatus.EnvToken, trainjobstatus.MountPath+"/token"))
 
 		cm := &corev1.ConfigMap{}
@@ -99,9 +99,9 @@ var _ = Describe("TrainJob progress endpoint", Label(labelTrainJob), func() {
 			return resp.StatusCode, string(out)
 		}
 
-		code, body := send(token(statusserver.TokenAudience(ns, "someone-else")))
+		code, body := send(token(trainjobstatus.TokenAudience(ns, "someone-else")))
 		Expect(code).To(Equal(http.StatusForbidden), body)
-		code, body = send(token(statusserver.TokenAudience(ns, tj.Name)))
+		code, body = send(token(trainjobstatus.TokenAudience(ns, tj.Name)))
 		Expect(code).To(Equal(http.StatusOK), body)
 		Eventually(ctx, func(g Gomega) {
 			got := &trainerv1alpha1.TrainJob{}

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/gantry-dev/gantry/pkg/controller/raycluster"
 	"github.com/gantry-dev/gantry/pkg/framework/features"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 	"github.com/gantry-dev/gantry/pkg/webhook/certs"
@@ -34,23 +33,7 @@ type Options struct {
 	KubeAPIQPS              float32
 	KubeAPIBurst            int
 	MaxConcurrentReconciles int
-	// RayMaxPodsPerCluster caps one RayCluster's Pods (head and workers),
-	// at admission and in the reconciler.
-	RayMaxPodsPerCluster int32
-	// RayBatchScheduler is KubeRay's --batch-scheduler (after the
-	// deprecated --enable-batch-scheduler is folded in): the scheduler
-	// every Ray Pod is given to, or "" for the default one.
-	RayBatchScheduler string
-	// TrainJobStatusPort serves the TrainJob progress endpoint (feature
-	// gate TrainJobStatus); TrainJobStatusURL is how trainer pods reach it
-	// (default https://<webhook service>.<namespace>.svc:<port>).
-	TrainJobStatusPort int
-	TrainJobStatusURL  string
-	// SlurmPropagatedNodeConditions is Slinky's --propagated-node-conditions:
-	// the Kubernetes Node condition types whose reasons and messages become
-	// the drain reason of a cordoned Node's Slurm nodes.
-	SlurmPropagatedNodeConditions []string
-	Zap                           zap.Options
+	Zap                     zap.Options
 
 	// Leader-election timings (controller-runtime's defaults: 15s/10s/2s).
 	LeaseDuration time.Duration
@@ -97,17 +80,6 @@ func ParseFlags(args []string, reg *workload.Registry) (*Options, error) {
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 200, "Client-side burst limit towards the API server.")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 0,
 		fmt.Sprintf("Parallel reconciles of every controller; 0 (the default) gives each its own (%s), as the upstream operators ship.", reg.DefaultWorkers()))
-	fs.Int32Var(&o.RayMaxPodsPerCluster, "ray-max-pods-per-cluster", raycluster.DefaultMaxPodsPerCluster,
-		"The most Pods (head and workers: replicas × numOfHosts summed over groups) one RayCluster may have. Admission refuses a RayCluster over it; "+
-			"for one admitted before, the reconciler keeps the head, creates no workers and sets the ReplicaFailure condition (reason PodLimitExceeded).")
-	fs.StringVar(&o.RayBatchScheduler, "batch-scheduler", "",
-		fmt.Sprintf("KubeRay's batch scheduler for RayCluster Pods: one of %s, or empty for the default scheduler. Volcano and scheduler-plugins also get a PodGroup per cluster.", strings.Join(raycluster.BatchSchedulers, ", ")))
-	var legacyBatchScheduler bool
-	fs.BoolVar(&legacyBatchScheduler, "enable-batch-scheduler", false, "Deprecated (KubeRay's): the same as --batch-scheduler=volcano.")
-	fs.StringSliceVar(&o.SlurmPropagatedNodeConditions, "propagated-node-conditions", nil,
-		"Comma-separated Kubernetes Node condition types (e.g. KernelDeadlock,DiskPressure) whose reason and message, when True, become the drain reason of the Slurm nodes of a cordoned Node's slurmd pods (as Slinky's flag).")
-	fs.IntVar(&o.TrainJobStatusPort, "trainjob-status-port", 10443, "Port of the TrainJob progress endpoint (feature gate TrainJobStatus), served with the webhook certificate.")
-	fs.StringVar(&o.TrainJobStatusURL, "trainjob-status-url", "", "How trainer pods reach the progress endpoint; default https://<--webhook-service-name>.<namespace>.svc:<--trainjob-status-port>.")
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 12*time.Second, "How long a non-leader waits before taking over an unrenewed leadership (longer than the renew deadline, so a leader that cannot renew steps down before another takes over).")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew before it gives up leadership.")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "How often leader-election clients retry.")
@@ -123,6 +95,11 @@ func ParseFlags(args []string, reg *workload.Registry) (*Options, error) {
 	fs.StringVar(&o.Certs.MutatingConfiguration, "mutating-webhook-configuration", "gantry-mutating-webhook-configuration", "MutatingWebhookConfiguration whose caBundle Gantry keeps current.")
 	fs.BoolVar(&o.Certs.WriteFiles, "webhook-cert-write", false, "Copy the self-managed certificate from its Secret into --webhook-cert-dir (the chart's in-memory emptyDir, or a directory outside a cluster), instead of relying on a mounted Secret volume.")
 	o.Features.AddFlag(fs)
+	for _, in := range reg.All() {
+		if in.Flags != nil {
+			in.Flags.AddFlags(fs)
+		}
+	}
 
 	goFlags := flag.NewFlagSet("zap", flag.ContinueOnError)
 	o.Zap.BindFlags(goFlags)
@@ -140,14 +117,14 @@ func ParseFlags(args []string, reg *workload.Registry) (*Options, error) {
 	if o.MaxConcurrentReconciles < 0 {
 		return nil, fmt.Errorf("--max-concurrent-reconciles must not be negative (0 gives each controller its default)")
 	}
-	var err error
-	if o.RayBatchScheduler, err = raycluster.ValidateBatchScheduler(o.RayBatchScheduler, legacyBatchScheduler); err != nil {
-		return nil, err
+	for _, in := range reg.All() {
+		if in.Flags == nil {
+			continue
+		}
+		if err := in.Flags.Complete(); err != nil {
+			return nil, err
+		}
 	}
-	if o.RayMaxPodsPerCluster < 1 {
-		return nil, fmt.Errorf("--ray-max-pods-per-cluster must be at least 1 (the head Pod)")
-	}
-	o.SlurmPropagatedNodeConditions = trimmedNonEmpty(o.SlurmPropagatedNodeConditions)
 	for _, ns := range o.Namespaces {
 		if strings.TrimSpace(ns) == "" {
 			return nil, fmt.Errorf("--namespaces contains an empty name")
@@ -189,16 +166,4 @@ func ownNamespace() string {
 		return strings.TrimSpace(string(b))
 	}
 	return ""
-}
-
-// trimmedNonEmpty trims each item and drops the empty ones, as Slinky reads
-// its comma-separated --propagated-node-conditions.
-func trimmedNonEmpty(items []string) []string {
-	var out []string
-	for _, item := range items {
-		if item = strings.TrimSpace(item); item != "" {
-			out = append(out, item)
-		}
-	}
-	return out
 }

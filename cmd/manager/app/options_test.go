@@ -9,6 +9,9 @@ import (
 	"k8s.io/component-base/featuregate"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/gantry-dev/gantry/pkg/controller/raycluster"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm"
+	"github.com/gantry-dev/gantry/pkg/controller/trainjob"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 )
 
@@ -16,15 +19,28 @@ const testGate featuregate.Feature = "TestGate"
 
 func testRegistry(t *testing.T) *workload.Registry {
 	t.Helper()
+	reg, _, _ := testRegistryWithFlags(t)
+	return reg
+}
+
+// testRegistryWithFlags registers three integrations with the families'
+// own flags, which it also returns.
+func testRegistryWithFlags(t *testing.T) (*workload.Registry, *raycluster.Flags, *slurm.Flags) {
+	t.Helper()
 	reg := &workload.Registry{}
-	for _, n := range []string{"raycluster", "trainjob", "slurm"} {
-		in := workload.Integration{Name: n, Setup: func(context.Context, ctrl.Manager, workload.Options) error { return nil }}
+	ray, slurmFlags := raycluster.NewFlags(), &slurm.Flags{}
+	for _, f := range []struct {
+		name  string
+		flags workload.Flags
+	}{{"raycluster", ray}, {"trainjob", trainjob.NewFlags()}, {"slurm", slurmFlags}} {
+		n := f.name
+		in := workload.Integration{Name: n, Flags: f.flags, Setup: func(context.Context, ctrl.Manager, workload.Options) error { return nil }}
 		if n == "raycluster" {
 			in.FeatureGates = map[featuregate.Feature]featuregate.FeatureSpec{testGate: {Default: true, PreRelease: featuregate.Beta}}
 		}
 		reg.MustRegister(in)
 	}
-	return reg
+	return reg, ray, slurmFlags
 }
 
 func TestParseFlagsDefaults(t *testing.T) {
@@ -146,15 +162,16 @@ func TestManagedSelector(t *testing.T) {
 
 func TestParseFlagsRayMaxPodsPerCluster(t *testing.T) {
 	t.Setenv("POD_NAMESPACE", "gantry-system")
-	o, err := ParseFlags(nil, testRegistry(t))
-	if err != nil {
+	reg, ray, _ := testRegistryWithFlags(t)
+	if _, err := ParseFlags(nil, reg); err != nil {
 		t.Fatal(err)
 	}
-	if o.RayMaxPodsPerCluster != 1000 {
-		t.Errorf("default --ray-max-pods-per-cluster = %d, want 1000", o.RayMaxPodsPerCluster)
+	if ray.MaxPodsPerCluster != 1000 {
+		t.Errorf("default --ray-max-pods-per-cluster = %d, want 1000", ray.MaxPodsPerCluster)
 	}
-	if o, err = ParseFlags([]string{"--ray-max-pods-per-cluster=5000"}, testRegistry(t)); err != nil || o.RayMaxPodsPerCluster != 5000 {
-		t.Errorf("--ray-max-pods-per-cluster=5000 parsed as %d, %v", o.RayMaxPodsPerCluster, err)
+	reg, ray, _ = testRegistryWithFlags(t)
+	if _, err := ParseFlags([]string{"--ray-max-pods-per-cluster=5000"}, reg); err != nil || ray.MaxPodsPerCluster != 5000 {
+		t.Errorf("--ray-max-pods-per-cluster=5000 parsed as %d, %v", ray.MaxPodsPerCluster, err)
 	}
 	for _, bad := range []string{"0", "-1", "2147483648"} {
 		if _, err := ParseFlags([]string{"--ray-max-pods-per-cluster=" + bad}, testRegistry(t)); err == nil {
@@ -177,11 +194,11 @@ func TestParseFlagsBatchScheduler(t *testing.T) {
 		if args != "" {
 			argv = append(argv, args)
 		}
-		o, err := ParseFlags(argv, testRegistry(t))
-		if err != nil {
+		reg, ray, _ := testRegistryWithFlags(t)
+		if _, err := ParseFlags(argv, reg); err != nil {
 			t.Errorf("%q: %v", args, err)
-		} else if o.RayBatchScheduler != want {
-			t.Errorf("%q: RayBatchScheduler %q, want %q", args, o.RayBatchScheduler, want)
+		} else if ray.BatchScheduler != want {
+			t.Errorf("%q: BatchScheduler %q, want %q", args, ray.BatchScheduler, want)
 		}
 	}
 }
@@ -198,11 +215,11 @@ func TestParseFlagsPropagatedNodeConditions(t *testing.T) {
 		{[]string{"--propagated-node-conditions=KernelDeadlock,DiskPressure"}, "KernelDeadlock|DiskPressure"},
 		{[]string{"--propagated-node-conditions= KernelDeadlock ,, DiskPressure,"}, "KernelDeadlock|DiskPressure"},
 	} {
-		o, err := ParseFlags(tt.args, testRegistry(t))
-		if err != nil {
+		reg, _, slurmFlags := testRegistryWithFlags(t)
+		if _, err := ParseFlags(tt.args, reg); err != nil {
 			t.Fatal(err)
 		}
-		if got := strings.Join(o.SlurmPropagatedNodeConditions, "|"); got != tt.want {
+		if got := strings.Join(slurmFlags.PropagatedNodeConditions, "|"); got != tt.want {
 			t.Errorf("%v parsed as %q, want %q", tt.args, got, tt.want)
 		}
 	}

@@ -234,13 +234,10 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options, reg *workload.Regist
 	}
 
 	wopts := workload.Options{
-		Namespaces:                    o.Namespaces,
-		Features:                      o.Features.Reader(),
-		MaxConcurrentReconciles:       o.MaxConcurrentReconciles,
-		RayMaxPodsPerCluster:          o.RayMaxPodsPerCluster,
-		RayBatchScheduler:             o.RayBatchScheduler,
-		TrainJobStatus:                o.trainJobStatusEndpoint(),
-		SlurmPropagatedNodeConditions: o.SlurmPropagatedNodeConditions,
+		Namespaces:              o.Namespaces,
+		Features:                o.Features.Reader(),
+		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+		Webhook:                 o.webhookServer(),
 	}
 	for _, in := range ins {
 		if err := in.SetupWithManager(ctx, mgr, wopts); err != nil {
@@ -320,15 +317,12 @@ func names(ins []workload.Integration) []string {
 	return out
 }
 
-// trainJobStatusEndpoint is where the TrainJob progress endpoint serves:
-// with the webhook certificate, so only when webhooks are served.
-func (o *Options) trainJobStatusEndpoint() workload.StatusEndpoint {
-	if o.WebhookPort == 0 || o.TrainJobStatusPort == 0 {
-		return workload.StatusEndpoint{}
+// webhookServer describes the admission webhook server to the
+// integrations; a zero Port when the manager serves no webhooks.
+func (o *Options) webhookServer() workload.WebhookServer {
+	if o.WebhookPort == 0 {
+		return workload.WebhookServer{}
 	}
-	url := o.TrainJobStatusURL
-	if url == "" {
-		url = fmt.Sprintf("https://%s.%s.svc:%d", o.Certs.ServiceName, o.Certs.SecretNamespace, o.TrainJobStatusPort)
-	}
-	return workload.StatusEndpoint{Port: o.TrainJobStatusPort, CertDir: o.Certs.CertDir, BaseURL: url}
+	return workload.WebhookServer{Port: o.WebhookPort, CertDir: o.Certs.CertDir,
+		Host: fmt.Sprintf("%s.%s.svc", o.Certs.ServiceName, o.Certs.SecretNamespace)}
 }

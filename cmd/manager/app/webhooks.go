@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/gantry-dev/gantry/pkg/controller/raycluster"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 	"github.com/gantry-dev/gantry/pkg/webhook"
 	"github.com/gantry-dev/gantry/pkg/webhook/certs"
@@ -44,7 +45,7 @@ func setupWebhooks(ctx context.Context, mgr manager.Manager, o *Options, ins []w
 		mgr.GetWebhookServer().Register(webhookPingPath, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.WriteHeader(http.StatusOK)
 		}))
-		if err := webhook.Setup(mgr, names(ins), webhook.Options{Features: wopts.Features, RayMaxPodsPerCluster: wopts.RayMaxPodsPerCluster}); err != nil {
+		if err := webhook.Setup(mgr, names(ins), webhook.Options{Features: wopts.Features, RayMaxPodsPerCluster: rayMaxPodsPerCluster(ins)}); err != nil {
 			return err
 		}
 		started := mgr.GetWebhookServer().StartedChecker()
@@ -64,4 +65,16 @@ func setupWebhooks(ctx context.Context, mgr manager.Manager, o *Options, ins []w
 		}
 		return (*started)(req)
 	}, nil
+}
+
+// rayMaxPodsPerCluster is the RayCluster integration's
+// --ray-max-pods-per-cluster, which its webhook enforces at admission; 0
+// when it is not selected.
+func rayMaxPodsPerCluster(ins []workload.Integration) int32 {
+	for _, in := range ins {
+		if f, ok := in.Flags.(*raycluster.Flags); ok {
+			return f.MaxPodsPerCluster
+		}
+	}
+	return 0
 }

@@ -42,6 +42,10 @@ const (
 // half-applied update of our own that the next reconcile repairs.
 const InvalidStatusRequeueDelay = 2 * time.Second
 
+// FieldOwner is the field manager of every object the RayCluster
+// controller applies.
+const FieldOwner = "gantry-raycluster"
+
 // +kubebuilder:rbac:groups=ray.io,resources=rayclusters,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=ray.io,resources=rayclusters/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=ray.io,resources=rayclusters/finalizers,verbs=update
@@ -105,7 +109,7 @@ func newReconciler(c client.Client, apiReader client.Reader, recorder clienteven
 		apiReader:    apiReader,
 		recorder:     events.NewRecorder(recorder),
 		expectations: expectations.New(),
-		applier:      apply.Applier{Client: c, FieldOwner: apply.FieldOwnerRayCluster},
+		applier:      apply.Applier{Client: c, FieldOwner: FieldOwner},
 		metrics:      metrics,
 		cfg:          cfg,
 		clock:        clock.RealClock{},
@@ -117,9 +121,6 @@ func newReconciler(c client.Client, apiReader client.Reader, recorder clienteven
 
 // SetupWithManager registers the controller and its watches.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, IndexPodCluster, podClusterIndex); err != nil {
-		return err
-	}
 	podOwner := expectations.LabelOwner(rayv1.RayClusterLabelKey, rayv1.RayNodeGroupLabelKey)
 	enqueueOwner := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &rayv1.RayCluster{}, handler.OnlyControllerOwner())
 	return workload.NewController(mgr, Name, &rayv1.RayCluster{}, r.workers, workload.SpecChanged).

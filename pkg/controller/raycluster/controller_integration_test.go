@@ -28,7 +28,6 @@ import (
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
 	"github.com/gantry-dev/gantry/cmd/manager/app"
 	"github.com/gantry-dev/gantry/pkg/controller/raycluster"
-	"github.com/gantry-dev/gantry/pkg/framework/apply"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 	"github.com/gantry-dev/gantry/test/testenv"
 	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
@@ -691,7 +690,7 @@ func TestUsersRBACUnderTheClusterNameIsNeverTakenOver(t *testing.T) {
 			g.Expect(live.GetOwnerReferences()).To(BeEmpty(), "%T %s is the user's", o, name)
 			g.Expect(live.GetLabels()).To(BeEmpty(), "%T %s is the user's", o, name)
 			for _, m := range live.GetManagedFields() {
-				g.Expect(m.Manager).NotTo(Equal(string(apply.FieldOwnerRayCluster)), "%T %s is the user's", o, name)
+				g.Expect(m.Manager).NotTo(Equal(raycluster.FieldOwner), "%T %s is the user's", o, name)
 			}
 		}
 		sa := &corev1.ServiceAccount{}

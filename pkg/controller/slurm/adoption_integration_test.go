@@ -21,6 +21,7 @@ import (
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/nodeset"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slurmctld"
 	"github.com/gantry-dev/gantry/pkg/framework/apply"
 	"github.com/gantry-dev/gantry/pkg/framework/builder"
@@ -196,7 +197,7 @@ func TestUpgradeFromMergePatch(t *testing.T) {
 
 	old := slurmctld.BuildService(ctl)
 	old.Annotations = map[string]string{"gantry.dev/owned-fields-hash": "0123456789abcdef"}
-	g.Expect(client.WithFieldOwner(c, apply.FieldOwnerSlurm).Create(ctx, old)).To(Succeed())
+	g.Expect(client.WithFieldOwner(c, slinky.FieldOwner).Create(ctx, old)).To(Succeed())
 
 	managertest.Start(t, env, func(mgr ctrl.Manager) error {
 		return slurm.Integration().SetupWithManager(ctx, mgr, workload.Options{})
@@ -208,7 +209,7 @@ func TestUpgradeFromMergePatch(t *testing.T) {
 		g.Expect(live.Annotations).To(HaveKey(apply.AnnotationAppliedHash))
 		g.Expect(live.Annotations).NotTo(HaveKey("gantry.dev/owned-fields-hash"))
 		for _, e := range live.ManagedFields {
-			g.Expect(e.Manager == apply.FieldOwnerSlurm && e.Operation == metav1.ManagedFieldsOperationUpdate).To(BeFalse(), "managedFields: %+v", live.ManagedFields)
+			g.Expect(e.Manager == slinky.FieldOwner && e.Operation == metav1.ManagedFieldsOperationUpdate).To(BeFalse(), "managedFields: %+v", live.ManagedFields)
 		}
 	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 }

@@ -6,7 +6,9 @@ package slurm
 
 import (
 	"context"
+	"strings"
 
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,14 +33,47 @@ const Name = "slurm"
 // Integration registers the Slurm reconcilers. The NodeSet reconciler
 // finds its Controller's Slurm client itself, from the RestApi and the JWT
 // key as they are when it asks.
-func Integration() workload.Integration {
+func Integration() workload.Integration { return IntegrationWith(&Flags{}) }
+
+// IntegrationWith is Integration with the flags f.
+func IntegrationWith(f *Flags) workload.Integration {
 	return workload.Integration{
 		Name:         Name,
 		AddToScheme:  []func(*runtime.Scheme) error{slinkyv1beta1.AddToScheme},
 		FeatureGates: FeatureGates(),
 		SetupIndexes: setupIndexes,
-		Setup:        setup,
+		Flags:        f,
+		Setup: func(ctx context.Context, mgr ctrl.Manager, opts workload.Options) error {
+			return setup(ctx, mgr, opts, f)
+		},
 	}
+}
+
+// Flags are the Slurm reconcilers' own flags.
+type Flags struct {
+	// PropagatedNodeConditions is Slinky's --propagated-node-conditions:
+	// the Kubernetes Node condition types whose reasons and messages
+	// become the drain reason of a cordoned Node's Slurm nodes.
+	PropagatedNodeConditions []string
+}
+
+// AddFlags registers --propagated-node-conditions.
+func (f *Flags) AddFlags(fs *pflag.FlagSet) {
+	fs.StringSliceVar(&f.PropagatedNodeConditions, "propagated-node-conditions", nil,
+		"Comma-separated Kubernetes Node condition types (e.g. KernelDeadlock,DiskPressure) whose reason and message, when True, become the drain reason of the Slurm nodes of a cordoned Node's slurmd pods (as Slinky's flag).")
+}
+
+// Complete trims each condition type and drops the empty ones, as Slinky
+// reads its comma-separated list.
+func (f *Flags) Complete() error {
+	var out []string
+	for _, item := range f.PropagatedNodeConditions {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	f.PropagatedNodeConditions = out
+	return nil
 }
 
 // setupIndexes registers the field indexes the Slurm watches map through:
@@ -59,7 +94,7 @@ type reconciler interface {
 	SetupWithManager(mgr ctrl.Manager) error
 }
 
-func setup(_ context.Context, mgr ctrl.Manager, opts workload.Options) error {
+func setup(_ context.Context, mgr ctrl.Manager, opts workload.Options, f *Flags) error {
 	metrics, err := slurmmetrics.New(opts.RegistererOrDefault())
 	if err != nil {
 		return err
@@ -81,7 +116,7 @@ func setup(_ context.Context, mgr ctrl.Manager, opts workload.Options) error {
 		func() (reconciler, error) { return accounting.New(mgr, accounting.Options{Options: opts}) },
 		func() (reconciler, error) {
 			return nodeset.New(mgr, nodeset.Options{Options: opts, Clients: clients, Metrics: metrics,
-				PropagatedNodeConditions: opts.SlurmPropagatedNodeConditions})
+				PropagatedNodeConditions: f.PropagatedNodeConditions})
 		},
 		func() (reconciler, error) { return loginset.New(mgr, loginset.Options{Options: opts}) },
 		func() (reconciler, error) { return token.New(mgr, token.Options{Options: opts}) },

@@ -49,6 +49,11 @@ import (
 // ControllerName names the controller in logs and events.
 const ControllerName = "trainjob-controller"
 
+// FieldOwner is the field manager of every object the TrainJob controller
+// applies: upstream Trainer's, so that objects Trainer applied are owned
+// by the same manager after a switch.
+const FieldOwner = "trainer"
+
 // Event reasons besides the condition reasons, which double as event reasons.
 const (
 	// ReasonRuntimeWarning carries a warning the runtime build left (e.g. a
@@ -149,7 +154,7 @@ func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 		client:    c,
 		apiReader: apiReader,
 		runtime:   rt,
-		applier: apply.Applier{Client: c, FieldOwner: apply.FieldOwnerTrainer,
+		applier: apply.Applier{Client: c, FieldOwner: FieldOwner,
 			Trimmed: apply.NewTrimmed(apiReader, &jobsetv1alpha2.JobSet{})},
 		recorder:     events.NewRecorder(mgr.GetEventRecorder(ControllerName)),
 		metrics:      metrics,

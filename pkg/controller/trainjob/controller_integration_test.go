@@ -20,7 +20,6 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
-	"github.com/gantry-dev/gantry/pkg/framework/apply"
 	trainertesting "github.com/gantry-dev/gantry/test/wrappers/trainer"
 )
 
@@ -90,7 +89,7 @@ func expectControlledBy(g gomega.Gomega, obj client.Object, tj *trainer.TrainJob
 
 func appliedByTrainer(obj client.Object) bool {
 	return slices.ContainsFunc(obj.GetManagedFields(), func(m metav1.ManagedFieldsEntry) bool {
-		return m.Manager == apply.FieldOwnerTrainer && m.Operation == metav1.ManagedFieldsOperationApply
+		return m.Manager == FieldOwner && m.Operation == metav1.ManagedFieldsOperationApply
 	})
 }
 
@@ -105,7 +104,7 @@ func TestTorchTrainJobBecomesJobSet(t *testing.T) {
 	tj := h.eventuallyCreated(t, ns, "train")
 
 	expectControlledBy(g, js, tj)
-	g.Expect(appliedByTrainer(js)).To(gomega.BeTrue(), "JobSet must be server-side applied by field manager %q", apply.FieldOwnerTrainer)
+	g.Expect(appliedByTrainer(js)).To(gomega.BeTrue(), "JobSet must be server-side applied by field manager %q", FieldOwner)
 	g.Expect(ptr.Deref(js.Spec.Suspend, true)).To(gomega.BeFalse())
 	node := replicatedJob(js, trainer.TrainerNodeName)
 	g.Expect(node).NotTo(gomega.BeNil())

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"unique"
 
+	"github.com/spf13/pflag"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,15 +23,22 @@ import (
 // Name is the controller's name in --controllers.
 const Name = "trainjob"
 
-// Integration registers the TrainJob controller with the manager.
-func Integration() workload.Integration {
+// Integration registers the TrainJob controller with the manager, its
+// flags at their defaults.
+func Integration() workload.Integration { return IntegrationWith(NewFlags()) }
+
+// IntegrationWith is Integration with the flags f.
+func IntegrationWith(f *Flags) workload.Integration {
 	return workload.Integration{
 		Name:         Name,
 		AddToScheme:  []func(*apiruntime.Scheme) error{trainer.AddToScheme, jobsetv1alpha2.AddToScheme},
 		FeatureGates: FeatureGates(),
 		SetupIndexes: setupRuntimeIndex,
-		Setup:        setup,
-		TrimCached:   trimCachedJobSet,
+		Flags:        f,
+		Setup: func(ctx context.Context, mgr ctrl.Manager, opts workload.Options) error {
+			return setup(ctx, mgr, opts, f)
+		},
+		TrimCached: trimCachedJobSet,
 		// Trainer v2.3 ships groupKindConcurrency TrainJob: 5 (its manager
 		// configuration and chart). A reconcile mostly waits on the API
 		// server (the JobSet create passes JobSet's webhooks), and parallel
@@ -57,7 +65,52 @@ func trimCachedJobSet(obj client.Object) {
 	}
 }
 
-func setup(_ context.Context, mgr ctrl.Manager, opts workload.Options) error {
+// Flags are the TrainJob controller's own flags: where the progress
+// endpoint (feature gate TrainJobStatus) serves and how trainer pods reach
+// it.
+type Flags struct {
+	StatusPort int
+	StatusURL  string
+}
+
+// NewFlags are the flags at their defaults.
+func NewFlags() *Flags { return &Flags{StatusPort: statusserver.DefaultPort} }
+
+// AddFlags registers --trainjob-status-port and --trainjob-status-url.
+func (f *Flags) AddFlags(fs *pflag.FlagSet) {
+	fs.IntVar(&f.StatusPort, "trainjob-status-port", statusserver.DefaultPort, "Port of the TrainJob progress endpoint (feature gate TrainJobStatus), served with the webhook certificate.")
+	fs.StringVar(&f.StatusURL, "trainjob-status-url", "", "How trainer pods reach the progress endpoint; default https://<--webhook-service-name>.<namespace>.svc:<--trainjob-status-port>.")
+}
+
+// Complete checks the port.
+func (f *Flags) Complete() error {
+	if f.StatusPort < 0 || f.StatusPort > 65535 {
+		return fmt.Errorf("--trainjob-status-port must be between 0 and 65535")
+	}
+	return nil
+}
+
+// statusEndpoint is where the progress endpoint serves: with the webhook
+// certificate, so only when webhooks are served. A zero endpoint serves
+// nothing.
+type statusEndpoint struct {
+	Port    int
+	CertDir string
+	BaseURL string
+}
+
+func (f *Flags) statusEndpoint(w workload.WebhookServer) statusEndpoint {
+	if w.Port == 0 || f.StatusPort == 0 {
+		return statusEndpoint{}
+	}
+	url := f.StatusURL
+	if url == "" {
+		url = fmt.Sprintf("https://%s:%d", w.Host, f.StatusPort)
+	}
+	return statusEndpoint{Port: f.StatusPort, CertDir: w.CertDir, BaseURL: url}
+}
+
+func setup(_ context.Context, mgr ctrl.Manager, opts workload.Options, f *Flags) error {
 	d, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
 		return err
@@ -70,7 +123,7 @@ func setup(_ context.Context, mgr ctrl.Manager, opts workload.Options) error {
 	// the controller waits for the CRD and starts once it is served.
 	var status *trainjobstatus.Config
 	if opts.Features != nil && opts.Features.Enabled(StatusServer) {
-		if status, err = setupStatusServer(mgr, opts.TrainJobStatus); err != nil {
+		if status, err = setupStatusServer(mgr, f.statusEndpoint(opts.Webhook)); err != nil {
 			return err
 		}
 	}
@@ -85,7 +138,7 @@ func setup(_ context.Context, mgr ctrl.Manager, opts workload.Options) error {
 
 // setupStatusServer runs the progress endpoint (every replica) with the
 // webhook serving certificate, and returns what trainer pods are told.
-func setupStatusServer(mgr ctrl.Manager, ep workload.StatusEndpoint) (*trainjobstatus.Config, error) {
+func setupStatusServer(mgr ctrl.Manager, ep statusEndpoint) (*trainjobstatus.Config, error) {
 	if ep.CertDir == "" || ep.BaseURL == "" || ep.Port == 0 {
 		return nil, fmt.Errorf("feature gate %s needs the webhook serving certificate (--webhook-port > 0) and --trainjob-status-port", StatusServer)
 	}

@@ -62,3 +62,27 @@ func TestTerminalFailure(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusEndpoint: the progress endpoint serves with the webhook
+// certificate, so only when the manager serves webhooks; trainer pods reach
+// it through the webhook Service unless --trainjob-status-url says otherwise.
+func TestStatusEndpoint(t *testing.T) {
+	webhooks := workload.WebhookServer{Port: 9443, CertDir: "/certs", Host: "gantry-webhook.gantry-system.svc"}
+	for _, tc := range []struct {
+		name    string
+		flags   Flags
+		webhook workload.WebhookServer
+		want    statusEndpoint
+	}{
+		{"the webhook Service", Flags{StatusPort: 10443}, webhooks,
+			statusEndpoint{Port: 10443, CertDir: "/certs", BaseURL: "https://gantry-webhook.gantry-system.svc:10443"}},
+		{"a URL of the user's", Flags{StatusPort: 10443, StatusURL: "https://trainer.example:443"}, webhooks,
+			statusEndpoint{Port: 10443, CertDir: "/certs", BaseURL: "https://trainer.example:443"}},
+		{"no webhooks", Flags{StatusPort: 10443}, workload.WebhookServer{}, statusEndpoint{}},
+		{"no port", Flags{}, webhooks, statusEndpoint{}},
+	} {
+		if got := tc.flags.statusEndpoint(tc.webhook); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}

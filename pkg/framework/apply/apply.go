@@ -28,15 +28,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
-// Field managers, one per controller.
-const (
-	FieldOwnerRayCluster = "gantry-raycluster"
-	FieldOwnerSlurm      = "gantry-slurm"
-	// FieldOwnerTrainer keeps upstream Trainer's manager name so objects the
-	// upstream controller applied are owned by the same manager after a switch.
-	FieldOwnerTrainer = "trainer"
-)
-
 // Applier applies objects as one field manager.
 type Applier struct {
 	Client     client.Client

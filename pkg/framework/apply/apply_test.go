@@ -19,6 +19,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
+// The field managers the tests apply as: two of Gantry's families' and
+// upstream Trainer's, which Gantry's TrainJob controller keeps.
+const (
+	FieldOwnerRayCluster = "gantry-raycluster"
+	FieldOwnerSlurm      = "gantry-slurm"
+	FieldOwnerTrainer    = "trainer"
+)
+
 func typedConfigMap() *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{

@@ -16,7 +16,8 @@ type ServiceOptions struct {
 	Selector map[string]string
 	Ports    []corev1.ServicePort
 	// PublishNotReadyAddresses publishes pods before they are ready, needed
-	// for peers that must find each other while starting (Ray GCS, slurmd).
+	// for peers that must find each other while starting (a head and its
+	// workers, a controller daemon and its nodes).
 	PublishNotReadyAddresses bool
 }
 

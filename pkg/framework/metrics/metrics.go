@@ -6,7 +6,7 @@
 // registered returns the registered one instead of failing, so a workload
 // set up twice (tests, restarts of a controller inside one process) shares
 // one set of series. Per-object metrics carry "namespace" and "name" as their
-// first labels (KubeRay's label names) so Forget can drop every series of a
+// first labels (the upstream operators' label names) so Forget can drop every series of a
 // deleted object with one partial match.
 package metrics
 

@@ -2,8 +2,8 @@
 // (Secrets, ConfigMaps) that the specs of other objects reference, and
 // nothing else of that kind.
 //
-// A Slurm Controller reads its keys from the user's Secrets and its files
-// from the user's ConfigMaps, which carry no label Gantry could select.
+// A workload may read keys from the user's Secrets and files from the
+// user's ConfigMaps, which carry no label Gantry could select.
 // Watching every Secret and ConfigMap of the cluster to notice when one of
 // those few changes would make Gantry's memory, and its start-up, grow with
 // objects that are not its own. A Watcher instead follows the holders (the

@@ -143,10 +143,10 @@ func emptyLike[T client.Object](obj T) (T, error) {
 // resourceVersion as a precondition, and decodes the object the server
 // returns into next.
 //
-// Not an Update: that sends the whole object, spec included (a RayCluster's
-// pod templates), for the API server to decode and then ignore, and
+// Not an Update: that sends the whole object, spec included (pod
+// templates), for the API server to decode and then ignore, and
 // encoding/json builds its encoders for every type of the object on the
-// first write (0.2 MB for a TrainJob). The patch is built through the
+// first write (0.2 MB for a training job). The patch is built through the
 // unstructured converter from the status alone, and the response is
 // decoded by the API machinery's decoder, whose cache the manager's watches
 // have filled.
@@ -197,7 +197,7 @@ func statusMap(obj client.Object) (map[string]any, error) {
 
 // mergePatch is the JSON merge patch from before to after: the keys whose
 // value changed (objects compared key by key, anything else replaced
-// whole, as RFC 7386 replaces arrays) and null for the keys after lacks.
+// whole, as RFC 7386 replaces lists) and null for the keys after lacks.
 func mergePatch(before, after map[string]any) map[string]any {
 	patch := map[string]any{}
 	for k, a := range after {

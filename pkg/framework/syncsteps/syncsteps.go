@@ -74,7 +74,7 @@ type Step[S Scope] struct {
 	// Sync does the work.
 	Sync func(ctx context.Context, s S) error
 	// Skip, when set and true, leaves the step out of this reconcile (e.g.
-	// a step that does not apply to an external slurmctld).
+	// a step that does not apply to an externally run daemon).
 	Skip func(s S) bool
 	// StopOnError skips the remaining steps when this one fails, for steps
 	// whose successors depend on them (e.g. no worker pods without a head).
@@ -83,7 +83,7 @@ type Step[S Scope] struct {
 	// event reasons its upstream emits.
 	FailureReason string
 	// ReportsOwnFailure marks a step whose failure the reconciler reports
-	// itself, in a condition and its event (e.g. a TrainJob whose runtime
+	// itself, in a condition and its event (e.g. a job whose runtime
 	// is missing): Run records no event for it and returns its error as
 	// is, so the condition carries the cause's own message.
 	ReportsOwnFailure bool

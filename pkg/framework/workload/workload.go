@@ -1,10 +1,10 @@
-// Package workload is the registry through which workload families
-// (raycluster, trainjob, slurm, ...) plug into the single Gantry manager.
+// Package workload is the registry through which workload families plug
+// into the single Gantry manager.
 //
 // A workload contributes its API types, the label values its managed Pods,
 // Jobs and Services carry (so the manager's label-filtered cache sees them),
-// the feature gates it reads and a Setup function that wires its reconcilers
-// into the manager. cmd/manager only parses flags and starts the integrations
+// the feature gates and command-line flags it reads and a Setup function
+// that wires its reconcilers into the manager. cmd/manager only parses flags and starts the integrations
 // named by --controllers; adding a workload is a new package plus one
 // Register call.
 package workload
@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/clock"
@@ -35,19 +36,9 @@ type Options struct {
 	// MaxConcurrentReconciles is the worker count of every controller;
 	// 0 leaves each integration its DefaultWorkers (SetupWithManager).
 	MaxConcurrentReconciles int
-	// RayMaxPodsPerCluster is --ray-max-pods-per-cluster: the most Pods
-	// (head and workers) one RayCluster may have; 0 means the RayCluster
-	// integration's default.
-	RayMaxPodsPerCluster int32
-	// RayBatchScheduler is --batch-scheduler: the batch scheduler every
-	// RayCluster Pod is given to; "" means the default scheduler.
-	RayBatchScheduler string
-	// TrainJobStatus is where the TrainJob progress endpoint serves
-	// (feature gate TrainJobStatus).
-	TrainJobStatus StatusEndpoint
-	// SlurmPropagatedNodeConditions is --propagated-node-conditions: Node
-	// condition types that become a cordoned Node's Slurm drain reason.
-	SlurmPropagatedNodeConditions []string
+	// Webhook is the manager's admission webhook server: an integration
+	// that serves an endpoint of its own over TLS shares its certificate.
+	Webhook WebhookServer
 
 	// Clock is the reconcilers' clock; nil means the real one. Tests pin it.
 	Clock clock.PassiveClock
@@ -56,13 +47,27 @@ type Options struct {
 	Registerer prometheus.Registerer
 }
 
-// StatusEndpoint is the TrainJob progress endpoint's address and
-// certificate: --trainjob-status-port, the webhook serving certificate's
-// directory, and the URL trainer pods reach it at.
-type StatusEndpoint struct {
-	Port    int
+// WebhookServer is the manager's admission webhook server.
+type WebhookServer struct {
+	// Port is where it serves; 0 when the manager serves no webhooks.
+	Port int
+	// CertDir holds its serving certificate (tls.crt, tls.key, ca.crt).
 	CertDir string
-	BaseURL string
+	// Host is its Service's in-cluster name, <service>.<namespace>.svc,
+	// which its certificate names.
+	Host string
+}
+
+// Flags are an integration's own command-line flags and the typed
+// configuration they fill, which its Setup reads. The manager adds every
+// registered integration's flags before it parses its command line (so a
+// flag of an integration that is not selected is still accepted), and
+// calls Complete after.
+type Flags interface {
+	// AddFlags registers the flags on fs, with their defaults.
+	AddFlags(fs *pflag.FlagSet)
+	// Complete checks and normalizes the parsed values.
+	Complete() error
 }
 
 // ClockOrReal is Clock, or the real clock when none is set.
@@ -87,7 +92,7 @@ func (o Options) Workers() int { return max(o.MaxConcurrentReconciles, 1) }
 
 // Integration describes one workload family.
 type Integration struct {
-	// Name is what --controllers accepts, e.g. "raycluster".
+	// Name is what --controllers accepts: one lower-case word.
 	Name string
 	// AddToScheme registers the workload's API types (and those it creates).
 	AddToScheme []func(*runtime.Scheme) error
@@ -103,6 +108,8 @@ type Integration struct {
 	SetupIndexes func(ctx context.Context, indexer client.FieldIndexer) error
 	// Setup wires the workload's reconcilers and watches into the manager.
 	Setup func(ctx context.Context, mgr ctrl.Manager, opts Options) error
+	// Flags, when set, are the workload's own command-line flags.
+	Flags Flags
 	// DefaultWorkers is how many objects its controllers reconcile at once
 	// when --max-concurrent-reconciles is not given; 0 means one.
 	DefaultWorkers int
@@ -167,7 +174,7 @@ func (r *Registry) Names() []string {
 }
 
 // DefaultWorkers describes each integration's DefaultWorkers, for help
-// text: "raycluster 1, trainjob 5, ...".
+// text: "<name> <workers>, ...".
 func (r *Registry) DefaultWorkers() string {
 	parts := make([]string, 0, len(r.items))
 	for _, in := range r.items {

@@ -60,9 +60,10 @@ func startManager(t *testing.T, writes *testenv.WriteCounter, scheduler string) 
 	counted := *env
 	counted.Config = writes.Wrap(env.Config)
 	managertest.Start(t, &counted, func(mgr ctrl.Manager) error {
-		return raycluster.Integration().SetupWithManager(context.Background(), mgr, workload.Options{
-			RayBatchScheduler: scheduler,
-			Registerer:        prometheus.NewRegistry(),
+		flags := raycluster.NewFlags()
+		flags.BatchScheduler = scheduler
+		return raycluster.IntegrationWith(flags).SetupWithManager(context.Background(), mgr, workload.Options{
+			Registerer: prometheus.NewRegistry(),
 		})
 	})
 }

@@ -81,3 +81,7 @@ const (
 	// rather than a sidecar.
 	AnnotationDefaultContainer = "kubectl.kubernetes.io/default-container"
 )
+
+// FieldOwner is the field manager of every object the Slurm reconcilers
+// apply.
+const FieldOwner = "gantry-slurm"

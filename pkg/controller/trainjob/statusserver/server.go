@@ -41,6 +41,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	"github.com/gantry-dev/gantry/pkg/runtime/plugins/trainjobstatus"
 )
 
 // DefaultPort is Trainer's default status server port.
@@ -58,16 +59,6 @@ const (
 	podNameExtra = "authentication.kubernetes.io/pod-name"
 	podUIDExtra  = "authentication.kubernetes.io/pod-uid"
 )
-
-// TokenAudience is the audience a TrainJob's token must carry.
-func TokenAudience(namespace, name string) string {
-	return fmt.Sprintf("trainer.kubeflow.org/v1alpha1/namespaces/%s/trainjobs/%s/status", namespace, name)
-}
-
-// Path is the endpoint of a TrainJob.
-func Path(namespace, name string) string {
-	return fmt.Sprintf("/apis/trainer.kubeflow.org/v1alpha1/namespaces/%s/trainjobs/%s/status", namespace, name)
-}
 
 // UpdateRequest is the body training code sends (Trainer's
 // UpdateTrainJobStatusRequest).
@@ -144,7 +135,7 @@ func (s *Server) Handler() http.Handler {
 		s.log = ctrl.Log.WithName("trainjob-status-server")
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+Path("{namespace}", "{name}"), s.handleStatus)
+	mux.HandleFunc("POST "+trainjobstatus.Path("{namespace}", "{name}"), s.handleStatus)
 	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
 		reply(w, http.StatusNotFound, metav1.StatusReasonNotFound, "not found")
 	})
@@ -213,7 +204,7 @@ func (s *Server) authorise(ctx context.Context, header, ns, name string) (bool, 
 	}
 	s.mu.Unlock()
 
-	audience := TokenAudience(ns, name)
+	audience := trainjobstatus.TokenAudience(ns, name)
 	review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: []string{audience}}}
 	if err := s.Client.Create(ctx, review); err != nil {
 		return false, "", fmt.Errorf("TokenReview: %w", err)

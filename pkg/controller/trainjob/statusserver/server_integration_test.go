@@ -21,6 +21,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	"github.com/gantry-dev/gantry/pkg/runtime/plugins/trainjobstatus"
 	"github.com/gantry-dev/gantry/test/testenv"
 	trainertesting "github.com/gantry-dev/gantry/test/wrappers/trainer"
 )
@@ -91,13 +92,13 @@ func TestStatusReports(t *testing.T) {
 	f := setup(t)
 	s := &Server{Client: f.env.Client, Reader: f.env.Client}
 	h := s.Handler()
-	path := Path(f.ns, "tj")
-	audience := TokenAudience(f.ns, "tj")
+	path := trainjobstatus.Path(f.ns, "tj")
+	audience := trainjobstatus.TokenAudience(f.ns, "tj")
 
 	refused := map[string]string{
 		"no token":                            "",
 		"not a token":                         "garbage",
-		"another TrainJob's audience":         f.token(t, f.job, TokenAudience(f.ns, "other")),
+		"another TrainJob's audience":         f.token(t, f.job, trainjobstatus.TokenAudience(f.ns, "other")),
 		"the API server's audience":           f.token(t, f.job, "https://kubernetes.default.svc"),
 		"a Pod of another JobSet, right aud.": f.token(t, f.peer, audience),
 	}
@@ -163,12 +164,12 @@ func TestServesTLSWithTheWebhookCertificate(t *testing.T) {
 	pool := testenv.WriteServingCert(t, dir)
 
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
-	url := fmt.Sprintf("https://localhost:%d%s", port, Path(f.ns, "tj"))
+	url := fmt.Sprintf("https://localhost:%d%s", port, trainjobstatus.Path(f.ns, "tj"))
 	var resp *http.Response
 	var err error
 	for range 50 {
 		req, _ := http.NewRequest(http.MethodPost, url, bytes.NewBufferString(report))
-		req.Header.Set("Authorization", "Bearer "+f.token(t, f.job, TokenAudience(f.ns, "tj")))
+		req.Header.Set("Authorization", "Bearer "+f.token(t, f.job, trainjobstatus.TokenAudience(f.ns, "tj")))
 		if resp, err = c.Do(req); err == nil {
 			break
 		}

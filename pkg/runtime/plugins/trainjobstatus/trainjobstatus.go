@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
-	"github.com/gantry-dev/gantry/pkg/controller/trainjob/statusserver"
 	"github.com/gantry-dev/gantry/pkg/runtime/plugin"
 )
 
@@ -66,7 +65,7 @@ func (p TrainJobStatus) EnforceMLPolicy(info *plugin.Info, trainJob *trainer.Tra
 		return nil
 	}
 	env := []corev1.EnvVar{
-		{Name: EnvURL, Value: p.Config.BaseURL + statusserver.Path(trainJob.Namespace, trainJob.Name)},
+		{Name: EnvURL, Value: p.Config.BaseURL + Path(trainJob.Namespace, trainJob.Name)},
 		{Name: EnvCACert, Value: MountPath + "/" + CACertKey},
 		{Name: EnvToken, Value: MountPath + "/" + TokenFile},
 	}
@@ -77,7 +76,7 @@ func (p TrainJobStatus) EnforceMLPolicy(info *plugin.Info, trainJob *trainer.Tra
 	plugin.UpsertVolumes(&ps.Volumes, corev1.Volume{Name: VolumeName, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
 		Sources: []corev1.VolumeProjection{
 			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
-				Audience: statusserver.TokenAudience(trainJob.Namespace, trainJob.Name), ExpirationSeconds: ptr.To[int64](TokenTTLSecond), Path: TokenFile,
+				Audience: TokenAudience(trainJob.Namespace, trainJob.Name), ExpirationSeconds: ptr.To[int64](TokenTTLSecond), Path: TokenFile,
 			}},
 			{ConfigMap: &corev1.ConfigMapProjection{
 				LocalObjectReference: corev1.LocalObjectReference{Name: ConfigMapName(trainJob.Name)},
@@ -102,4 +101,15 @@ func (p TrainJobStatus) Build(_ context.Context, _ client.Reader, info *plugin.I
 		ObjectMeta: plugin.OwnedObjectMeta(ConfigMapName(trainJob.Name), trainJob, nil),
 		Data:       map[string]string{CACertKey: string(ca)},
 	}}}, nil
+}
+
+// TokenAudience is the audience a TrainJob's token must carry: the
+// endpoint's contract with the pods, which the server checks.
+func TokenAudience(namespace, name string) string {
+	return fmt.Sprintf("trainer.kubeflow.org/v1alpha1/namespaces/%s/trainjobs/%s/status", namespace, name)
+}
+
+// Path is the endpoint of a TrainJob, under the server's base URL.
+func Path(namespace, name string) string {
+	return fmt.Sprintf("/apis/trainer.kubeflow.org/v1alpha1/namespaces/%s/trainjobs/%s/status", namespace, name)
 }

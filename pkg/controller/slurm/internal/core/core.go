@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/framework/apply"
 	"github.com/gantry-dev/gantry/pkg/framework/events"
 	"github.com/gantry-dev/gantry/pkg/framework/reconcile"
@@ -28,7 +29,7 @@ import (
 // Reconciler is what every Slurm reconciler holds: embed it.
 type Reconciler struct {
 	// Client reads through the manager's cache and writes as
-	// apply.FieldOwnerSlurm.
+	// slinky.FieldOwner.
 	Client client.Client
 	// APIReader reads past the cache: Secrets (the manager caches only
 	// their metadata), the ConfigMaps a spec references (cached without
@@ -69,15 +70,15 @@ func newReconciler(c client.Client, apiReader client.Reader, recorder k8sevents.
 // newReconcilerReading is newReconciler with refs reading the referenced
 // objects.
 func newReconcilerReading(c client.Client, apiReader client.Reader, refs *refresolver.Resolver, recorder k8sevents.EventRecorder, workers int) Reconciler {
-	c = client.WithFieldOwner(c, apply.FieldOwnerSlurm)
+	c = client.WithFieldOwner(c, slinky.FieldOwner)
 	return Reconciler{
 		Client:    c,
 		APIReader: apiReader,
 		Applier: apply.Applier{
-			Client: c, FieldOwner: apply.FieldOwnerSlurm, Uncached: apiReader,
+			Client: c, FieldOwner: slinky.FieldOwner, Uncached: apiReader,
 			// Gantry wrote these objects by merge patch, under the same
 			// name, until it moved to server-side apply.
-			UpgradeFrom: []string{apply.FieldOwnerSlurm},
+			UpgradeFrom: []string{slinky.FieldOwner},
 		},
 		Refs:     refs,
 		Recorder: events.NewRecorder(recorder),
