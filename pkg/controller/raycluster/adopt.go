@@ -55,7 +55,7 @@ func (r *Reconciler) adoptKubeRayPods(ctx context.Context, s *scope) (adopted in
 	if !provisionedBefore(cluster) {
 		return 0, nil
 	}
-	cached, err := r.listPods(ctx, cluster, nil)
+	cached, err := r.listPods(ctx, s, nil)
 	if err != nil || len(cached) > 0 || !r.adoptions.first(cluster) {
 		return 0, err
 	}

@@ -136,8 +136,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // A RayCluster's reconcile runs on the framework's skeleton: Skip
 // (another manager's cluster) → Validate → Finalize (the GCS fault
-// tolerance finalizer) → Steps (RBAC and the auth Secret, then Services
-// and Pods) → Status, the one status write → the soonest requeue.
+// tolerance finalizer) → Load (the cluster's Pods, listed once) → Steps
+// (RBAC and the auth Secret, then Services and Pods) → Status, the one
+// status write → the soonest requeue.
 
 // NewObject is an empty RayCluster.
 func (r *Reconciler) NewObject() *rayv1.RayCluster { return &rayv1.RayCluster{} }
@@ -194,6 +195,9 @@ func (r *Reconciler) Finalize(ctx context.Context, s *scope) (bool, error) {
 	}
 	return handled, err
 }
+
+// Load reads the cluster's Pods, once for the whole reconcile.
+func (r *Reconciler) Load(ctx context.Context, s *scope) error { return r.loadPods(ctx, s) }
 
 // Steps converge the cluster's objects. The head Pod cannot start without
 // the autoscaler's account or the auth token Secret, so a failure there
@@ -305,6 +309,13 @@ type scope struct {
 	// --ray-max-pods-per-cluster allows: no worker Pod is created, and
 	// status shows it as a ReplicaFailure.
 	podLimit error
+	// pods are the cluster's Pods as Load read them from the cache
+	// (podsLoaded), and satisfiedAtLoad which Pod groups' expectations the
+	// cache had met before it: every step reads them (listPods).
+	pods               []corev1.Pod
+	podsLoaded         bool
+	satisfiedAtLoad    map[string]bool
+	allSatisfiedAtLoad bool
 	// podsChanged is set once this reconcile has created or deleted a Pod
 	// (never before the request succeeded): the cache cannot show the
 	// result yet, so status usually waits for the next round.
@@ -340,7 +351,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope, reconcileErr er
 	before = *cluster.Status.DeepCopy()
 	key := client.ObjectKeyFromObject(cluster).String()
 	replicaFailure := ReplicaFailureReason(reconcileErr) != ""
-	if !replicaFailure && (s.podsChanged || !r.expectations.SatisfiedAll(key)) {
+	if !replicaFailure && (s.podsChanged || !s.allSatisfiedAtLoad || !r.expectations.SatisfiedAll(key)) {
 		// The cache lags our own creates and deletes; a status computed now
 		// would be wrong and cost a write. The pod events requeue us.
 		return before, nil
@@ -350,7 +361,7 @@ func (r *Reconciler) updateStatus(ctx context.Context, s *scope, reconcileErr er
 	// to requeue us, and the user must see the ReplicaFailure condition
 	// now. Counts may lag by the Pods this reconcile did manage to change;
 	// the next reconcile corrects them.
-	pods, err := r.listPods(ctx, cluster, nil)
+	pods, err := r.listPods(ctx, s, nil)
 	if err != nil {
 		return before, err
 	}

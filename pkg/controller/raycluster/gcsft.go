@@ -81,7 +81,7 @@ func (r *Reconciler) reconcileGCSFTFinalizer(ctx context.Context, cluster *rayv1
 	if err := r.deleteAllPods(ctx, s, workerLabels, "the RayCluster is being deleted"); err != nil {
 		return ctrl.Result{RequeueAfter: ShortRequeue}, true, err
 	}
-	heads, err := r.listPods(ctx, cluster, headLabels)
+	heads, err := r.listPods(ctx, s, headLabels)
 	if err != nil {
 		return ctrl.Result{RequeueAfter: ShortRequeue}, true, err
 	}

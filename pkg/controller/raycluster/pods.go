@@ -40,7 +40,7 @@ func (r *Reconciler) reconcilePods(ctx context.Context, s *scope) error {
 		return nil
 	}
 
-	recreate, err := r.shouldRecreatePodsForUpgrade(ctx, cluster)
+	recreate, err := r.shouldRecreatePodsForUpgrade(ctx, s)
 	if err != nil {
 		return err
 	}
@@ -91,9 +91,50 @@ func podClusterIndex(obj client.Object) []string {
 	return nil
 }
 
-// listPods lists the cluster's Pods from the cache (IndexPodCluster),
-// optionally narrowed by more labels.
-func (r *Reconciler) listPods(ctx context.Context, cluster *rayv1.RayCluster, extra map[string]string) ([]corev1.Pod, error) {
+// loadPods reads the cluster's Pods from the cache once per reconcile
+// (IndexPodCluster), after noting which Pod groups the cache had caught up
+// with: a group whose creates and deletes the cache had seen before the
+// list is complete in it, and only such a group is scaled (satisfied).
+func (r *Reconciler) loadPods(ctx context.Context, s *scope) error {
+	cluster := s.Object
+	key := client.ObjectKeyFromObject(cluster).String()
+	s.satisfiedAtLoad = map[string]bool{headGroup: r.expectations.Satisfied(key, headGroup)}
+	for i := range cluster.Spec.WorkerGroupSpecs {
+		g := cluster.Spec.WorkerGroupSpecs[i].GroupName
+		s.satisfiedAtLoad[g] = r.expectations.Satisfied(key, g)
+	}
+	s.allSatisfiedAtLoad = r.expectations.SatisfiedAll(key)
+	var pods corev1.PodList
+	if err := r.client.List(ctx, &pods, client.InNamespace(cluster.Namespace), client.MatchingFields{IndexPodCluster: cluster.Name}); err != nil {
+		return err
+	}
+	s.pods, s.podsLoaded = pods.Items, true
+	return nil
+}
+
+// satisfied reports whether the cache has seen this manager's creates and
+// deletes of the group, both now and when the Pods were read (loadPods).
+func (r *Reconciler) satisfied(s *scope, key, group string) bool {
+	if !r.expectations.Satisfied(key, group) {
+		return false
+	}
+	return !s.podsLoaded || s.satisfiedAtLoad[group]
+}
+
+// listPods returns the cluster's Pods, optionally narrowed by more labels:
+// those loadPods read, or from the cache before they are loaded (the GCS
+// finalizer runs first).
+func (r *Reconciler) listPods(ctx context.Context, s *scope, extra map[string]string) ([]corev1.Pod, error) {
+	if s.podsLoaded {
+		var out []corev1.Pod
+		for _, p := range s.pods {
+			if labelsMatch(p.Labels, extra) {
+				out = append(out, p)
+			}
+		}
+		return out, nil
+	}
+	cluster := s.Object
 	opts := []client.ListOption{client.InNamespace(cluster.Namespace), client.MatchingFields{IndexPodCluster: cluster.Name}}
 	if len(extra) > 0 {
 		opts = append(opts, client.MatchingLabels(extra))
@@ -105,11 +146,21 @@ func (r *Reconciler) listPods(ctx context.Context, cluster *rayv1.RayCluster, ex
 	return pods.Items, nil
 }
 
+// labelsMatch reports whether labels hold every pair of want.
+func labelsMatch(labels, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
 // deleteAllPods deletes the cluster's Pods matching extra with a single
 // DeleteCollection request, recording the deletions it expects.
 func (r *Reconciler) deleteAllPods(ctx context.Context, s *scope, extra map[string]string, why string) error {
 	cluster := s.Object
-	pods, err := r.listPods(ctx, cluster, extra)
+	pods, err := r.listPods(ctx, s, extra)
 	if err != nil {
 		return err
 	}
@@ -205,11 +256,12 @@ func rayContainerTerminated(pod *corev1.Pod) *corev1.ContainerStateTerminated {
 // with the current one under upgradeStrategy Recreate. A head Pod built by
 // another operator version only gets its annotations refreshed: an operator
 // upgrade must not restart every cluster.
-func (r *Reconciler) shouldRecreatePodsForUpgrade(ctx context.Context, cluster *rayv1.RayCluster) (bool, error) {
+func (r *Reconciler) shouldRecreatePodsForUpgrade(ctx context.Context, s *scope) (bool, error) {
+	cluster := s.Object
 	if cluster.Spec.UpgradeType() != rayv1.RayClusterRecreate {
 		return false, nil
 	}
-	heads, err := r.listPods(ctx, cluster, map[string]string{rayv1.RayNodeTypeLabelKey: string(rayv1.HeadNode)})
+	heads, err := r.listPods(ctx, s, map[string]string{rayv1.RayNodeTypeLabelKey: string(rayv1.HeadNode)})
 	if err != nil || len(heads) == 0 {
 		return false, err
 	}
@@ -232,11 +284,11 @@ func (r *Reconciler) reconcileHeadPod(ctx context.Context, s *scope) (skipWorker
 	cluster := s.Object
 	log := ctrl.LoggerFrom(ctx)
 	key := client.ObjectKeyFromObject(cluster).String()
-	if !r.expectations.Satisfied(key, headGroup) {
+	if !r.satisfied(s, key, headGroup) {
 		log.V(1).Info("head Pod expectations not yet satisfied; reconciling the head later")
 		return false, nil
 	}
-	heads, err := r.listPods(ctx, cluster, map[string]string{rayv1.RayNodeTypeLabelKey: string(rayv1.HeadNode)})
+	heads, err := r.listPods(ctx, s, map[string]string{rayv1.RayNodeTypeLabelKey: string(rayv1.HeadNode)})
 	if err != nil {
 		return false, err
 	}
@@ -284,7 +336,7 @@ func (r *Reconciler) reconcileWorkerGroup(ctx context.Context, s *scope, group *
 	cluster := s.Object
 	log := ctrl.LoggerFrom(ctx).WithValues("group", group.GroupName)
 	key := client.ObjectKeyFromObject(cluster).String()
-	if !r.expectations.Satisfied(key, group.GroupName) {
+	if !r.satisfied(s, key, group.GroupName) {
 		log.V(1).Info("worker expectations not yet satisfied; reconciling the group later")
 		return nil
 	}
@@ -292,7 +344,7 @@ func (r *Reconciler) reconcileWorkerGroup(ctx context.Context, s *scope, group *
 	if group.IsSuspended() {
 		return r.deleteAllPods(ctx, s, groupLabels, fmt.Sprintf("worker group %s is suspended", group.GroupName))
 	}
-	pods, err := r.listPods(ctx, cluster, groupLabels)
+	pods, err := r.listPods(ctx, s, groupLabels)
 	if err != nil {
 		return err
 	}

@@ -70,3 +70,39 @@ func TestPodListsUseTheClusterIndex(t *testing.T) {
 		t.Errorf("%d of %d Pod lists not through %s: %v", len(unindexed), lists, IndexPodCluster, unindexed)
 	}
 }
+
+// TestAReconcileListsItsPodsOnce: the head, each worker group and the
+// status all read the Pods one list returned, not a list each.
+func TestAReconcileListsItsPodsOnce(t *testing.T) {
+	cfg := ConfigFromEnv(func(string) string { return "" }, nil)
+	rc := raytesting.MakeRayCluster("rc", "ns").UID("rc").WorkerGroup("cpu", 2).WorkerGroup("gpu", 1).Obj()
+	head := BuildHeadPod(rc, cfg.Build)
+	head.Name = "rc-head"
+	objs := []client.Object{rc, readyPod(head)}
+	for g := range rc.Spec.WorkerGroupSpecs {
+		group := &rc.Spec.WorkerGroupSpecs[g]
+		for i := range int(*group.Replicas) {
+			w := BuildWorkerPod(rc, group, WorkerReplica{Index: i}, cfg.Build)
+			w.Name = fmt.Sprintf("rc-%s-worker-%d", group.GroupName, i)
+			objs = append(objs, readyPod(w))
+		}
+	}
+	c := fakeClientBuilder(testScheme(t)).WithObjects(objs...).WithStatusSubresource(&rayv1.RayCluster{}).Build()
+	var lists int
+	counting := interceptor.NewClient(c, interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		if _, ok := list.(*corev1.PodList); ok {
+			lists++
+		}
+		return c.List(ctx, list, opts...)
+	}})
+	r := newReconciler(counting, counting, nil, nil, cfg)
+	for round := range 2 {
+		lists = 0
+		if _, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Namespace: "ns", Name: "rc"}}); err != nil {
+			t.Fatalf("Reconcile: %v", err)
+		}
+		if lists != 1 {
+			t.Errorf("reconcile %d listed the cluster's Pods %d times, want once", round+1, lists)
+		}
+	}
+}
