@@ -152,8 +152,9 @@ type scope struct {
 	ssh    sshState
 	// revs are the NodeSet's ControllerRevisions, as listed.
 	revs []*appsv1.ControllerRevision
-	// stepFailed: a step before the rollout failed.
-	stepFailed bool
+	// stepFailed: a step before the rollout failed; rolledOut: the
+	// rollout step ran.
+	stepFailed, rolledOut bool
 }
 
 // A NodeSet's reconcile runs on the framework's skeleton: Finalize (drop
@@ -230,10 +231,15 @@ func (r *Reconciler) Steps(s *scope) []syncsteps.Step[*scope] {
 		return s.stepFailed || !r.expectations.Satisfied(s.key, expectationGroup)
 	}
 	return append(steps,
-		syncsteps.Step[*scope]{Name: "Rollout", Sync: r.syncRollout, Skip: afterScaling, ReportsOwnFailure: true},
-		syncsteps.Step[*scope]{Name: "History", Skip: afterScaling, ReportsOwnFailure: true, Sync: func(ctx context.Context, s *scope) error {
-			return r.truncateHistory(ctx, s.Object, s.revs, s.revisions, s.pods)
+		syncsteps.Step[*scope]{Name: "Rollout", Skip: afterScaling, ReportsOwnFailure: true, Sync: func(ctx context.Context, s *scope) error {
+			s.rolledOut = true
+			return r.syncRollout(ctx, s)
 		}},
+		// After the rollout whenever it ran, whatever it did.
+		syncsteps.Step[*scope]{Name: "History", Skip: func(s *scope) bool { return !s.rolledOut }, ReportsOwnFailure: true,
+			Sync: func(ctx context.Context, s *scope) error {
+				return r.truncateHistory(ctx, s.Object, s.revs, s.revisions, s.pods)
+			}},
 	)
 }
 
