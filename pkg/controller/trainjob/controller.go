@@ -259,8 +259,6 @@ type scope struct {
 	resolveErr error
 	// deadline is where a running job stands against its active deadline.
 	deadline deadline
-	// ttl is where a finished job stands against its TTL.
-	ttl ttlState
 	// noStatus: a step acted on a decision the status already shows (or
 	// deleted the TrainJob), and failed or made the write moot: no status
 	// write this time.
@@ -331,13 +329,13 @@ func (r *Reconciler) apply(ctx context.Context, s *scope) error {
 func (r *Reconciler) expireFinished(ctx context.Context, s *scope) error {
 	trainJob, jobSet := s.Object, s.jobSet
 	policy := r.finishedRunPolicy(ctx, trainJob, jobSet)
-	s.ttl = ttlAfterFinished(trainJob, policy.ttlSecondsAfterFinished, r.clock.Now())
-	if s.ttl.expired {
+	tl := ttlAfterFinished(trainJob, policy.ttlSecondsAfterFinished, r.clock.Now())
+	if tl.expired {
 		// No status write first: the TrainJob is going.
 		s.noStatus = true
-		return r.deleteExpired(ctx, trainJob, policy, s.ttl)
+		return r.deleteExpired(ctx, trainJob, policy, tl)
 	}
-	s.Requeue.After(s.ttl.remaining)
+	s.Requeue.After(tl.remaining)
 	if jobSet != nil && deadlineExceeded(trainJob.Status.Conditions) {
 		// The status write of an earlier expiry landed but its delete may
 		// not have.
