@@ -8,7 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
-	"github.com/gantry-dev/gantry/pkg/controller/raycluster"
+	"github.com/gantry-dev/gantry/pkg/controller/ray/validation"
 )
 
 // +kubebuilder:webhook:path=/validate-ray-io-v1-raycluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=ray.io,resources=rayclusters,verbs=create;update,versions=v1,name=vraycluster.ray.io,admissionReviewVersions=v1
@@ -19,9 +19,9 @@ import (
 // KubeRay's webhook checks only the name and unique group names; these are
 // a subset of the reconciler's rules, which KubeRay applies later, as events.
 type RayClusterValidator struct {
-	Options raycluster.SpecValidationOptions
+	Options validation.SpecValidationOptions
 	// MaxPodsPerCluster is --ray-max-pods-per-cluster; 0 means
-	// raycluster.DefaultMaxPodsPerCluster.
+	// validation.DefaultMaxPodsPerCluster.
 	MaxPodsPerCluster int32
 }
 
@@ -30,11 +30,11 @@ var _ admission.Validator[*rayv1.RayCluster] = (*RayClusterValidator)(nil)
 func setupRayCluster(mgr ctrl.Manager, opts Options) error {
 	limit := opts.RayMaxPodsPerCluster
 	if limit <= 0 {
-		limit = raycluster.DefaultMaxPodsPerCluster
+		limit = validation.DefaultMaxPodsPerCluster
 	}
 	return ctrl.NewWebhookManagedBy(mgr, &rayv1.RayCluster{}).
 		WithValidator(&RayClusterValidator{
-			Options:           raycluster.SpecValidationOptionsFromGates(opts.Features),
+			Options:           validation.SpecValidationOptionsFromGates(opts.Features),
 			MaxPodsPerCluster: limit,
 		}).
 		Complete()
@@ -62,21 +62,21 @@ func (v *RayClusterValidator) ValidateDelete(context.Context, *rayv1.RayCluster)
 // the first layer that fails, admission shows them all.
 func (v *RayClusterValidator) validate(c *rayv1.RayCluster) error {
 	var errs field.ErrorList
-	if err := raycluster.ValidateRayClusterMetadata(c.ObjectMeta); err != nil {
-		errs = append(errs, raycluster.AsFieldError(err, field.NewPath("metadata", "name")))
+	if err := validation.ValidateRayClusterMetadata(c.ObjectMeta); err != nil {
+		errs = append(errs, validation.AsFieldError(err, field.NewPath("metadata", "name")))
 	}
-	if err := raycluster.ValidateRayClusterSpec(&c.Spec, c.Annotations, v.Options); err != nil {
-		errs = append(errs, raycluster.AsFieldError(err, field.NewPath("spec")))
+	if err := validation.ValidateRayClusterSpec(&c.Spec, c.Annotations, v.Options); err != nil {
+		errs = append(errs, validation.AsFieldError(err, field.NewPath("spec")))
 	}
-	if err := raycluster.ValidateRayClusterUpgradeOptions(c); err != nil {
-		errs = append(errs, raycluster.AsFieldError(err, field.NewPath("spec", "upgradeStrategy")))
+	if err := validation.ValidateRayClusterUpgradeOptions(c); err != nil {
+		errs = append(errs, validation.AsFieldError(err, field.NewPath("spec", "upgradeStrategy")))
 	}
 	limit := v.MaxPodsPerCluster
 	if limit == 0 {
-		limit = raycluster.DefaultMaxPodsPerCluster
+		limit = validation.DefaultMaxPodsPerCluster
 	}
-	if err := raycluster.ValidatePodLimit(&c.Spec, limit); err != nil {
-		errs = append(errs, raycluster.AsFieldError(err, field.NewPath("spec", "workerGroupSpecs")))
+	if err := validation.ValidatePodLimit(&c.Spec, limit); err != nil {
+		errs = append(errs, validation.AsFieldError(err, field.NewPath("spec", "workerGroupSpecs")))
 	}
 	return invalid(rayv1.GroupVersion.WithKind("RayCluster").GroupKind(), c.Name, errs)
 }

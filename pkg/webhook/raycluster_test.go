@@ -9,7 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
-	"github.com/gantry-dev/gantry/pkg/controller/raycluster"
+	"github.com/gantry-dev/gantry/pkg/controller/ray/validation"
 )
 
 func TestRayClusterSamplesAdmitted(t *testing.T) {
@@ -36,7 +36,7 @@ func TestRayClusterValidator(t *testing.T) {
 	tests := []struct {
 		name   string
 		mutate func(*rayv1.RayCluster)
-		opts   raycluster.SpecValidationOptions
+		opts   validation.SpecValidationOptions
 		want   string
 	}{
 		{name: "sample", mutate: func(*rayv1.RayCluster) {}},
@@ -72,7 +72,7 @@ func TestRayClusterValidator(t *testing.T) {
 		{
 			name:   "suspended worker group with the gate",
 			mutate: func(c *rayv1.RayCluster) { c.Spec.WorkerGroupSpecs[0].Suspend = ptr.To(true) },
-			opts:   raycluster.SpecValidationOptions{AllowWorkerGroupSuspend: true},
+			opts:   validation.SpecValidationOptions{AllowWorkerGroupSuspend: true},
 		},
 		{
 			name: "autoscaler v2 with a restarting head",

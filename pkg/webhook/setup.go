@@ -1,6 +1,6 @@
 // Package webhook holds Gantry's admission webhooks: validation for every
 // kind Gantry serves and defaulting for TrainJob. Each family calls the
-// validation its controller uses (raycluster.Validate*, the Trainer runtime
+// validation its controller uses (Ray's pkg/controller/ray/validation, the Trainer runtime
 // framework's Validate), so a spec admitted here is one the controller
 // accepts; the controllers keep validating on their own for clusters that
 // run without webhooks.
@@ -40,7 +40,7 @@ const (
 type Options struct {
 	// Features are the manager's feature gates; the RayCluster webhook
 	// derives its spec options from them exactly as the RayCluster
-	// reconciler does (raycluster.SpecValidationOptionsFromGates).
+	// reconciler does (validation.SpecValidationOptionsFromGates).
 	Features featuregate.FeatureGate
 
 	// Reader reads the objects admission looks up: the runtime a TrainJob
@@ -54,7 +54,7 @@ type Options struct {
 	Clock clock.PassiveClock
 
 	// RayMaxPodsPerCluster is --ray-max-pods-per-cluster, the most Pods one
-	// RayCluster may have; 0 means raycluster.DefaultMaxPodsPerCluster.
+	// RayCluster may have; 0 means validation.DefaultMaxPodsPerCluster.
 	RayMaxPodsPerCluster int32
 }
 

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/raycluster"
+	"github.com/gantry-dev/gantry/pkg/controller/ray/raycluster"
 	slurmworkload "github.com/gantry-dev/gantry/pkg/controller/slurm"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/nodeset"
 	"github.com/gantry-dev/gantry/pkg/controller/trainjob"

@@ -15,7 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
-	"github.com/gantry-dev/gantry/pkg/controller/raycluster"
+	"github.com/gantry-dev/gantry/pkg/controller/ray/podspec"
 	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
 )
 
@@ -46,7 +46,7 @@ func podEnv(t *testing.T, c corev1.Container, bin, stateDir, fqdn string, serveP
 		envStateDir+"="+stateDir,
 		envServePort+"="+strconv.Itoa(servePort),
 		// The Pod's `ulimit -n` must not fail for a non-root test run.
-		raycluster.EnvRayStartUlimitOpenFiles+"="+strconv.FormatUint(lim.Cur, 10),
+		podspec.EnvRayStartUlimitOpenFiles+"="+strconv.FormatUint(lim.Cur, 10),
 	)
 	for _, e := range c.Env {
 		if e.ValueFrom == nil {
@@ -134,12 +134,12 @@ func TestGantryPodsRunOnTheStandin(t *testing.T) {
 		WorkerStartParam("cpu", "metrics-export-port", strconv.Itoa(workerMetrics)).
 		WorkerLimits("cpu", raytesting.Resources("cpu", "1", "memory", "1Gi"))
 	wc := &w.Group("cpu").Template.Spec.Containers[0]
-	wc.Ports = append(wc.Ports, corev1.ContainerPort{Name: raycluster.ServingPortName, ContainerPort: int32(servePort)})
+	wc.Ports = append(wc.Ports, corev1.ContainerPort{Name: podspec.ServingPortName, ContainerPort: int32(servePort)})
 	cluster := w.Obj()
-	opts := raycluster.DefaultBuildOptions()
-	fqdn := raycluster.HeadServiceFQDN(cluster, opts.ClusterDomain)
-	headPod := raycluster.BuildHeadPod(cluster, opts)
-	workerPod := raycluster.BuildWorkerPod(cluster, &cluster.Spec.WorkerGroupSpecs[0], raycluster.WorkerReplica{}, opts)
+	opts := podspec.DefaultBuildOptions()
+	fqdn := podspec.HeadServiceFQDN(cluster, opts.ClusterDomain)
+	headPod := podspec.BuildHeadPod(cluster, opts)
+	workerPod := podspec.BuildWorkerPod(cluster, &cluster.Spec.WorkerGroupSpecs[0], podspec.WorkerReplica{}, opts)
 	headC, workerC := headPod.Spec.Containers[0], workerPod.Spec.Containers[0]
 	headDir, workerDir := t.TempDir(), t.TempDir()
 	headEnv := podEnv(t, headC, bin, headDir, fqdn, 0)
@@ -179,7 +179,7 @@ func TestGantryPodsRunOnTheStandin(t *testing.T) {
 
 	// 5. From Ray 2.53.0 the probes GET the agent's /api/healthz instead.
 	cluster.Spec.RayVersion = "2.53.0"
-	newHead := raycluster.BuildHeadPod(cluster, opts).Spec.Containers[0]
+	newHead := podspec.BuildHeadPod(cluster, opts).Spec.Containers[0]
 	if g := newHead.ReadinessProbe.HTTPGet; g == nil {
 		t.Errorf("Ray 2.53.0 head readiness probe %+v, want HTTP", newHead.ReadinessProbe)
 	} else if _, err := httpGetBody("http://127.0.0.1:" + g.Port.String() + g.Path); err != nil {

@@ -20,7 +20,7 @@ import (
 )
 
 // Default ports; they are Ray's and equal Gantry's constants in
-// pkg/controller/raycluster (a test checks that).
+// pkg/controller/ray/podspec (a test checks that).
 const (
 	defaultGCSPort            = 6379
 	defaultDashboardPort      = 8265

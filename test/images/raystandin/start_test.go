@@ -15,7 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/gantry-dev/gantry/pkg/controller/raycluster"
+	"github.com/gantry-dev/gantry/pkg/controller/ray/podspec"
 	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
 )
 
@@ -50,12 +50,12 @@ func TestDefaultPortsMatchGantry(t *testing.T) {
 		name        string
 		ours, their int
 	}{
-		{"gcs", defaultGCSPort, raycluster.DefaultGcsServerPort},
-		{"dashboard", defaultDashboardPort, raycluster.DefaultDashboardPort},
-		{"client", defaultClientPort, raycluster.DefaultClientPort},
-		{"serve", defaultServePort, raycluster.DefaultServingPort},
-		{"metrics", defaultMetricsPort, raycluster.DefaultMetricsPort},
-		{"dashboard agent", defaultDashboardAgentPort, raycluster.DefaultDashboardAgentListenPort},
+		{"gcs", defaultGCSPort, podspec.DefaultGcsServerPort},
+		{"dashboard", defaultDashboardPort, podspec.DefaultDashboardPort},
+		{"client", defaultClientPort, podspec.DefaultClientPort},
+		{"serve", defaultServePort, podspec.DefaultServingPort},
+		{"metrics", defaultMetricsPort, podspec.DefaultMetricsPort},
+		{"dashboard agent", defaultDashboardAgentPort, podspec.DefaultDashboardAgentListenPort},
 	} {
 		if c.ours != c.their {
 			t.Errorf("%s port: stand-in default %d, Gantry %d", c.name, c.ours, c.their)
@@ -72,7 +72,7 @@ func TestParseGantryHeadCommand(t *testing.T) {
 		HeadStartParam("no-monitor", "true").
 		HeadStartParam("object-store-memory", "100000000")
 	w.Spec.HeadGroupSpec.Labels = map[string]string{"zone": "a", "tier": "gpu"}
-	pod := raycluster.BuildHeadPod(w.Obj(), raycluster.DefaultBuildOptions())
+	pod := podspec.BuildHeadPod(w.Obj(), podspec.DefaultBuildOptions())
 	script := rayContainerScript(t, pod)
 
 	words := rayWords(t, script)
@@ -132,7 +132,7 @@ func TestParseGantryWorkerCommand(t *testing.T) {
 	w := raytesting.MakeRayCluster("rc", "ns").WorkerGroup("gpu", 1).
 		WorkerLimits("gpu", raytesting.Resources("cpu", "1", "memory", "1Gi", "nvidia.com/gpu", "1"))
 	cluster := w.Obj()
-	pod := raycluster.BuildWorkerPod(cluster, &cluster.Spec.WorkerGroupSpecs[0], raycluster.WorkerReplica{}, raycluster.DefaultBuildOptions())
+	pod := podspec.BuildWorkerPod(cluster, &cluster.Spec.WorkerGroupSpecs[0], podspec.WorkerReplica{}, podspec.DefaultBuildOptions())
 	words := rayWords(t, rayContainerScript(t, pod))
 	if len(words) < 2 || words[0] != "start" {
 		t.Fatalf("ray was run with %q", words)
