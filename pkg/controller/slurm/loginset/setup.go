@@ -17,7 +17,7 @@ import (
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/index"
-	"github.com/gantry-dev/gantry/pkg/framework/mapping"
+	"github.com/gantry-dev/gantry/pkg/framework/referrers"
 	"github.com/gantry-dev/gantry/pkg/framework/refwatch"
 )
 
@@ -71,7 +71,7 @@ func loginSetsOf(ctx context.Context, reader client.Reader, namespace, controlle
 }
 
 func listRequests(ctx context.Context, reader client.Reader, namespace string, fields client.MatchingFields) []reconcile.Request {
-	return mapping.Requests(ctx, reader, &slinkyv1beta1.LoginSetList{}, client.InNamespace(namespace), fields)
+	return referrers.Requests(ctx, reader, &slinkyv1beta1.LoginSetList{}, client.InNamespace(namespace), fields)
 }
 
 // secretToLoginSets maps a Secret to the LoginSets that read it: by their

@@ -15,7 +15,7 @@ import (
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/core"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/index"
-	"github.com/gantry-dev/gantry/pkg/framework/mapping"
+	"github.com/gantry-dev/gantry/pkg/framework/referrers"
 	"github.com/gantry-dev/gantry/pkg/framework/refwatch"
 )
 
@@ -26,7 +26,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 func restApisOf(ctx context.Context, reader client.Reader, namespace, controller string) []reconcile.Request {
-	return mapping.Requests(ctx, reader, &slinkyv1beta1.RestApiList{},
+	return referrers.Requests(ctx, reader, &slinkyv1beta1.RestApiList{},
 		client.InNamespace(namespace), client.MatchingFields{index.RestApiController: controller})
 }
 

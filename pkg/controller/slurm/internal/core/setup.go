@@ -13,7 +13,7 @@ import (
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/index"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/slurmmetrics"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
-	"github.com/gantry-dev/gantry/pkg/framework/mapping"
+	"github.com/gantry-dev/gantry/pkg/framework/referrers"
 	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
 	"github.com/gantry-dev/gantry/pkg/framework/refwatch"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
@@ -102,5 +102,5 @@ func RefReader(mgr ctrl.Manager) client.Reader {
 // through the index.
 func IndexedRefs(kind client.Object, field string, newList func() client.ObjectList) Refs {
 	return Refs{Kind: kind, Holders: []refwatch.Holder{index.Holder(field)},
-		Map: func(cache client.Reader) handler.MapFunc { return mapping.ByIndex(cache, newList, field) }}
+		Map: func(cache client.Reader) handler.MapFunc { return referrers.ByIndex(cache, newList, field) }}
 }

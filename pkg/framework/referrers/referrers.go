@@ -1,7 +1,4 @@
-// Package mapping turns watch events into reconcile requests through the
-// manager's cache: the objects that reference the one that changed, found
-// by a field index.
-package mapping
+package referrers
 
 import (
 	"context"
