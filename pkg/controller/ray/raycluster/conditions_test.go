@@ -264,12 +264,12 @@ func TestReplicaFailureCondition(t *testing.T) {
 	}{
 		{name: "pod creation failed", err: createFailed, wantPresent: true, wantReason: rayv1.FailedCreateWorkerPod, wantMessage: "quota exceeded"},
 		{
-			name: "wrapped by the step runner", err: fmt.Errorf("step pods: %w", createFailed),
+			name: "wrapped by the step runner", err: fmt.Errorf("step Pods: %w", createFailed),
 			wantPresent: true, wantReason: rayv1.FailedCreateWorkerPod, wantMessage: "quota exceeded",
 		},
 		{
 			// A Service failure in the same reconcile is not about replicas.
-			name: "joined with another step's error", err: errors.Join(createFailed, errors.New("step head-service: refused")),
+			name: "joined with another step's error", err: errors.Join(createFailed, errors.New("step HeadService: refused")),
 			wantPresent: true, wantReason: rayv1.FailedCreateWorkerPod, wantMessage: "quota exceeded",
 		},
 		{name: "an error that is not about replicas sets nothing", err: errors.New("service conflict")},

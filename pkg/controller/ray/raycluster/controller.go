@@ -210,15 +210,15 @@ func (r *Reconciler) Load(ctx context.Context, s *scope) error { return r.loadPo
 func (r *Reconciler) Steps(*scope) []syncsteps.Step[*scope] {
 	return []syncsteps.Step[*scope]{
 		// Its Warning is KubeRay's AutoscalerServiceAccountNotFound.
-		{Name: "autoscaler-service-account", Sync: r.checkAutoscalerServiceAccount, StopOnError: true, ReportsOwnFailure: true},
-		{Name: "autoscaler-rbac", Sync: r.reconcileAutoscalerRBAC, StopOnError: true},
-		{Name: "auth-secret", Sync: r.reconcileAuthSecret, StopOnError: true},
-		{Name: "ingress", Sync: r.reconcileIngress, FailureReason: string(rayv1.FailedToCreateIngress)},
-		{Name: "head-service", Sync: r.reconcileHeadService, FailureReason: string(rayv1.FailedToCreateService)},
-		{Name: "headless-service", Sync: r.reconcileHeadlessService, FailureReason: string(rayv1.FailedToCreateService)},
-		{Name: "serve-service", Sync: r.reconcileServeService, FailureReason: string(rayv1.FailedToCreateService)},
+		{Name: "AutoscalerServiceAccount", Sync: r.checkAutoscalerServiceAccount, StopOnError: true, ReportsOwnFailure: true},
+		{Name: "AutoscalerRBAC", Sync: r.reconcileAutoscalerRBAC, StopOnError: true},
+		{Name: "AuthSecret", Sync: r.reconcileAuthSecret, StopOnError: true},
+		{Name: "Ingress", Sync: r.reconcileIngress, FailureReason: string(rayv1.FailedToCreateIngress)},
+		{Name: "HeadService", Sync: r.reconcileHeadService, FailureReason: string(rayv1.FailedToCreateService)},
+		{Name: "HeadlessService", Sync: r.reconcileHeadlessService, FailureReason: string(rayv1.FailedToCreateService)},
+		{Name: "ServeService", Sync: r.reconcileServeService, FailureReason: string(rayv1.FailedToCreateService)},
 		// Pod failures emit their own KubeRay-named Warning events.
-		{Name: "pods", Sync: r.reconcilePods, ReportsOwnFailure: true},
+		{Name: "Pods", Sync: r.reconcilePods, ReportsOwnFailure: true},
 	}
 }
 

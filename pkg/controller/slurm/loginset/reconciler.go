@@ -101,8 +101,8 @@ var hostKeyTypes = []string{"RSA 4096", "ECDSA P-256", "Ed25519"}
 func (r *Reconciler) steps() []syncsteps.Step[*scope] {
 	return []syncsteps.Step[*scope]{
 		{Name: "Controller", StopOnError: true, Sync: r.getController},
-		{Name: "SSH host keys", StopOnError: true, Sync: r.syncHostKeys},
-		{Name: "SSH config", Sync: r.syncSshConfig},
+		{Name: "SSHHostKeys", StopOnError: true, Sync: r.syncHostKeys},
+		{Name: "SSHConfig", Sync: r.syncSshConfig},
 		{Name: "Service", Sync: r.syncService},
 		{Name: "Deployment", Sync: r.syncDeployment},
 	}
