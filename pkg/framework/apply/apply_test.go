@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -134,7 +133,6 @@ func (u *unregistered) DeepCopyObject() runtime.Object {
 }
 
 func TestApplier(t *testing.T) {
-	acCM := corev1ac.ConfigMap("ac", "default").WithData(map[string]string{"k": "v"})
 	tests := []struct {
 		name      string
 		applier   func(c client.Client) Applier
@@ -150,12 +148,6 @@ func TestApplier(t *testing.T) {
 			wantCalls: 1,
 		},
 		{
-			name:      "apply configuration applied with owner and force",
-			applier:   func(c client.Client) Applier { return Applier{Client: c, FieldOwner: FieldOwnerTrainer} },
-			run:       func(ctx context.Context, a Applier) error { return a.ApplyConfig(ctx, acCM) },
-			wantCalls: 1,
-		},
-		{
 			name:     "server error is returned",
 			applier:  func(c client.Client) Applier { return Applier{Client: c, FieldOwner: FieldOwnerRayCluster} },
 			applyErr: apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "cm", errors.New("no")),
@@ -165,7 +157,7 @@ func TestApplier(t *testing.T) {
 		{
 			name:    "missing field owner is refused before any request",
 			applier: func(c client.Client) Applier { return Applier{Client: c} },
-			run:     func(ctx context.Context, a Applier) error { return a.ApplyConfig(ctx, acCM) },
+			run:     func(ctx context.Context, a Applier) error { return a.Apply(ctx, typedConfigMap()) },
 			wantErr: true,
 		},
 		{

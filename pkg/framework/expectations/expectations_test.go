@@ -174,7 +174,7 @@ func TestSatisfiedTransitions(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-			e := New(WithTTL(ttl), WithClock(clk))
+			e := New(withTTL(ttl), WithClock(clk))
 			for i, s := range tc.steps {
 				s.do(e, clk)
 				// Query through SatisfiedAll too: it must agree when only
@@ -256,4 +256,9 @@ func TestConcurrentUse(t *testing.T) {
 			t.Errorf("%s not satisfied after all events: %d creations, %d deletions pending", key, c, d)
 		}
 	}
+}
+
+// withTTL sets how long an unfulfilled expectation blocks its group.
+func withTTL(ttl time.Duration) Option {
+	return func(e *Expectations) { e.ttl = ttl }
 }

@@ -1,5 +1,3 @@
-// Package podcond answers the questions about a Pod's state that more than one
-// workload family asks.
 package podcond
 
 import corev1 "k8s.io/api/core/v1"

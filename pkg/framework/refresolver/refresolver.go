@@ -1,12 +1,3 @@
-// Package refresolver resolves references from a CR to other objects
-// (Secret keys, ConfigMaps, a NodeSet's Controller).
-//
-// Contract: an empty reference namespace means the referring object's
-// namespace (defaultNamespace); a missing object and a missing key inside an
-// existing object are both reported as *NotFoundError, told apart by its Key
-// field, so callers can write a precise condition message. A NotFoundError for
-// a missing object wraps the API server's NotFound, so apierrors.IsNotFound
-// still holds. Optional selectors resolve to nothing instead of an error.
 package refresolver
 
 import (
@@ -52,12 +43,6 @@ func (e *NotFoundError) Unwrap() error { return e.cause }
 func IsNotFound(err error) bool {
 	var nf *NotFoundError
 	return errors.As(err, &nf)
-}
-
-// IsKeyNotFound reports whether the object exists but lacks the key.
-func IsKeyNotFound(err error) bool {
-	var nf *NotFoundError
-	return errors.As(err, &nf) && nf.Key != ""
 }
 
 // Get fetches the object ref names as a T (a pointer to an API struct).

@@ -45,8 +45,8 @@ func TestGetSecretKey(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := r.GetSecretKey(context.Background(), tc.ns, tc.sel)
-			if IsNotFound(err) != tc.wantNotFound || IsKeyNotFound(err) != tc.wantKeyErr || apierrors.IsNotFound(err) != tc.wantAPINF {
-				t.Fatalf("err = %v: IsNotFound=%v IsKeyNotFound=%v apierrors.IsNotFound=%v", err, IsNotFound(err), IsKeyNotFound(err), apierrors.IsNotFound(err))
+			if IsNotFound(err) != tc.wantNotFound || isKeyNotFound(err) != tc.wantKeyErr || apierrors.IsNotFound(err) != tc.wantAPINF {
+				t.Fatalf("err = %v: IsNotFound=%v IsKeyNotFound=%v apierrors.IsNotFound=%v", err, IsNotFound(err), isKeyNotFound(err), apierrors.IsNotFound(err))
 			}
 			if !tc.wantNotFound && err != nil {
 				t.Fatal(err)
@@ -89,7 +89,7 @@ func TestGetConfigMapKey(t *testing.T) {
 					t.Fatalf("err = %#v", err)
 				}
 			case "object":
-				if !errors.As(err, &nf) || nf.Key != "" || nf.Name != tc.sel.Name || IsKeyNotFound(err) {
+				if !errors.As(err, &nf) || nf.Key != "" || nf.Name != tc.sel.Name || isKeyNotFound(err) {
 					t.Fatalf("err = %#v", err)
 				}
 			}
@@ -143,4 +143,10 @@ func TestGetPassesOtherErrorsThrough(t *testing.T) {
 
 func sel(name, key string, optional bool) corev1.SecretKeySelector {
 	return corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key, Optional: ptr.To(optional)}
+}
+
+// isKeyNotFound reports whether the object exists but lacks the key.
+func isKeyNotFound(err error) bool {
+	var nf *NotFoundError
+	return errors.As(err, &nf) && nf.Key != ""
 }

@@ -1,10 +1,3 @@
-// Package plugin is the plugin framework of the Trainer runtime: the
-// intermediate representation (Info) that plugins read and edit, the plugin
-// interfaces, one per extension point, and the Framework that runs them in
-// the order it was given. Which plugins exist and in which order they run is
-// decided by package pkg/runtime; this package knows no plugin. It is
-// Trainer's pkg/runtime/framework, named so that it is not mistaken for
-// Gantry's reconciler framework, pkg/framework.
 package plugin
 
 import (
@@ -106,15 +99,6 @@ func (i *Info) FindPodSetByAncestor(ancestor string) *PodSet {
 // TrainerPodSet is the PodSet labelled as the trainer step, or nil.
 func (i *Info) TrainerPodSet() *PodSet {
 	return i.FindPodSetByAncestor(trainer.AncestorTrainer)
-}
-
-// TrainerContainer is the node container of the trainer PodSet, or nil.
-func (i *Info) TrainerContainer() *Container {
-	ps := i.TrainerPodSet()
-	if ps == nil {
-		return nil
-	}
-	return ps.FindContainer(trainer.TrainerNodeName)
 }
 
 // FindContainer returns the container called name, or nil.

@@ -173,7 +173,7 @@ func TestServerUnknownNodeIsNotFound(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.call()
-			if !slurm.IsNotFound(err) || slurm.IsAuthError(err) {
+			if !slurm.IsNotFound(err) {
 				t.Fatalf("err = %v, want not found", err)
 			}
 			var apiErr *slurm.APIError
@@ -204,7 +204,7 @@ func TestServerInjectedErrors(t *testing.T) {
 	}
 	// An injected *slurm.APIError keeps its entries and error status.
 	f.SetError(OpListJobs, &slurm.APIError{StatusCode: 502, Errors: []slurm.ErrorEntry{{Description: "x", ErrorNumber: 1007}}})
-	if _, err := cl.ListJobs(ctx); !slurm.IsAuthError(err) || !errors.As(err, &apiErr) || apiErr.StatusCode != 502 {
+	if _, err := cl.ListJobs(ctx); !errors.As(err, &apiErr) || apiErr.StatusCode != 502 || !apiErr.HasErrorNumber(slurm.ErrorNumberAuthentication) {
 		t.Errorf("ListJobs = %v, want 502 with error 1007", err)
 	}
 	// An injected not-found gets slurmrestd's not-found answer.
@@ -226,7 +226,7 @@ func TestServerAuthentication(t *testing.T) {
 		srv, cl, _ := serve(t, f, serverKey, []byte("not the cluster key"))
 		_, err := cl.ListNodes(ctx)
 		var apiErr *slurm.APIError
-		if !slurm.IsAuthError(err) || !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusUnauthorized {
+		if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusUnauthorized {
 			t.Fatalf("err = %v, want 401", err)
 		}
 		if srv.Unauthorized() != 1 || srv.Requests()[RequestListNodes] != 1 {
@@ -243,7 +243,7 @@ func TestServerAuthentication(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := cl.Ping(ctx); !slurm.IsAuthError(err) {
+		if err := cl.Ping(ctx); statusOf(err) != http.StatusUnauthorized {
 			t.Errorf("err = %v, want 401", err)
 		}
 	})
@@ -251,7 +251,7 @@ func TestServerAuthentication(t *testing.T) {
 	t.Run("server clock", func(t *testing.T) {
 		_, cl, _ := serve(t, f, serverKey, serverKey,
 			WithServerClock(func() time.Time { return time.Now().Add(2 * slurm.DefaultTokenLifetime) }))
-		if err := cl.Ping(ctx); !slurm.IsAuthError(err) {
+		if err := cl.Ping(ctx); statusOf(err) != http.StatusUnauthorized {
 			t.Errorf("err = %v, want 401 from a server whose clock is past expiry", err)
 		}
 	})
@@ -528,4 +528,13 @@ func TestServerStop(t *testing.T) {
 	if err := cl.Ping(context.Background()); err != nil {
 		t.Errorf("Ping after restart: %v", err)
 	}
+}
+
+// statusOf is the HTTP status of a slurmrestd error, 0 for any other error.
+func statusOf(err error) int {
+	var apiErr *slurm.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.StatusCode
+	}
+	return 0
 }

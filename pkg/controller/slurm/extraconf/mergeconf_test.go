@@ -83,12 +83,6 @@ func TestParseLines(t *testing.T) {
 	if diff := cmp.Diff(want, lines, cmp.Comparer(func(a, b error) bool { return (a == nil) == (b == nil) })); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	if Readable(lines) {
-		t.Error("a file with a refused line and an Include is readable on its own")
-	}
-	if !Readable(Parse("A=1\n# c\nNodeName=n CPUs=1\n")) {
-		t.Error("a clean file is not readable")
-	}
 }
 
 func TestFormatValueReadsBack(t *testing.T) {

@@ -204,17 +204,6 @@ func allSpace(s string) bool {
 	return true
 }
 
-// Readable reports whether the daemon can read conf on its own: every
-// line parses and none includes another file.
-func Readable(lines []Line) bool {
-	for _, l := range lines {
-		if l.Err != nil || l.Include {
-			return false
-		}
-	}
-	return true
-}
-
 // FormatValue writes value so that Parse reads it back unchanged:
 // backslashes and '#' escaped, and quoted when it holds white space. A
 // value holding both white space and a double quote cannot be written and

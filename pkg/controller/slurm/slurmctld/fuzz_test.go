@@ -118,7 +118,7 @@ func FuzzRenderSlurmConf(f *testing.F) {
 		owned, mergedAt := ownedLines(model.physical, c.Spec.ExtraConf, merged)
 		// The merged lines carry the user's options: held to the promise
 		// only when the user's own lines parse.
-		userClean := extraconf.Readable(extraconf.Parse(c.Spec.ExtraConf + "\n"))
+		userClean := readable(extraconf.Parse(c.Spec.ExtraConf + "\n"))
 		for i, line := range model.physical {
 			if !owned[i] || strings.HasPrefix(line, "#") || (i > mergedAt && !userClean) {
 				continue
@@ -233,7 +233,7 @@ func parseSlurmConf(conf string) *slurmConf {
 		physical = physical[:len(physical)-1]
 	}
 	lines := extraconf.Parse(conf)
-	return &slurmConf{physical: physical, lines: lines, values: extraconf.ParseSimpleParameters(conf), readable: extraconf.Readable(lines)}
+	return &slurmConf{physical: physical, lines: lines, values: extraconf.ParseSimpleParameters(conf), readable: readable(lines)}
 }
 
 func (m *slurmConf) logicalAt(physical int) *extraconf.Line {
@@ -255,4 +255,15 @@ func unescape(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// readable reports whether the daemon can read conf on its own: every
+// line parses and none includes another file.
+func readable(lines []extraconf.Line) bool {
+	for _, l := range lines {
+		if l.Err != nil || l.Include {
+			return false
+		}
+	}
+	return true
 }

@@ -51,7 +51,7 @@ func TestEnforceMLPolicy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = (JAX{}).EnforceMLPolicy(info, tc.job)
+			err = JAX.EnforceMLPolicy(info, tc.job)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
 			}
@@ -61,7 +61,7 @@ func TestEnforceMLPolicy(t *testing.T) {
 				}
 				return
 			}
-			node := info.TrainerContainer()
+			node := info.TrainerPodSet().FindContainer(trainer.TrainerNodeName)
 			if diff := cmp.Diff(tc.wantEnv, node.Env); diff != "" {
 				t.Errorf("env (-want +got):\n%s", diff)
 			}
@@ -79,7 +79,7 @@ func TestValidateReservedEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	errs := (JAX{}).Validate(info, nil, job)
+	errs := JAX.Validate(info, nil, job)
 	if len(errs) != 1 || errs[0].Field != "spec.trainer.env[1]" {
 		t.Errorf("errors = %v", errs)
 	}

@@ -48,7 +48,7 @@ func TestEnforceMLPolicy(t *testing.T) {
 			if info.TrainerPodSet().Count != tc.wantCount {
 				t.Errorf("count = %d, want %d", info.TrainerPodSet().Count, tc.wantCount)
 			}
-			if diff := cmp.Diff(tc.wantEnv, info.TrainerContainer().Env); diff != "" {
+			if diff := cmp.Diff(tc.wantEnv, info.TrainerPodSet().FindContainer(trainer.TrainerNodeName).Env); diff != "" {
 				t.Errorf("env (-want +got):\n%s", diff)
 			}
 		})

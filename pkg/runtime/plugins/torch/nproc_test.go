@@ -97,7 +97,7 @@ func TestNumProcPerNodeTrainerV23(t *testing.T) {
 				job.NumNodes(tc.numNodes)
 			}
 			info := enforce(t, job.Obj(), spec)
-			if got := envValue(info.TrainerContainer(), trainer.TorchEnvNumProcPerNode); got != tc.want {
+			if got := envValue(info.TrainerPodSet().FindContainer(trainer.TrainerNodeName), trainer.TorchEnvNumProcPerNode); got != tc.want {
 				t.Errorf("PET_NPROC_PER_NODE = %q, want %q (Trainer v2.3.0)", got, tc.want)
 			}
 		})

@@ -66,7 +66,7 @@ func TestNumProcPerNode(t *testing.T) {
 			spec := trainertesting.MakeRuntimeSpec().Torch(tc.runtime).
 				ReplicatedJob(trainertesting.ReplicatedJob("node", "trainer", node)).Obj()
 			info := enforce(t, tc.job.Obj(), spec)
-			if got := envValue(info.TrainerContainer(), trainer.TorchEnvNumProcPerNode); got != tc.want {
+			if got := envValue(info.TrainerPodSet().FindContainer(trainer.TrainerNodeName), trainer.TorchEnvNumProcPerNode); got != tc.want {
 				t.Errorf("PET_NPROC_PER_NODE = %q, want %q", got, tc.want)
 			}
 		})
@@ -92,7 +92,7 @@ func TestEnforceMLPolicyEnvAndPorts(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			info := enforce(t, tc.job, spec)
-			node := info.TrainerContainer()
+			node := info.TrainerPodSet().FindContainer(trainer.TrainerNodeName)
 			want := map[string]string{
 				"PET_NNODES": tc.wantNodes, "PET_NPROC_PER_NODE": "1", "KEEP": "1",
 				"PET_MASTER_ADDR": "tj-trainer-job-0-0.net", "PET_MASTER_PORT": "29500",
@@ -136,7 +136,7 @@ func findEnv(c *plugin.Container, name string) *corev1.EnvVar {
 func TestInactiveWithoutTorchPolicy(t *testing.T) {
 	spec := trainertesting.MakeRuntimeSpec().JAX().ReplicatedJob(trainertesting.TrainerJob("t")).Obj()
 	info := enforce(t, trainertesting.MakeTrainJob("tj", "default").NumNodes(3).Obj(), spec)
-	if len(info.TrainerContainer().Env) != 0 || info.TrainerPodSet().Count != 1 {
+	if len(info.TrainerPodSet().FindContainer(trainer.TrainerNodeName).Env) != 0 || info.TrainerPodSet().Count != 1 {
 		t.Errorf("torch acted on a JAX runtime: %+v", info.TrainerPodSet())
 	}
 }
@@ -184,7 +184,7 @@ func TestNoTrainerNoPETOnTheNode(t *testing.T) {
 	spec.MLPolicy.Torch.EnvInjection = &trainer.TorchEnvInjection{Targets: []trainer.TorchEnvInjectionTarget{
 		{JobName: "node", ContainerNames: []string{"probe"}}}}
 	info := enforce(t, trainertesting.MakeTrainJob("tj", "default").Obj(), spec)
-	node := info.TrainerContainer()
+	node := info.TrainerPodSet().FindContainer(trainer.TrainerNodeName)
 	if len(node.Env) != 0 || len(node.Ports) != 0 {
 		t.Errorf("node container env %v, ports %v; want none without spec.trainer", node.Env, node.Ports)
 	}

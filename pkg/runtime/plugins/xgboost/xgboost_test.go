@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 	"github.com/gantry-dev/gantry/pkg/runtime/plugin"
 	trainertesting "github.com/gantry-dev/gantry/test/wrappers/trainer"
 )
@@ -37,14 +38,14 @@ func TestEnforceMLPolicy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := (XGBoost{}).EnforceMLPolicy(info, job); err != nil {
+			if err := XGBoost.EnforceMLPolicy(info, job); err != nil {
 				t.Fatal(err)
 			}
 			want := []corev1.EnvVar{
 				{Name: EnvTrackerURI, Value: "x-node-0-0.x"}, {Name: EnvTrackerPort, Value: "29500"},
 				plugin.CompletionIndexEnv(EnvTaskID), {Name: EnvNumWorker, Value: tc.wantWorkers},
 			}
-			if diff := cmp.Diff(want, info.TrainerContainer().Env); diff != "" {
+			if diff := cmp.Diff(want, info.TrainerPodSet().FindContainer(trainer.TrainerNodeName).Env); diff != "" {
 				t.Errorf("env (-want +got):\n%s", diff)
 			}
 		})
@@ -58,7 +59,7 @@ func TestValidateReservedEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if errs := (XGBoost{}).Validate(info, nil, job); len(errs) != 2 {
+	if errs := XGBoost.Validate(info, nil, job); len(errs) != 2 {
 		t.Errorf("errors = %v, want one per reserved variable", errs)
 	}
 }
