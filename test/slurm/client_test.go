@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -90,7 +92,10 @@ func TestTokenWithWrongKeyIsRejected(t *testing.T) {
 	if err == nil {
 		t.Fatal("ListNodes with a token signed by the wrong key succeeded")
 	}
-	if !slurm.IsAuthError(err) || !strings.Contains(err.Error(), "Protocol authentication error") {
+	var apiErr *slurm.APIError
+	rejected := errors.As(err, &apiErr) && (apiErr.StatusCode == http.StatusUnauthorized ||
+		apiErr.StatusCode == http.StatusForbidden || apiErr.HasErrorNumber(slurm.ErrorNumberAuthentication))
+	if !rejected || !strings.Contains(err.Error(), "Protocol authentication error") {
 		t.Errorf("error = %v, want slurmctld's authentication error", err)
 	}
 }
