@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gantry-dev/gantry/pkg/ray/dashboard/standin"
 )
 
 // The stand-in's "GCS" is an HTTP server with one health endpoint; this is
@@ -20,7 +22,7 @@ import (
 const (
 	gcsHealthPath     = "/healthz"
 	gcsDashboardPath  = "/dashboard_address"
-	healthReply       = "success"
+	healthReply       = standin.HealthReply
 	healthCheckBudget = 3 * time.Second
 	// gcsClusterIDHeader carries the id a head's GCS draws when it starts.
 	// Without GCS fault tolerance a new head is a new cluster: a raylet that

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gantry-dev/gantry/pkg/ray/dashboard"
 )
 
 // jobPollInterval is how often `ray job submit` and `ray job logs --follow`
@@ -147,10 +149,10 @@ func (c *jobClient) cmdSubmit(p *parsedFlags, stdout io.Writer, out, errl *logge
 		return 1
 	}
 	switch info.Status {
-	case statusSucceeded:
+	case dashboard.JobSucceeded:
 		out.printf("Job '%s' succeeded", id)
 		return 0
-	case statusStopped:
+	case dashboard.JobStopped:
 		out.printf("Job '%s' was stopped", id)
 	default:
 		out.printf("Job '%s' failed: %s", id, info.Message)
@@ -158,8 +160,8 @@ func (c *jobClient) cmdSubmit(p *parsedFlags, stdout io.Writer, out, errl *logge
 	return 1
 }
 
-func submitRequestFromFlags(p *parsedFlags, entry []string) (submitRequest, error) {
-	req := submitRequest{Entrypoint: entrypointFromArgs(entry), SubmissionID: p.values["submission-id"]}
+func submitRequestFromFlags(p *parsedFlags, entry []string) (dashboard.JobRequest, error) {
+	req := dashboard.JobRequest{Entrypoint: entrypointFromArgs(entry), SubmissionID: p.values["submission-id"]}
 	if req.SubmissionID == "" {
 		req.SubmissionID = p.values["job-id"]
 	}
@@ -256,7 +258,7 @@ func (c *jobClient) cmdStop(id string, noWait bool, out, errl *logger) int {
 			errl.printf("ray job stop: %v", err)
 			return 1
 		}
-		if terminal(info.Status) {
+		if info.Status.IsTerminal() {
 			out.printf("Job '%s' is %s", id, info.Status)
 			return 0
 		}
@@ -337,7 +339,7 @@ func unexpected(code int, body []byte) error {
 
 func jobPath(id string) string { return "/api/jobs/" + url.PathEscape(id) }
 
-func (c *jobClient) submit(req submitRequest) (string, error) {
+func (c *jobClient) submit(req dashboard.JobRequest) (string, error) {
 	code, body, err := c.do(http.MethodPost, "/api/jobs/", req)
 	if err != nil {
 		return "", err
@@ -354,20 +356,20 @@ func (c *jobClient) submit(req submitRequest) (string, error) {
 	return resp.SubmissionID, nil
 }
 
-func (c *jobClient) info(id string) (jobDetails, error) {
+func (c *jobClient) info(id string) (dashboard.JobDetails, error) {
 	code, body, err := c.do(http.MethodGet, jobPath(id), nil)
 	if err != nil {
-		return jobDetails{}, err
+		return dashboard.JobDetails{}, err
 	}
 	if code == http.StatusNotFound {
-		return jobDetails{}, fmt.Errorf("%w: %s", errJobNotFound, id)
+		return dashboard.JobDetails{}, fmt.Errorf("%w: %s", errJobNotFound, id)
 	}
 	if code != http.StatusOK {
-		return jobDetails{}, unexpected(code, body)
+		return dashboard.JobDetails{}, unexpected(code, body)
 	}
-	var d jobDetails
+	var d dashboard.JobDetails
 	if err := json.Unmarshal(body, &d); err != nil {
-		return jobDetails{}, fmt.Errorf("unexpected job details %q: %w", body, err)
+		return dashboard.JobDetails{}, fmt.Errorf("unexpected job details %q: %w", body, err)
 	}
 	return d, nil
 }
@@ -426,7 +428,7 @@ func (c *jobClient) delete(id string) error {
 	return nil
 }
 
-func (c *jobClient) list() ([]jobDetails, error) {
+func (c *jobClient) list() ([]dashboard.JobDetails, error) {
 	code, body, err := c.do(http.MethodGet, "/api/jobs/", nil)
 	if err != nil {
 		return nil, err
@@ -434,7 +436,7 @@ func (c *jobClient) list() ([]jobDetails, error) {
 	if code != http.StatusOK {
 		return nil, unexpected(code, body)
 	}
-	var jobs []jobDetails
+	var jobs []dashboard.JobDetails
 	if err := json.Unmarshal(body, &jobs); err != nil {
 		return nil, fmt.Errorf("unexpected job list %q: %w", body, err)
 	}
@@ -443,18 +445,18 @@ func (c *jobClient) list() ([]jobDetails, error) {
 
 // follow prints the job's output to w as it grows until the job ends, and
 // returns its final details.
-func (c *jobClient) follow(id string, w io.Writer) (jobDetails, error) {
+func (c *jobClient) follow(id string, w io.Writer) (dashboard.JobDetails, error) {
 	printed := ""
 	for {
 		info, err := c.info(id)
 		if err != nil {
-			return jobDetails{}, err
+			return dashboard.JobDetails{}, err
 		}
 		// Read after the status: once the job is terminal its logs are
 		// complete.
 		logs, err := c.logs(id)
 		if err != nil {
-			return jobDetails{}, err
+			return dashboard.JobDetails{}, err
 		}
 		if strings.HasPrefix(logs, printed) {
 			_, _ = io.WriteString(w, logs[len(printed):])
@@ -462,7 +464,7 @@ func (c *jobClient) follow(id string, w io.Writer) (jobDetails, error) {
 			_, _ = io.WriteString(w, logs)
 		}
 		printed = logs
-		if terminal(info.Status) {
+		if info.Status.IsTerminal() {
 			if printed != "" && !strings.HasSuffix(printed, "\n") {
 				_, _ = io.WriteString(w, "\n")
 			}

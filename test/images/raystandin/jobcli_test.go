@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gantry-dev/gantry/pkg/ray/dashboard"
 )
 
 func TestJobSubmitWaitsForTheResult(t *testing.T) {
@@ -169,7 +171,7 @@ func TestKubeRaySubmitterScript(t *testing.T) {
 		}
 	}
 	info, raw := jobInfo(t, ports.dashboardURL(), "rayjob-xyz")
-	if info.JobStatus != statusSucceeded || info.Metadata["owner"] != "test" || raw["entrypoint_num_gpus"] != 0.5 {
+	if info.JobStatus != dashboard.JobSucceeded || info.Metadata["owner"] != "test" || raw["entrypoint_num_gpus"] != 0.5 {
 		t.Errorf("job as submitted: %+v %v", info, raw)
 	}
 	if raw["entrypoint_resources"].(map[string]any)["custom"] != 1.0 {

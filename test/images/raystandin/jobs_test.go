@@ -4,11 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gantry-dev/gantry/pkg/ray/dashboard"
 	k8sjson "k8s.io/apimachinery/pkg/util/json"
 )
 
@@ -59,7 +63,7 @@ func waitJob(t *testing.T, base, id string) (kuberayRayJobInfo, map[string]any) 
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		info, raw := jobInfo(t, base, id)
-		if terminal(info.JobStatus) {
+		if info.JobStatus.IsTerminal() {
 			return info, raw
 		}
 		if time.Now().After(deadline) {
@@ -90,7 +94,7 @@ func TestJobFailsWithItsExitCode(t *testing.T) {
 		t.Errorf("generated submission ID %q, want raysubmit_ and 16 characters", id)
 	}
 	info, raw := waitJob(t, base, id)
-	if info.JobStatus != statusFailed || raw["driver_exit_code"] != 3.0 {
+	if info.JobStatus != dashboard.JobFailed || raw["driver_exit_code"] != 3.0 {
 		t.Errorf("status %s driver_exit_code %v, want FAILED and 3", info.JobStatus, raw["driver_exit_code"])
 	}
 	if info.ErrorType == nil || *info.ErrorType == "" || !strings.Contains(info.Message, "exit code 3") {
@@ -123,7 +127,7 @@ func TestJobSucceeds(t *testing.T) {
 		t.Fatalf("submitted as %q, want the given %q", id, req.SubmissionId)
 	}
 	info, raw := waitJob(t, base, req.SubmissionId)
-	if info.JobStatus != statusSucceeded || raw["driver_exit_code"] != 0.0 || info.ErrorType != nil {
+	if info.JobStatus != dashboard.JobSucceeded || raw["driver_exit_code"] != 0.0 || info.ErrorType != nil {
 		t.Errorf("status %s exit code %v error_type %v, want SUCCEEDED 0 nil", info.JobStatus, raw["driver_exit_code"], info.ErrorType)
 	}
 	if info.Metadata["owner"] != "test" || info.Entrypoint != req.Entrypoint || info.RuntimeEnv["pip"] == nil {
@@ -154,7 +158,7 @@ func TestJobStop(t *testing.T) {
 		}
 		return nil
 	})
-	if info, _ := jobInfo(t, base, id); info.JobStatus != statusRunning {
+	if info, _ := jobInfo(t, base, id); info.JobStatus != dashboard.JobRunning {
 		t.Fatalf("status %s, want RUNNING", info.JobStatus)
 	}
 	stop := func() bool {
@@ -170,7 +174,7 @@ func TestJobStop(t *testing.T) {
 		t.Fatal("stop of a running job answered stopped=false")
 	}
 	info, _ := waitJob(t, base, id)
-	if info.JobStatus != statusStopped {
+	if info.JobStatus != dashboard.JobStopped {
 		t.Errorf("status after stop = %s, want STOPPED", info.JobStatus)
 	}
 	// SIGTERM reaches sleep in the job's process group: no SIGKILL wait.
@@ -204,7 +208,7 @@ func TestJobDelete(t *testing.T) {
 	if code, body := httpDo(t, http.MethodDelete, base+"/api/jobs/"+running, nil); code != http.StatusBadRequest || !strings.Contains(string(body), "non-terminal") {
 		t.Errorf("delete of a running job = %d %s, want 400", code, body)
 	}
-	if info, _ := jobInfo(t, base, running); info.JobStatus != statusRunning {
+	if info, _ := jobInfo(t, base, running); info.JobStatus != dashboard.JobRunning {
 		t.Errorf("the refused delete changed the job: %s", info.JobStatus)
 	}
 
@@ -253,22 +257,18 @@ func TestJobSubmitValidation(t *testing.T) {
 func TestJobsKilledWhenHeadStops(t *testing.T) {
 	head, ports := startTestHead(t)
 	base := ports.dashboardURL()
-	id := submitJob(t, base, kuberayRayJobRequest{Entrypoint: "sleep 100"})
-	head.jobs.mu.Lock()
-	pid := head.jobs.jobs[id].pid
-	head.jobs.mu.Unlock()
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	submitJob(t, base, kuberayRayJobRequest{Entrypoint: "echo $$ > " + pidFile + "; exec sleep 100"})
+	var pid int
+	eventually(t, 5*time.Second, "the job's pid", func() error {
+		data, err := os.ReadFile(pidFile)
+		if err == nil {
+			pid, err = strconv.Atoi(strings.TrimSpace(string(data)))
+		}
+		return err
+	})
 	head.Close()
 	if !waitGone(pid, 5*time.Second) {
 		t.Errorf("job process %d survived the head", pid)
-	}
-}
-
-func TestTailBufferKeepsTheEnd(t *testing.T) {
-	b := newTailBuffer(10)
-	for i := range 30 {
-		fmt.Fprintf(b, "%d", i%10)
-	}
-	if got := b.String(); got != "0123456789" {
-		t.Errorf("got %q, want the last 10 bytes", got)
 	}
 }

@@ -4,27 +4,29 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/gantry-dev/gantry/pkg/ray/dashboard"
 )
 
 // The main module does not depend on github.com/ray-project/kuberay, so
 // these are KubeRay v1.6.0's types with their field names and JSON tags
 // copied from ray-operator/controllers/ray/utils/types/dashboard_httpclient.go
-// and serve_api_models.go (JobStatus is a string there). KubeRay's dashboard
+// and serve_api_models.go (JobStatus is rayv1.JobStatus there, a string type). KubeRay's dashboard
 // client (ray-operator/controllers/ray/utils/dashboardclient/
 // dashboard_httpclient.go) marshals the requests and unmarshals the replies
 // with them.
 
 type kuberayRayJobInfo struct {
-	ErrorType    *string           `json:"error_type,omitempty"`
-	Metadata     map[string]string `json:"metadata,omitempty"`
-	RuntimeEnv   map[string]any    `json:"runtime_env,omitempty"`
-	JobStatus    string            `json:"status,omitempty"`
-	Entrypoint   string            `json:"entrypoint,omitempty"`
-	JobId        string            `json:"job_id,omitempty"`
-	SubmissionId string            `json:"submission_id,omitempty"`
-	Message      string            `json:"message,omitempty"`
-	StartTime    uint64            `json:"start_time,omitempty"`
-	EndTime      uint64            `json:"end_time,omitempty"`
+	ErrorType    *string             `json:"error_type,omitempty"`
+	Metadata     map[string]string   `json:"metadata,omitempty"`
+	RuntimeEnv   map[string]any      `json:"runtime_env,omitempty"`
+	JobStatus    dashboard.JobStatus `json:"status,omitempty"`
+	Entrypoint   string              `json:"entrypoint,omitempty"`
+	JobId        string              `json:"job_id,omitempty"`
+	SubmissionId string              `json:"submission_id,omitempty"`
+	Message      string              `json:"message,omitempty"`
+	StartTime    uint64              `json:"start_time,omitempty"`
+	EndTime      uint64              `json:"end_time,omitempty"`
 }
 
 type kuberayRayJobRequest struct {

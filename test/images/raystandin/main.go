@@ -6,11 +6,13 @@ import (
 	"os"
 	"strings"
 	"sync"
+
+	"github.com/gantry-dev/gantry/pkg/ray/dashboard/standin"
 )
 
 // standinVersion is what `ray --version` and /api/version report, so that
 // nobody mistakes the stand-in for a Ray release.
-const standinVersion = "standin"
+const standinVersion = standin.Version
 
 // logPrefix starts every line the stand-in prints.
 const logPrefix = "ray-standin: "

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/gantry-dev/gantry/pkg/ray/dashboard/standin"
 )
 
 // Default ports; they are Ray's and equal Gantry's constants in
@@ -201,7 +203,7 @@ type node struct {
 	log       *logger
 	servers   []*http.Server
 	listeners []net.Listener
-	jobs      *jobManager
+	jobs      *standin.Jobs
 	// addrs are the bound addresses by component, for messages and tests.
 	addrs     map[string]string
 	fatal     chan error
@@ -258,16 +260,16 @@ func (n *node) listenAll() error {
 	}
 
 	if o.head {
-		n.jobs = newJobManager(net.JoinHostPort(loopbackIfAny(o.nodeIP), strconv.Itoa(o.gcsPort)), n.log)
-		var dash *dashboard
+		n.jobs = standin.NewJobs(net.JoinHostPort(loopbackIfAny(o.nodeIP), strconv.Itoa(o.gcsPort)), n.log.printf)
+		var dash *standin.Dashboard
 		if o.includeDashboard {
-			dash = newDashboard(n.jobs, os.Getenv("RAY_AUTH_MODE"), os.Getenv("RAY_AUTH_TOKEN"))
+			dash = standin.NewDashboard(n.jobs, os.Getenv("RAY_AUTH_MODE"), os.Getenv("RAY_AUTH_TOKEN"))
 		}
 		if err := serve("gcs", o.nodeIP, o.gcsPort, gcsHandler(o)); err != nil {
 			return err
 		}
 		if dash != nil {
-			if err := serve("dashboard", o.dashboardHost, o.dashboardPort, dash.handler()); err != nil {
+			if err := serve("dashboard", o.dashboardHost, o.dashboardPort, dash.Handler()); err != nil {
 				return err
 			}
 		}
@@ -366,7 +368,7 @@ func (n *node) Close() {
 			_ = ln.Close()
 		}
 		if n.jobs != nil {
-			n.jobs.shutdown()
+			n.jobs.Shutdown()
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package main
+package standin
 
 import (
 	"crypto/subtle"
@@ -10,11 +10,13 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/gantry-dev/gantry/pkg/ray/dashboard"
 )
 
-// dashboard is the head's HTTP API: health, version, Jobs and Serve.
-type dashboard struct {
-	jobs  *jobManager
+// Dashboard is the head's HTTP API: health, version, Jobs and Serve.
+type Dashboard struct {
+	jobs  *Jobs
 	serve *serveState
 	// token, when set (RAY_AUTH_MODE=token and RAY_AUTH_TOKEN on the
 	// head), is required as "Bearer <token>" in x-ray-authorization or
@@ -23,24 +25,27 @@ type dashboard struct {
 	token string
 }
 
-func newDashboard(jobs *jobManager, authMode, authToken string) *dashboard {
-	d := &dashboard{jobs: jobs, serve: &serveState{}}
+// NewDashboard serves jobs' API and a Serve API. With authMode "token"
+// (RAY_AUTH_MODE), the Jobs and Serve APIs require authToken.
+func NewDashboard(jobs *Jobs, authMode, authToken string) *Dashboard {
+	d := &Dashboard{jobs: jobs, serve: &serveState{}}
 	if strings.EqualFold(authMode, "token") {
 		d.token = authToken
 	}
 	return d
 }
 
-func (d *dashboard) handler() http.Handler {
+// Handler is the dashboard's HTTP API.
+func (d *Dashboard) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/gcs_healthz", func(w http.ResponseWriter, _ *http.Request) {
-		_, _ = io.WriteString(w, healthReply)
+		_, _ = io.WriteString(w, HealthReply)
 	})
 	mux.HandleFunc("GET /api/version", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{
-			"version":      standinVersion,
-			"ray_version":  standinVersion,
-			"ray_commit":   standinVersion,
+			"version":      Version,
+			"ray_version":  Version,
+			"ray_commit":   Version,
 			"session_name": "standin",
 			"standin":      true,
 		})
@@ -64,7 +69,7 @@ func (d *dashboard) handler() http.Handler {
 	return mux
 }
 
-func (d *dashboard) auth(h http.HandlerFunc) http.HandlerFunc {
+func (d *Dashboard) auth(h http.HandlerFunc) http.HandlerFunc {
 	if d.token == "" {
 		return h
 	}
@@ -95,8 +100,8 @@ func writeError(w http.ResponseWriter, err error) {
 	http.Error(w, err.Error(), http.StatusInternalServerError)
 }
 
-func (d *dashboard) submitJob(w http.ResponseWriter, r *http.Request) {
-	var req submitRequest
+func (d *Dashboard) submitJob(w http.ResponseWriter, r *http.Request) {
+	var req dashboard.JobRequest
 	if err := json.NewDecoder(io.LimitReader(r.Body, 16<<20)).Decode(&req); err != nil {
 		http.Error(w, "invalid job submission request: "+err.Error(), http.StatusBadRequest)
 		return
@@ -111,11 +116,11 @@ func (d *dashboard) submitJob(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"submission_id": details.SubmissionID, "job_id": details.SubmissionID})
 }
 
-func (d *dashboard) listJobs(w http.ResponseWriter, _ *http.Request) {
+func (d *Dashboard) listJobs(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, d.jobs.list())
 }
 
-func (d *dashboard) getJob(w http.ResponseWriter, r *http.Request) {
+func (d *Dashboard) getJob(w http.ResponseWriter, r *http.Request) {
 	details, err := d.jobs.get(r.PathValue("id"))
 	if err != nil {
 		writeError(w, err)
@@ -124,7 +129,7 @@ func (d *dashboard) getJob(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, details)
 }
 
-func (d *dashboard) jobLogs(w http.ResponseWriter, r *http.Request) {
+func (d *Dashboard) jobLogs(w http.ResponseWriter, r *http.Request) {
 	logs, err := d.jobs.logs(r.PathValue("id"))
 	if err != nil {
 		writeError(w, err)
@@ -133,7 +138,7 @@ func (d *dashboard) jobLogs(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"logs": logs})
 }
 
-func (d *dashboard) stopJob(w http.ResponseWriter, r *http.Request) {
+func (d *Dashboard) stopJob(w http.ResponseWriter, r *http.Request) {
 	stopped, err := d.jobs.stop(r.PathValue("id"))
 	if err != nil {
 		writeError(w, err)
@@ -142,7 +147,7 @@ func (d *dashboard) stopJob(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]bool{"stopped": stopped})
 }
 
-func (d *dashboard) deleteJob(w http.ResponseWriter, r *http.Request) {
+func (d *Dashboard) deleteJob(w http.ResponseWriter, r *http.Request) {
 	if err := d.jobs.delete(r.PathValue("id")); err != nil {
 		writeError(w, err)
 		return

@@ -1,4 +1,4 @@
-package main
+package standin
 
 import (
 	"crypto/rand"
@@ -11,56 +11,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/gantry-dev/gantry/pkg/ray/dashboard"
 )
-
-// Job statuses, as Ray's Jobs API spells them.
-const (
-	statusPending   = "PENDING"
-	statusRunning   = "RUNNING"
-	statusSucceeded = "SUCCEEDED"
-	statusFailed    = "FAILED"
-	statusStopped   = "STOPPED"
-)
-
-func terminal(status string) bool {
-	return status == statusSucceeded || status == statusFailed || status == statusStopped
-}
-
-// jobDetails is the JobDetails JSON of GET /api/jobs/{id}. The fields
-// KubeRay decodes are those of utiltypes.RayJobInfo (KubeRay
-// ray-operator/controllers/ray/utils/types/dashboard_httpclient.go).
-type jobDetails struct {
-	Type                string             `json:"type"`
-	JobID               *string            `json:"job_id"`
-	SubmissionID        string             `json:"submission_id"`
-	DriverInfo          any                `json:"driver_info"`
-	Status              string             `json:"status"`
-	Entrypoint          string             `json:"entrypoint"`
-	Message             string             `json:"message"`
-	ErrorType           *string            `json:"error_type"`
-	StartTime           uint64             `json:"start_time"`
-	EndTime             *uint64            `json:"end_time"`
-	Metadata            map[string]string  `json:"metadata"`
-	RuntimeEnv          map[string]any     `json:"runtime_env"`
-	DriverExitCode      *int               `json:"driver_exit_code"`
-	EntrypointNumCPUs   *float64           `json:"entrypoint_num_cpus"`
-	EntrypointNumGPUs   *float64           `json:"entrypoint_num_gpus"`
-	EntrypointMemory    *int64             `json:"entrypoint_memory"`
-	EntrypointResources map[string]float64 `json:"entrypoint_resources"`
-}
-
-// submitRequest is the body of POST /api/jobs/ (KubeRay's
-// utiltypes.RayJobRequest plus entrypoint_memory).
-type submitRequest struct {
-	Entrypoint          string             `json:"entrypoint"`
-	SubmissionID        string             `json:"submission_id"`
-	RuntimeEnv          map[string]any     `json:"runtime_env"`
-	Metadata            map[string]string  `json:"metadata"`
-	EntrypointNumCPUs   *float64           `json:"entrypoint_num_cpus"`
-	EntrypointNumGPUs   *float64           `json:"entrypoint_num_gpus"`
-	EntrypointMemory    *int64             `json:"entrypoint_memory"`
-	EntrypointResources map[string]float64 `json:"entrypoint_resources"`
-}
 
 // httpError carries the status code the dashboard answers with.
 type httpError struct {
@@ -75,34 +28,39 @@ func notFound(id string) error {
 }
 
 type job struct {
-	details       jobDetails
+	details       dashboard.JobDetails
 	logs          *tailBuffer
 	pid           int
 	stopRequested bool
 	done          chan struct{}
 }
 
-// jobManager runs submitted jobs as `/bin/sh -c <entrypoint>` processes,
-// each in its own process group so that stop reaches its children.
-type jobManager struct {
+// Jobs runs submitted jobs as `/bin/sh -c <entrypoint>` processes, each in
+// its own process group so that stop reaches its children.
+type Jobs struct {
 	mu         sync.Mutex
 	jobs       map[string]*job // by submission ID
 	byJobID    map[string]string
 	order      []string
 	nextJobID  int
 	gcsAddress string
-	log        *logger
+	logf       func(format string, args ...any)
 	// stopGrace is how long a stopped job gets between SIGTERM and SIGKILL.
 	stopGrace time.Duration
 	closed    bool
 }
 
-func newJobManager(gcsAddress string, log *logger) *jobManager {
-	return &jobManager{
+// NewJobs runs jobs with RAY_ADDRESS=gcsAddress and reports what they do
+// through logf (nil: nowhere).
+func NewJobs(gcsAddress string, logf func(format string, args ...any)) *Jobs {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	return &Jobs{
 		jobs:       map[string]*job{},
 		byJobID:    map[string]string{},
 		gcsAddress: gcsAddress,
-		log:        log,
+		logf:       logf,
 		stopGrace:  3 * time.Second,
 	}
 }
@@ -120,27 +78,27 @@ func newSubmissionID() string {
 
 func nowMillis() uint64 { return uint64(time.Now().UnixMilli()) }
 
-func (m *jobManager) submit(req submitRequest) (jobDetails, error) {
+func (m *Jobs) submit(req dashboard.JobRequest) (dashboard.JobDetails, error) {
 	if req.Entrypoint == "" {
-		return jobDetails{}, &httpError{http.StatusBadRequest, "entrypoint is required"}
+		return dashboard.JobDetails{}, &httpError{http.StatusBadRequest, "entrypoint is required"}
 	}
 	for _, f := range []*float64{req.EntrypointNumCPUs, req.EntrypointNumGPUs} {
 		if f != nil && *f < 0 {
-			return jobDetails{}, &httpError{http.StatusBadRequest, "entrypoint_num_cpus and entrypoint_num_gpus must not be negative"}
+			return dashboard.JobDetails{}, &httpError{http.StatusBadRequest, "entrypoint_num_cpus and entrypoint_num_gpus must not be negative"}
 		}
 	}
 	if req.EntrypointMemory != nil && *req.EntrypointMemory < 0 {
-		return jobDetails{}, &httpError{http.StatusBadRequest, "entrypoint_memory must not be negative"}
+		return dashboard.JobDetails{}, &httpError{http.StatusBadRequest, "entrypoint_memory must not be negative"}
 	}
 	env, err := runtimeEnvVars(req.RuntimeEnv)
 	if err != nil {
-		return jobDetails{}, &httpError{http.StatusBadRequest, err.Error()}
+		return dashboard.JobDetails{}, &httpError{http.StatusBadRequest, err.Error()}
 	}
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return jobDetails{}, &httpError{http.StatusServiceUnavailable, "the node is shutting down"}
+		return dashboard.JobDetails{}, &httpError{http.StatusServiceUnavailable, "the node is shutting down"}
 	}
 	id := req.SubmissionID
 	if id == "" {
@@ -148,7 +106,7 @@ func (m *jobManager) submit(req submitRequest) (jobDetails, error) {
 	}
 	if _, ok := m.jobs[id]; ok {
 		// Ray answers 500 with this sentence; KubeRay matches on it.
-		return jobDetails{}, &httpError{http.StatusInternalServerError,
+		return dashboard.JobDetails{}, &httpError{http.StatusInternalServerError,
 			fmt.Sprintf("Job with submission_id %s already exists. Please use a different submission_id.", id)}
 	}
 	m.nextJobID++
@@ -158,10 +116,10 @@ func (m *jobManager) submit(req submitRequest) (jobDetails, error) {
 		metadata = map[string]string{}
 	}
 	j := &job{
-		details: jobDetails{
+		details: dashboard.JobDetails{
 			Type:                "SUBMISSION",
 			SubmissionID:        id,
-			Status:              statusPending,
+			Status:              dashboard.JobPending,
 			Entrypoint:          req.Entrypoint,
 			Message:             "Job has not started yet.",
 			StartTime:           nowMillis(),
@@ -186,25 +144,25 @@ func (m *jobManager) submit(req submitRequest) (jobDetails, error) {
 	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Start(); err != nil {
 		end := nowMillis()
-		j.details.Status = statusFailed
+		j.details.Status = dashboard.JobFailed
 		j.details.ErrorType = ptrTo("JOB_ENTRYPOINT_COMMAND_START_ERROR")
 		j.details.Message = fmt.Sprintf("Failed to start the entrypoint: %v", err)
 		j.details.EndTime = &end
 		close(j.done)
-		m.log.printf("job %s failed to start: %v", id, err)
+		m.logf("job %s failed to start: %v", id, err)
 		return j.details, nil
 	}
 	j.pid = cmd.Process.Pid
 	j.details.JobID = &jobID
 	m.byJobID[jobID] = id
-	j.details.Status = statusRunning
+	j.details.Status = dashboard.JobRunning
 	j.details.Message = "Job is currently running."
-	m.log.printf("job %s started (pid %d): %s", id, j.pid, req.Entrypoint)
+	m.logf("job %s started (pid %d): %s", id, j.pid, req.Entrypoint)
 	go m.wait(j, cmd)
 	return j.details, nil
 }
 
-func (m *jobManager) wait(j *job, cmd *exec.Cmd) {
+func (m *Jobs) wait(j *job, cmd *exec.Cmd) {
 	_ = cmd.Wait() // the exit status is read from ProcessState below
 	state := cmd.ProcessState
 	code := state.ExitCode()
@@ -221,11 +179,11 @@ func (m *jobManager) wait(j *job, cmd *exec.Cmd) {
 	d.DriverExitCode = &code
 	switch {
 	case j.stopRequested:
-		d.Status, d.Message = statusStopped, "Job was intentionally stopped."
+		d.Status, d.Message = dashboard.JobStopped, "Job was intentionally stopped."
 	case code == 0:
-		d.Status, d.Message = statusSucceeded, "Job finished successfully."
+		d.Status, d.Message = dashboard.JobSucceeded, "Job finished successfully."
 	default:
-		d.Status = statusFailed
+		d.Status = dashboard.JobFailed
 		d.ErrorType = ptrTo("JOB_ENTRYPOINT_COMMAND_ERROR")
 		d.Message = fmt.Sprintf("Job entrypoint command failed with exit code %d", code)
 		if signalled != "" {
@@ -233,13 +191,13 @@ func (m *jobManager) wait(j *job, cmd *exec.Cmd) {
 		}
 	}
 	close(j.done)
-	m.log.printf("job %s ended: %s (exit code %d)", d.SubmissionID, d.Status, code)
+	m.logf("job %s ended: %s (exit code %d)", d.SubmissionID, d.Status, code)
 }
 
 func ptrTo[T any](v T) *T { return &v }
 
 // lookup finds a job by submission ID or by job ID; m.mu must be held.
-func (m *jobManager) lookup(id string) (*job, bool) {
+func (m *Jobs) lookup(id string) (*job, bool) {
 	if j, ok := m.jobs[id]; ok {
 		return j, true
 	}
@@ -250,27 +208,27 @@ func (m *jobManager) lookup(id string) (*job, bool) {
 	return nil, false
 }
 
-func (m *jobManager) get(id string) (jobDetails, error) {
+func (m *Jobs) get(id string) (dashboard.JobDetails, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	j, ok := m.lookup(id)
 	if !ok {
-		return jobDetails{}, notFound(id)
+		return dashboard.JobDetails{}, notFound(id)
 	}
 	return j.details, nil
 }
 
-func (m *jobManager) list() []jobDetails {
+func (m *Jobs) list() []dashboard.JobDetails {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]jobDetails, 0, len(m.order))
+	out := make([]dashboard.JobDetails, 0, len(m.order))
 	for _, id := range m.order {
 		out = append(out, m.jobs[id].details)
 	}
 	return out
 }
 
-func (m *jobManager) logs(id string) (string, error) {
+func (m *Jobs) logs(id string) (string, error) {
 	m.mu.Lock()
 	j, ok := m.lookup(id)
 	m.mu.Unlock()
@@ -282,14 +240,14 @@ func (m *jobManager) logs(id string) (string, error) {
 
 // stop sends SIGTERM to the job's process group and SIGKILL after
 // stopGrace. It reports false for a job that has already ended.
-func (m *jobManager) stop(id string) (bool, error) {
+func (m *Jobs) stop(id string) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	j, ok := m.lookup(id)
 	if !ok {
 		return false, notFound(id)
 	}
-	if terminal(j.details.Status) || j.pid == 0 {
+	if j.details.Status.IsTerminal() || j.pid == 0 {
 		return false, nil
 	}
 	if !j.stopRequested {
@@ -302,20 +260,20 @@ func (m *jobManager) stop(id string) (bool, error) {
 				_ = syscall.Kill(-pid, syscall.SIGKILL)
 			}
 		}(j.pid, j.done, m.stopGrace)
-		m.log.printf("job %s: stop requested", j.details.SubmissionID)
+		m.logf("job %s: stop requested", j.details.SubmissionID)
 	}
 	return true, nil
 }
 
 // delete forgets a job that has ended.
-func (m *jobManager) delete(id string) error {
+func (m *Jobs) delete(id string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	j, ok := m.lookup(id)
 	if !ok {
 		return notFound(id)
 	}
-	if !terminal(j.details.Status) {
+	if !j.details.Status.IsTerminal() {
 		return &httpError{http.StatusBadRequest,
 			fmt.Sprintf("Attempted to delete job %s, but it is in a non-terminal state %s.", id, j.details.Status)}
 	}
@@ -333,13 +291,13 @@ func (m *jobManager) delete(id string) error {
 	return nil
 }
 
-// shutdown kills every running job's process group and waits briefly.
-func (m *jobManager) shutdown() {
+// Shutdown kills every running job's process group and waits briefly.
+func (m *Jobs) Shutdown() {
 	m.mu.Lock()
 	m.closed = true
 	var running []*job
 	for _, j := range m.jobs {
-		if !terminal(j.details.Status) && j.pid != 0 {
+		if !j.details.Status.IsTerminal() && j.pid != 0 {
 			j.stopRequested = true
 			_ = syscall.Kill(-j.pid, syscall.SIGKILL)
 			running = append(running, j)
