@@ -1,38 +1,37 @@
 package slurm
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/golang-jwt/jwt/v5"
 )
 
 // Slurm's auth/jwt plugin reads the user from the "sun" claim and rejects a
 // token whose "exp" has passed; "iat" is informational. HS256 is the only
-// algorithm it accepts for a shared key, so a hand-rolled signer is both
-// enough and easier to audit than a JWT library.
+// algorithm it accepts for a shared key. Tokens are made and checked with
+// github.com/golang-jwt/jwt/v5, as Slinky's operator does.
 const (
 	// DefaultTokenLifetime lets one token serve many reconciles while
 	// limiting what a leaked one is worth.
 	DefaultTokenLifetime = 30 * time.Minute
-	// jwtHeaderJSON never changes, so it is encoded once.
-	jwtHeaderJSON = `{"alg":"HS256","typ":"JWT"}`
 )
-
-var jwtHeaderEncoded = base64.RawURLEncoding.EncodeToString([]byte(jwtHeaderJSON))
 
 // TokenClaims are the claims Slurm reads from a token.
 type TokenClaims struct {
 	// UserName is Slurm's "sun" claim: the user the token authenticates.
-	UserName string `json:"sun"`
+	UserName string
 	// IssuedAt and ExpiresAt are Unix seconds.
-	IssuedAt  int64 `json:"iat"`
-	ExpiresAt int64 `json:"exp"`
+	IssuedAt  int64
+	ExpiresAt int64
+}
+
+// wireClaims is TokenClaims as the token carries them.
+type wireClaims struct {
+	UserName string `json:"sun"`
+	jwt.RegisteredClaims
 }
 
 // SignToken returns an HS256 JWT for claims signed with key.
@@ -43,12 +42,15 @@ func SignToken(key []byte, claims TokenClaims) (string, error) {
 	if claims.UserName == "" {
 		return "", errors.New("slurm: jwt user name is empty")
 	}
-	payload, err := json.Marshal(claims)
+	token := jwt.NewWithClaims(jwt.SigningMethodHS256, wireClaims{UserName: claims.UserName, RegisteredClaims: jwt.RegisteredClaims{
+		IssuedAt:  jwt.NewNumericDate(time.Unix(claims.IssuedAt, 0)),
+		ExpiresAt: jwt.NewNumericDate(time.Unix(claims.ExpiresAt, 0)),
+	}})
+	signed, err := token.SignedString(key)
 	if err != nil {
-		return "", fmt.Errorf("slurm: encoding jwt claims: %w", err)
+		return "", fmt.Errorf("slurm: signing the jwt: %w", err)
 	}
-	signingInput := jwtHeaderEncoded + "." + base64.RawURLEncoding.EncodeToString(payload)
-	return signingInput + "." + base64.RawURLEncoding.EncodeToString(hs256(key, signingInput)), nil
+	return signed, nil
 }
 
 // ErrTokenExpired is VerifyToken's error for a token whose "exp" is not
@@ -61,48 +63,25 @@ var ErrTokenExpired = errors.New("slurm: jwt expired")
 // so tests, fakes and debugging tools can prove a token is what slurmctld
 // will accept.
 func VerifyToken(key []byte, token string, now time.Time) (TokenClaims, error) {
-	var claims TokenClaims
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
-		return claims, errors.New("slurm: jwt must have three parts")
+	var wire wireClaims
+	_, err := jwt.ParseWithClaims(token, &wire, func(*jwt.Token) (any, error) { return key, nil },
+		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}), jwt.WithExpirationRequired(),
+		jwt.WithTimeFunc(func() time.Time { return now }))
+	claims := TokenClaims{UserName: wire.UserName}
+	if wire.IssuedAt != nil {
+		claims.IssuedAt = wire.IssuedAt.Unix()
 	}
-	header, err := base64.RawURLEncoding.DecodeString(parts[0])
-	if err != nil {
-		return claims, fmt.Errorf("slurm: jwt header: %w", err)
+	if wire.ExpiresAt != nil {
+		claims.ExpiresAt = wire.ExpiresAt.Unix()
 	}
-	var h struct {
-		Alg string `json:"alg"`
-	}
-	if err := json.Unmarshal(header, &h); err != nil {
-		return claims, fmt.Errorf("slurm: jwt header: %w", err)
-	}
-	if h.Alg != "HS256" {
-		return claims, fmt.Errorf("slurm: jwt alg %q, want HS256", h.Alg)
-	}
-	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
-	if err != nil {
-		return claims, fmt.Errorf("slurm: jwt signature: %w", err)
-	}
-	if !hmac.Equal(sig, hs256(key, parts[0]+"."+parts[1])) {
-		return claims, errors.New("slurm: jwt signature mismatch")
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return claims, fmt.Errorf("slurm: jwt payload: %w", err)
-	}
-	if err := json.Unmarshal(payload, &claims); err != nil {
-		return claims, fmt.Errorf("slurm: jwt payload: %w", err)
-	}
-	if claims.ExpiresAt <= now.Unix() {
+	switch {
+	case err == nil:
+		return claims, nil
+	case errors.Is(err, jwt.ErrTokenExpired):
 		return claims, fmt.Errorf("%w at %s", ErrTokenExpired, time.Unix(claims.ExpiresAt, 0).UTC().Format(time.RFC3339))
+	default:
+		return claims, fmt.Errorf("slurm: %w", err)
 	}
-	return claims, nil
-}
-
-func hs256(key []byte, signingInput string) []byte {
-	mac := hmac.New(sha256.New, key)
-	mac.Write([]byte(signingInput))
-	return mac.Sum(nil)
 }
 
 // TokenSource hands out a cached token and signs a new one once the cached

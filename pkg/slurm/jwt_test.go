@@ -89,10 +89,10 @@ func TestVerifyToken(t *testing.T) {
 		wantErr string
 	}{
 		{"valid", key, good, ""},
-		{"wrong key", []byte("wrong key"), good, "signature mismatch"},
-		{"payload swapped", key, parts[0] + "." + otherPayload + "." + parts[2], "signature mismatch"},
-		{"alg none", key, noneHeader + "." + parts[1] + ".", "alg"},
-		{"two parts", key, parts[0] + "." + parts[1], "three parts"},
+		{"wrong key", []byte("wrong key"), good, "signature is invalid"},
+		{"payload swapped", key, parts[0] + "." + otherPayload + "." + parts[2], "signature is invalid"},
+		{"alg none", key, noneHeader + "." + parts[1] + ".", "signing method none is invalid"},
+		{"two parts", key, parts[0] + "." + parts[1], "invalid number of segments"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
