@@ -6,12 +6,11 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
-	"encoding/base64"
-	"encoding/binary"
 	"encoding/pem"
 	"fmt"
 	"strings"
 
+	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,7 +58,7 @@ func newSSHAuthSecret(trainJob *trainer.TrainJob) (*corev1.Secret, error) {
 	if err != nil {
 		return nil, err
 	}
-	pub, err := authorizedKey(&key.PublicKey)
+	pub, err := ssh.NewPublicKey(&key.PublicKey)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +69,7 @@ func newSSHAuthSecret(trainJob *trainer.TrainJob) (*corev1.Secret, error) {
 		Immutable:  ptr.To(true),
 		Data: map[string][]byte{
 			corev1.SSHAuthPrivateKey: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}),
-			SSHPublicKey:             pub,
+			SSHPublicKey:             ssh.MarshalAuthorizedKey(pub),
 		},
 	}, nil
 }
@@ -94,23 +93,4 @@ func hostfileConfigMap(info *plugin.Info, trainJob *trainer.TrainJob) *corev1.Co
 		ObjectMeta: plugin.OwnedObjectMeta(HostfileConfigMapName(trainJob.Name), trainJob, nil),
 		Data:       map[string]string{trainer.MPIHostfileName: hostfile.String()},
 	}
-}
-
-// sshKeyTypeP521 is the OpenSSH name of a P-521 ECDSA key (RFC 5656).
-const sshKeyTypeP521 = "ecdsa-sha2-nistp521"
-
-// authorizedKey encodes pub as an authorized_keys line. The wire format is
-// three length-prefixed strings (key type, curve name, uncompressed point);
-// writing it here spares a dependency on golang.org/x/crypto/ssh.
-func authorizedKey(pub *ecdsa.PublicKey) ([]byte, error) {
-	ecdhKey, err := pub.ECDH()
-	if err != nil {
-		return nil, err
-	}
-	var blob []byte
-	for _, field := range [][]byte{[]byte(sshKeyTypeP521), []byte("nistp521"), ecdhKey.Bytes()} {
-		blob = binary.BigEndian.AppendUint32(blob, uint32(len(field)))
-		blob = append(blob, field...)
-	}
-	return []byte(sshKeyTypeP521 + " " + base64.StdEncoding.EncodeToString(blob) + "\n"), nil
 }
