@@ -35,7 +35,7 @@ func autoscalerContainer(cluster *rayv1.RayCluster, rayImage string, opts *Build
 			fieldRefEnv("RAY_HEAD_POD_NAME", "metadata.name"),
 			{Name: "KUBERAY_CRD_VER", Value: "v1"},
 		},
-		Command: opts.containerCommand(),
+		Command: opts.ContainerCommand(),
 		Args:    []string{autoscalerStartCommand},
 		Resources: corev1.ResourceRequirements{
 			Limits: corev1.ResourceList{

@@ -108,7 +108,10 @@ func DefaultBuildOptions() BuildOptions {
 	}
 }
 
-func (o *BuildOptions) containerCommand() []string {
+// ContainerCommand is the shell every generated command runs in, as
+// KubeRay's utils.GetContainerCommand: `/bin/bash -c --`, a login shell
+// only with ENABLE_LOGIN_SHELL.
+func (o *BuildOptions) ContainerCommand() []string {
 	if o.LoginShell {
 		return []string{"/bin/bash", "-lc", "--"}
 	}
@@ -269,7 +272,7 @@ func setRayCommand(ray *corev1.Container, rayStartCmd, overwriteAnnotation strin
 		// `ray start --block` never returns, so the user's part runs first.
 		generated = user + " && " + generated
 	}
-	ray.Command = opts.containerCommand()
+	ray.Command = opts.ContainerCommand()
 	ray.Args = []string{generated}
 }
 
@@ -299,7 +302,7 @@ done`, address)
 		Name:            WaitGCSReadyContainerName,
 		Image:           c.Image,
 		ImagePullPolicy: c.ImagePullPolicy,
-		Command:         opts.containerCommand(),
+		Command:         opts.ContainerCommand(),
 		Args:            []string{script},
 		SecurityContext: c.SecurityContext,
 		Env:             c.Env,

@@ -57,17 +57,26 @@ func redisCleanupScript(withUsername bool) string {
 func BuildRedisCleanupJob(cluster *rayv1.RayCluster, opts podspec.BuildOptions) batchv1.Job {
 	// The cleanup needs neither the autoscaler nor sidecars.
 	opts.HeadSidecarContainers = nil
+	// Nor the batch scheduler's gang: its PodGroup, task groups and queue
+	// belong to the cluster being deleted, and a Pod waiting for that gang
+	// is never scheduled. As in KubeRay v1.7.0, whose cleanup Job comes
+	// from buildHeadPod while the scheduler's metadata is added in
+	// createHeadPod only; the head template's own schedulerName stays.
+	opts.BatchScheduler = ""
 	pod := podspec.BuildHeadPod(cluster, opts)
 	pod.Labels[rayv1.RayNodeTypeLabelKey] = string(rayv1.RedisCleanupNode)
 
 	ray := pod.Spec.Containers[0]
-	ray.Command = []string{"/bin/bash", "-lc", "--"}
+	ray.Command = opts.ContainerCommand()
 	ray.Args = []string{redisCleanupScript(podspec.HasEnv(ray.Env, podspec.EnvRedisUsername))}
 	ray.LivenessProbe, ray.ReadinessProbe = nil, nil
 	// Ray's Redis client gives up after ~10s by default; the cleanup should
 	// wait at least a minute for Redis to come back.
 	ray.Env = podspec.SetEnv(ray.Env, corev1.EnvVar{Name: "RAY_redis_db_connect_retries", Value: "120"})
 	ray.Env = podspec.SetEnv(ray.Env, corev1.EnvVar{Name: "RAY_redis_db_connect_wait_milliseconds", Value: "500"})
+	// KubeRay v1.7.0 still hard-codes 200m and 256Mi as both requests and
+	// limits (ray-project/kuberay#4721 is about admission that wants more,
+	// GKE Autopilot's); a Job refused is bounded by the deletion timeout.
 	fixed := corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse("200m"),
 		corev1.ResourceMemory: resource.MustParse("256Mi"),

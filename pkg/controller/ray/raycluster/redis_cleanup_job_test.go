@@ -69,7 +69,7 @@ func TestBuildRedisCleanupJob(t *testing.T) {
 			if c.Resources.Limits.Cpu().String() != "200m" || c.Resources.Limits.Memory().String() != "256Mi" || len(c.Resources.Limits) != 2 {
 				t.Errorf("resources = %+v, want 200m/256Mi and no GPU", c.Resources)
 			}
-			if len(c.Command) != 3 || c.Command[1] != "-lc" || len(c.Args) != 1 {
+			if len(c.Command) != 3 || c.Command[1] != "-c" || len(c.Args) != 1 {
 				t.Fatalf("command %q args %q", c.Command, c.Args)
 			}
 			script := c.Args[0]
