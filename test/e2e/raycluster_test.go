@@ -73,7 +73,8 @@ var _ = Describe("RayCluster", Label(labelRay), func() {
 		Eventually(ctx, func(g Gomega) { expectClusterReady(g, ctx, rc, 1) }).Should(Succeed())
 
 		// What `kubectl describe raycluster` shows under Events: the user must be
-		// able to see that the head Pod was created, by name.
+		// able to see that the head Pod was created, by name, under KubeRay's
+		// reason (alerts filter on it).
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(rc), rc)).To(Succeed())
 		headPod := rc.Status.Head.PodName
 		Expect(headPod).NotTo(BeEmpty(), "status.head.podName")
@@ -83,9 +84,10 @@ var _ = Describe("RayCluster", Label(labelRay), func() {
 				if e.Type == corev1.EventTypeWarning {
 					GinkgoWriter.Printf("warning event on the RayCluster: %s: %s\n", e.Reason, e.Message)
 				}
-				messages = append(messages, e.Message)
+				messages = append(messages, e.Reason+": "+e.Message)
 			}
-			g.Expect(messages).To(ContainElement(ContainSubstring(headPod)), "no event names the head pod")
+			g.Expect(messages).To(ContainElement(And(HavePrefix(string(rayv1.CreatedHeadPod)+": "), ContainSubstring(headPod))),
+				"no %s event names the head pod", rayv1.CreatedHeadPod)
 		}).Should(Succeed())
 
 		update(ctx, rc, func(rc *rayv1.RayCluster) { rc.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](3) })

@@ -12,8 +12,7 @@
 //     a Log, which the reconciler flushes after its status write, as
 //     JobSet's controller does: an event never claims something the status
 //     does not show yet. A Log records at most one event per reason, its
-//     messages joined by "; ", or one event in all (CombineAs): every event
-//     is an API write.
+//     messages joined by "; ": every event is an API write.
 //
 // The recorder is the one controller-runtime's manager hands out from
 // GetEventRecorder (k8s.io/client-go/tools/events); GetEventRecorderFor and

@@ -55,12 +55,9 @@ func (r Recorder) record(regarding runtime.Object, eventType, reason, format str
 // Log collects the Normal events of one reconcile. Safe for concurrent use
 // (steps may run inside slowstart batches); the zero value is empty.
 type Log struct {
-	mu sync.Mutex
-	// combined, when set, is the reason of the one event a Flush records
-	// when the notes have more than one reason.
-	combined string
-	reasons  []string // in the order first seen
-	lines    map[string][]string
+	mu      sync.Mutex
+	reasons []string // in the order first seen
+	lines   map[string][]string
 	// lists holds AddItem's items per reason and lead, in order.
 	lists     map[string]map[string][]string
 	listLeads map[string][]string
@@ -108,38 +105,17 @@ func (l *Log) see(reason string) {
 	}
 }
 
-// CombineAs makes Flush record one event for the whole reconcile, with
-// reason when the notes have different reasons (and their own reason when
-// they share one): for a workload whose every reconcile may create several
-// kinds of objects, where an event per reason would cost writes.
-func (l *Log) CombineAs(reason string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.combined = reason
-}
-
 // Flush records one Normal event per reason on regarding, in the order the
 // reasons were first noted, and empties the log.
 func (l *Log) Flush(r Recorder, regarding runtime.Object) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var all []string
 	for _, reason := range l.reasons {
 		msgs := slices.Clone(l.lines[reason])
 		for _, lead := range l.listLeads[reason] {
 			msgs = append(msgs, lead+" "+strings.Join(l.lists[reason][lead], ", "))
 		}
-		if l.combined == "" {
-			r.Normal(regarding, reason, "%s", strings.Join(msgs, "; "))
-		}
-		all = append(all, msgs...)
-	}
-	switch {
-	case l.combined == "" || len(l.reasons) == 0:
-	case len(l.reasons) == 1:
-		r.Normal(regarding, l.reasons[0], "%s", strings.Join(all, "; "))
-	default:
-		r.Normal(regarding, l.combined, "%s", strings.Join(all, "; "))
+		r.Normal(regarding, reason, "%s", strings.Join(msgs, "; "))
 	}
 	l.reasons, l.lines, l.lists, l.listLeads = nil, nil, nil, nil
 }

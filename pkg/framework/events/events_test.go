@@ -128,24 +128,3 @@ func TestCountAndNames(t *testing.T) {
 		t.Fatal(got)
 	}
 }
-
-func TestLogCombinedIsOneEvent(t *testing.T) {
-	f := &fakeRecorder{}
-	var l Log
-	l.CombineAs("Reconciled")
-	l.Add("CreatedService", "Created head Service %s", "rc-head-svc")
-	l.Add("CreatedHeadPod", "Created head Pod %s", "rc-head")
-	l.Add("CreatedWorkerPod", "Created %s in group cpu", Count(3, "worker Pod"))
-	l.Flush(NewRecorder(f), pod("rc"))
-	want := "Normal Reconciled Reconcile Created head Service rc-head-svc; Created head Pod rc-head; Created 3 worker Pods in group cpu"
-	if len(f.events) != 1 || f.events[0] != want {
-		t.Fatalf("events %q, want one: %q", f.events, want)
-	}
-	// One reason keeps its own.
-	f.events = nil
-	l.Add("CreatedWorkerPod", "Created %s in group cpu", Count(1, "worker Pod"))
-	l.Flush(NewRecorder(f), pod("rc"))
-	if len(f.events) != 1 || f.events[0] != "Normal CreatedWorkerPod Reconcile Created 1 worker Pod in group cpu" {
-		t.Fatalf("events %q", f.events)
-	}
-}

@@ -287,18 +287,14 @@ func podLimitReported(status *rayv1.RayClusterStatus) bool {
 	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == ReasonPodLimitExceeded
 }
 
-// reasonReconciled is the reason of the one Normal event of a reconcile
-// that changed objects of several kinds: one event a reconcile keeps a
-// new cluster within its write budget.
-const reasonReconciled = "Reconciled"
-
 // NewScope starts one reconcile of cluster.
 func (r *Reconciler) NewScope(cluster *rayv1.RayCluster) *scope { return newScope(cluster) }
 
+// newScope starts a reconcile whose Normal events are one per reason, the
+// reasons KubeRay records for the same changes (CreatedHeadPod,
+// CreatedWorkerPod, CreatedService, ...), so alerts keyed on them work.
 func newScope(cluster *rayv1.RayCluster) *scope {
-	s := &scope{Base: syncsteps.Base[*rayv1.RayCluster]{Object: cluster}}
-	s.Events.CombineAs(reasonReconciled)
-	return s
+	return &scope{Base: syncsteps.Base[*rayv1.RayCluster]{Object: cluster}}
 }
 
 // scope is what the steps of one reconcile share.
@@ -322,6 +318,9 @@ type scope struct {
 	// (never before the request succeeded): the cache cannot show the
 	// result yet, so status usually waits for the next round.
 	podsChanged bool
+	// podEvents are the Pods created and deleted in bulk, moved into
+	// Events (one message per reason) when the Pods are done.
+	podEvents podEvents
 }
 
 // updateStatus computes the status from the cached Pods and writes it when

@@ -49,8 +49,9 @@ func gcsFTDeletionTimeout(cluster *rayv1.RayCluster) time.Duration {
 // GCS fault-tolerant clusters: add it to live clusters; on deletion delete
 // the head Pod (it writes to Redis) and the workers, wait for the head to be
 // gone, run the cleanup Job, and remove the finalizer once the Job finished
-// either way, or, once the head is gone, when the deletion is older than
-// gcsFTDeletionTimeout (a Job that never runs or is never admitted).
+// either way, or when the deletion is older than gcsFTDeletionTimeout (a Job
+// that never runs or is never admitted, a head stuck Terminating past its
+// grace period).
 // handled means the reconcile ends with res and err.
 func (r *Reconciler) reconcileGCSFTFinalizer(ctx context.Context, cluster *rayv1.RayCluster) (res ctrl.Result, handled bool, err error) {
 	const fin = rayv1.GCSFaultToleranceRedisCleanupFinalizer
@@ -75,27 +76,36 @@ func (r *Reconciler) reconcileGCSFTFinalizer(ctx context.Context, cluster *rayv1
 	// after the finalizer write, if any.
 	defer s.Events.Flush(r.recorder, cluster)
 	headLabels := map[string]string{rayv1.RayNodeTypeLabelKey: string(rayv1.HeadNode)}
-	if err := r.deleteAllPods(ctx, s, headLabels, "the RayCluster is being deleted"); err != nil {
-		return ctrl.Result{RequeueAfter: ShortRequeue}, true, err
+	err = r.deleteAllPods(ctx, s, headLabels, rayv1.DeletedPod, "the RayCluster is being deleted")
+	if err == nil {
+		workerLabels := map[string]string{rayv1.RayNodeTypeLabelKey: string(rayv1.WorkerNode)}
+		err = r.deleteAllPods(ctx, s, workerLabels, rayv1.DeletedPod, "the RayCluster is being deleted")
 	}
-	workerLabels := map[string]string{rayv1.RayNodeTypeLabelKey: string(rayv1.WorkerNode)}
-	if err := r.deleteAllPods(ctx, s, workerLabels, "the RayCluster is being deleted"); err != nil {
+	s.podEvents.flush(&s.Events)
+	if err != nil {
 		return ctrl.Result{RequeueAfter: ShortRequeue}, true, err
 	}
 	heads, err := r.listPods(ctx, s, headLabels)
 	if err != nil {
 		return ctrl.Result{RequeueAfter: ShortRequeue}, true, err
 	}
-	if len(heads) > 0 {
-		// The head writes to Redis until it is gone; cleaning up earlier
-		// could race with it.
-		return ctrl.Result{RequeueAfter: headTerminationRequeue}, true, nil
-	}
 
-	// As in KubeRay the clock starts at the deletionTimestamp and is
-	// checked only once the head is gone.
+	// As in KubeRay the clock starts at the deletionTimestamp.
 	timeout := gcsFTDeletionTimeout(cluster)
 	remaining := cluster.DeletionTimestamp.Add(timeout).Sub(r.clock.Now())
+	if len(heads) > 0 {
+		// The head writes to Redis until it is gone; cleaning up earlier
+		// could race with it. KubeRay waits for it however long it takes;
+		// a head stuck Terminating (its node lost, a finalizer nobody
+		// removes) would hold the cluster forever. Once its own grace
+		// period is over, the timeout applies to it too.
+		stuck := headsPastGrace(heads, r.clock.Now())
+		if remaining > 0 || stuck == "" {
+			return ctrl.Result{RequeueAfter: headTerminationRequeue}, true, nil
+		}
+		why := fmt.Sprintf("the head Pod %s is stuck terminating past its grace period, so the Redis cleanup Job never ran", stuck)
+		return r.forceRemoveGCSFTFinalizer(ctx, cluster, timeout, why)
+	}
 
 	job := &batchv1.Job{}
 	err = r.client.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: RedisCleanupJobName(cluster)}, job)
@@ -118,16 +128,7 @@ func (r *Reconciler) reconcileGCSFTFinalizer(ctx context.Context, cluster *rayv1
 		if found {
 			state = "did not finish"
 		}
-		age := r.clock.Now().Sub(cluster.DeletionTimestamp.Time).Round(time.Second)
-		msg := fmt.Sprintf("Force-removed GCS FT finalizer after %v due to Redis cleanup timeout (%v, annotation %s): the Redis cleanup Job %s %s; Redis storage namespace %q may need manual cleanup",
-			age, timeout, GCSFTDeletionTimeoutAnnotation, RedisCleanupJobName(cluster), state, podspec.ExternalStorageNamespace(cluster))
-		res, handled, err := r.removeGCSFTFinalizer(ctx, cluster)
-		if err == nil {
-			// Like KubeRay, report it once the finalizer is gone.
-			r.recorder.Warning(cluster, ReasonForceDeletedStuckCluster, "%s", msg)
-			ctrl.LoggerFrom(ctx).Info(msg)
-		}
-		return res, handled, err
+		return r.forceRemoveGCSFTFinalizer(ctx, cluster, timeout, fmt.Sprintf("the Redis cleanup Job %s %s", RedisCleanupJobName(cluster), state))
 	}
 	if found {
 		// Job changes trigger a reconcile (the Job is owned): the one
@@ -161,6 +162,34 @@ func (r *Reconciler) untilGCSFTDeadline(remaining time.Duration) time.Duration {
 		return min(remaining, r.cfg.DefaultRequeue)
 	}
 	return remaining
+}
+
+// forceRemoveGCSFTFinalizer lets a deleted cluster go once the deletion
+// timeout has passed without a cleanup, with KubeRay's
+// ForceDeletedStuckCluster Warning saying why and what to clean by hand.
+func (r *Reconciler) forceRemoveGCSFTFinalizer(ctx context.Context, cluster *rayv1.RayCluster, timeout time.Duration, why string) (ctrl.Result, bool, error) {
+	age := r.clock.Now().Sub(cluster.DeletionTimestamp.Time).Round(time.Second)
+	msg := fmt.Sprintf("Force-removed GCS FT finalizer after %v due to Redis cleanup timeout (%v, annotation %s): %s; Redis storage namespace %q may need manual cleanup",
+		age, timeout, GCSFTDeletionTimeoutAnnotation, why, podspec.ExternalStorageNamespace(cluster))
+	res, handled, err := r.removeGCSFTFinalizer(ctx, cluster)
+	if err == nil {
+		// Like KubeRay, report it once the finalizer is gone.
+		r.recorder.Warning(cluster, ReasonForceDeletedStuckCluster, "%s", msg)
+		ctrl.LoggerFrom(ctx).Info(msg)
+	}
+	return res, handled, err
+}
+
+// headsPastGrace names a head Pod when every one of heads is being deleted
+// and past its grace period (a Pod's deletionTimestamp is when its grace
+// period ends), so none can still be running: "" while any may be.
+func headsPastGrace(heads []corev1.Pod, now time.Time) string {
+	for i := range heads {
+		if heads[i].DeletionTimestamp == nil || now.Before(heads[i].DeletionTimestamp.Time) {
+			return ""
+		}
+	}
+	return heads[0].Name
 }
 
 // removeGCSFTFinalizer lets a deleted GCS fault-tolerant cluster go.

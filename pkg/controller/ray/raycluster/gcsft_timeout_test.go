@@ -281,23 +281,70 @@ func TestGCSFTCompletedCleanupJobPastTimeoutIsNotStuck(t *testing.T) {
 	}
 }
 
-// As in KubeRay, the timeout applies once the head Pod is gone: the
-// RayCluster outlives a head still terminating (its GCS may still write to
-// Redis, and a queue must not release the cluster's quota while its head
-// runs).
-func TestGCSFTTimeoutWaitsForTheHead(t *testing.T) {
-	rc := ftCluster()
-	head := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+// headPod is the cluster's head Pod, deleted at deletedAt (the end of its
+// termination grace period, as the API server sets a Pod's
+// deletionTimestamp) and held by a finalizer.
+func headPod(rc *rayv1.RayCluster, deletedAt time.Time) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Name: "ft-head", Namespace: rc.Namespace,
-		Labels:     map[string]string{rayv1.RayClusterLabelKey: rc.Name, rayv1.RayNodeTypeLabelKey: string(rayv1.HeadNode)},
-		Finalizers: []string{keepFinalizer},
+		Labels:            map[string]string{rayv1.RayClusterLabelKey: rc.Name, rayv1.RayNodeTypeLabelKey: string(rayv1.HeadNode)},
+		Finalizers:        []string{keepFinalizer},
+		DeletionTimestamp: &metav1.Time{Time: deletedAt},
 	}}
-	d := newGCSFTDeletion(t, rc, time.Hour, nil, head)
+}
+
+// A head still in its termination grace period holds the cluster, even
+// past the timeout: its GCS may still write to Redis, and a queue must not
+// release the cluster's quota while it runs.
+func TestGCSFTTimeoutWaitsForATerminatingHead(t *testing.T) {
+	rc := ftCluster()
+	d := newGCSFTDeletion(t, rc, time.Hour, nil, headPod(rc, gcsftDeletedAt.Add(2*time.Hour)))
 	res, _, err := d.reconcile(t)
 	if err != nil || !d.hasFinalizer(t) {
 		t.Fatalf("err=%v finalizer kept=%v", err, d.hasFinalizer(t))
 	}
 	if res.RequeueAfter != headTerminationRequeue {
 		t.Errorf("RequeueAfter = %v, want %v", res.RequeueAfter, headTerminationRequeue)
+	}
+}
+
+// A head Pod stuck Terminating (its node gone, a finalizer nobody removes)
+// must not hold the cluster forever. KubeRay v1.7.0 checks the timeout
+// only once the head is gone, so there the cluster stays Terminating for
+// as long as the head does. Gantry lets the head's grace period run out:
+// past both the timeout and the head's deletionTimestamp, the finalizer
+// goes with ForceDeletedStuckCluster, naming the head and the Redis
+// storage namespace to clean by hand. No cleanup Job is started while the
+// head exists.
+func TestGCSFTStuckHeadDoesNotHoldTheClusterForever(t *testing.T) {
+	rc := ftCluster()
+	d := newGCSFTDeletion(t, rc, 299*time.Second, nil, headPod(rc, gcsftDeletedAt.Add(30*time.Second)))
+	res, _, err := d.reconcile(t)
+	if err != nil || !d.hasFinalizer(t) {
+		t.Fatalf("before the timeout: err=%v finalizer kept=%v", err, d.hasFinalizer(t))
+	}
+	if res.RequeueAfter <= 0 || res.RequeueAfter > headTerminationRequeue {
+		t.Errorf("before the timeout: RequeueAfter = %v, want at most %v", res.RequeueAfter, headTerminationRequeue)
+	}
+
+	for _, elapsed := range []time.Duration{300 * time.Second, 24 * time.Hour} {
+		d.clock.SetTime(gcsftDeletedAt.Add(elapsed))
+		if _, _, err := d.reconcile(t); err != nil {
+			t.Fatalf("%v after the deletion: %v", elapsed, err)
+		}
+		if !d.hasFinalizer(t) {
+			break
+		}
+	}
+	if d.hasFinalizer(t) {
+		t.Fatal("the finalizer stayed a day after the deletion: the head Pod stuck Terminating holds the cluster forever")
+	}
+	ev := strings.Join(d.events(), "\n")
+	if !strings.Contains(ev, "Warning "+kubeRayForceDeletedStuckCluster+" ") || !strings.Contains(ev, "ft-head") ||
+		!strings.Contains(ev, `"`+podspec.ExternalStorageNamespace(rc)+`"`) {
+		t.Errorf("events = %q, want a %s Warning naming the head Pod and the Redis storage namespace", ev, kubeRayForceDeletedStuckCluster)
+	}
+	if err := d.c.Get(context.Background(), client.ObjectKey{Namespace: rc.Namespace, Name: RedisCleanupJobName(rc)}, &batchv1.Job{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a cleanup Job was created while the head Pod exists (err=%v)", err)
 	}
 }

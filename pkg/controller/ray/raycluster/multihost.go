@@ -161,10 +161,8 @@ func groupReplicas(pods []corev1.Pod) ([]*hostReplica, []corev1.Pod) {
 }
 
 func (r *Reconciler) deleteReplicaPods(ctx context.Context, s *scope, group *rayv1.WorkerGroupSpec, pods []corev1.Pod, why string) error {
-	n, err := r.deletePods(ctx, s, group.GroupName, pods)
-	if n > 0 {
-		s.Events.Add(string(rayv1.DeletedWorkerPod), "Deleted %s in group %s: %s", events.Count(n, "worker Pod"), group.GroupName, why)
-	}
+	names, err := r.deletePods(ctx, s, group.GroupName, pods)
+	s.podEvents.add(rayv1.DeletedWorkerPod, names, "Deleted %s in group %s (%s)", events.Count(len(names), "worker Pod"), group.GroupName, why)
 	if err != nil {
 		r.recorder.Warning(s.Object, string(rayv1.FailedToDeleteWorkerPod), "Failed to delete worker Pods in group %s: %v", group.GroupName, err)
 		return NewReplicaFailureError(rayv1.FailedDeleteWorkerPod, err)
@@ -196,18 +194,21 @@ func (r *Reconciler) createReplicas(ctx context.Context, s *scope, group *rayv1.
 			plans = append(plans, plan{name: group.GroupName + "-" + utilrand.String(5), index: i})
 		}
 	}
+	// Batches create concurrently; each call has its own replica's slots.
+	names := make([]string, n*hosts)
 	created, err := r.expectations.CreateBatchOf(key, group.GroupName, n, hosts, func(i int) (int, error) {
 		for h := 0; h < hosts; h++ {
 			pod := podspec.BuildWorkerPod(cluster, group, podspec.WorkerReplica{Name: plans[i].name, Index: plans[i].index, HostIndex: h}, r.cfg.Build)
 			if err := r.client.Create(ctx, &pod); err != nil {
 				return h, err
 			}
+			names[i*hosts+h] = pod.Name
 		}
 		return hosts, nil
 	})
 	if created > 0 {
 		s.podsChanged = true
-		s.Events.Add(string(rayv1.CreatedWorkerPod), "Created %s (%d hosts per replica) in group %s", events.Count(created, "worker Pod"), hosts, group.GroupName)
+		s.podEvents.add(rayv1.CreatedWorkerPod, nonEmpty(names), "Created %s (%d hosts per replica) in group %s", events.Count(created, "worker Pod"), hosts, group.GroupName)
 	}
 	if err != nil {
 		r.recorder.Warning(cluster, string(rayv1.FailedToCreateWorkerPod), "Failed to create worker Pods in group %s: %v", group.GroupName, err)

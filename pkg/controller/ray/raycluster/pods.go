@@ -29,11 +29,12 @@ const headGroup = rayv1.RayNodeHeadGroupLabelValue
 // the head Pod, then each worker group. A step that changed Pods usually
 // returns so the next reconcile decides on the cache's new view.
 func (r *Reconciler) reconcilePods(ctx context.Context, s *scope) error {
+	defer s.podEvents.flush(&s.Events)
 	cluster := s.Object
 	suspending := meta.IsStatusConditionTrue(cluster.Status.Conditions, string(rayv1.RayClusterSuspending))
 	suspended := meta.IsStatusConditionTrue(cluster.Status.Conditions, string(rayv1.RayClusterSuspended))
 	if suspending || (!r.cfg.StatusConditions && cluster.Spec.IsSuspended()) {
-		return r.deleteAllPods(ctx, s, nil, "the RayCluster is suspending")
+		return r.deleteAllPods(ctx, s, nil, rayv1.DeletedPod, "the RayCluster is suspending")
 	}
 	if r.cfg.StatusConditions && (suspended || cluster.Spec.IsSuspended()) {
 		// Suspended, or about to be: status moves it to Suspending first,
@@ -47,7 +48,7 @@ func (r *Reconciler) reconcilePods(ctx context.Context, s *scope) error {
 	}
 	if recreate {
 		r.expectations.Delete(client.ObjectKeyFromObject(cluster).String())
-		return r.deleteAllPods(ctx, s, nil, "the RayCluster spec changed and upgradeStrategy is Recreate")
+		return r.deleteAllPods(ctx, s, nil, rayv1.DeletedPod, "the RayCluster spec changed and upgradeStrategy is Recreate")
 	}
 
 	// Pods KubeRay made before Gantry took over are Gantry's from now on;
@@ -158,8 +159,10 @@ func labelsMatch(labels, want map[string]string) bool {
 }
 
 // deleteAllPods deletes the cluster's Pods matching extra with a single
-// DeleteCollection request, recording the deletions it expects.
-func (r *Reconciler) deleteAllPods(ctx context.Context, s *scope, extra map[string]string, why string) error {
+// DeleteCollection request, recording the deletions it expects, and notes
+// them under reason (KubeRay's: DeletedPod for the whole cluster's,
+// DeletedWorkerPod for a suspended group's).
+func (r *Reconciler) deleteAllPods(ctx context.Context, s *scope, extra map[string]string, reason rayv1.EventReason, why string) error {
 	cluster := s.Object
 	pods, err := r.listPods(ctx, s, extra)
 	if err != nil {
@@ -167,10 +170,12 @@ func (r *Reconciler) deleteAllPods(ctx context.Context, s *scope, extra map[stri
 	}
 	key := client.ObjectKeyFromObject(cluster).String()
 	byGroup := map[string][]types.UID{}
+	var names []string
 	for _, p := range pods {
 		if p.DeletionTimestamp.IsZero() {
 			g := p.Labels[rayv1.RayNodeGroupLabelKey]
 			byGroup[g] = append(byGroup[g], p.UID)
+			names = append(names, p.Name)
 		}
 	}
 	if len(byGroup) == 0 {
@@ -193,15 +198,16 @@ func (r *Reconciler) deleteAllPods(ctx context.Context, s *scope, extra map[stri
 		return NewReplicaFailureError(rayv1.FailedDeleteAllPods, fmt.Errorf("deleting Pods: %w", err))
 	}
 	s.podsChanged = true
-	s.Events.Add(string(rayv1.DeletedPod), "Deleted %s: %s", events.Count(active, "Pod"), why)
+	s.podEvents.add(reason, names, "Deleted %s (%s)", events.Count(active, "Pod"), why)
 	return nil
 }
 
-// deletePods deletes the given Pods one by one, recording expectations; a
-// Pod already gone counts as deleted.
-func (r *Reconciler) deletePods(ctx context.Context, s *scope, group string, pods []corev1.Pod) (int, error) {
+// deletePods deletes the given Pods one by one, recording expectations,
+// and returns the names of those it deleted; a Pod already gone counts as
+// deleted but is not named.
+func (r *Reconciler) deletePods(ctx context.Context, s *scope, group string, pods []corev1.Pod) ([]string, error) {
 	key := client.ObjectKeyFromObject(s.Object).String()
-	deleted := 0
+	var deleted []string
 	for i := range pods {
 		p := &pods[i]
 		gone := false
@@ -217,7 +223,7 @@ func (r *Reconciler) deletePods(ctx context.Context, s *scope, group string, pod
 			continue
 		}
 		s.podsChanged = true
-		deleted++
+		deleted = append(deleted, p.Name)
 	}
 	return deleted, nil
 }
@@ -343,7 +349,7 @@ func (r *Reconciler) reconcileWorkerGroup(ctx context.Context, s *scope, group *
 	}
 	groupLabels := map[string]string{rayv1.RayNodeTypeLabelKey: string(rayv1.WorkerNode), rayv1.RayNodeGroupLabelKey: group.GroupName}
 	if group.IsSuspended() {
-		return r.deleteAllPods(ctx, s, groupLabels, fmt.Sprintf("worker group %s is suspended", group.GroupName))
+		return r.deleteAllPods(ctx, s, groupLabels, rayv1.DeletedWorkerPod, fmt.Sprintf("worker group %s is suspended", group.GroupName))
 	}
 	pods, err := r.listPods(ctx, s, groupLabels)
 	if err != nil {
@@ -364,15 +370,13 @@ func (r *Reconciler) reconcileWorkerGroup(ctx context.Context, s *scope, group *
 		}
 	}
 	if len(unhealthy) > 0 {
-		n, err := r.deletePods(ctx, s, group.GroupName, unhealthy)
-		if n > 0 {
-			s.Events.Add(string(rayv1.DeletedWorkerPod), "Deleted %s in group %s", events.Count(n, "unhealthy worker Pod"), group.GroupName)
-		}
+		names, err := r.deletePods(ctx, s, group.GroupName, unhealthy)
+		s.podEvents.add(rayv1.DeletedWorkerPod, names, "Deleted %s in group %s", events.Count(len(names), "unhealthy worker Pod"), group.GroupName)
 		if err != nil {
 			r.recorder.Warning(s.Object, string(rayv1.FailedToDeleteWorkerPod), "Failed to delete unhealthy worker Pods in group %s: %v", group.GroupName, err)
 			return NewReplicaFailureError(rayv1.FailedDeleteWorkerPod, err)
 		}
-		return fmt.Errorf("deleted %d unhealthy worker Pods in group %s", n, group.GroupName)
+		return fmt.Errorf("deleted %d unhealthy worker Pods in group %s", len(names), group.GroupName)
 	}
 
 	// The autoscaler's explicit choices are honoured whatever replicas says.
@@ -401,10 +405,8 @@ func (r *Reconciler) reconcileWorkerGroup(ctx context.Context, s *scope, group *
 			return nil
 		}
 		victims := scaleDownVictims(running, -diff)
-		n, err := r.deletePods(ctx, s, group.GroupName, victims)
-		if n > 0 {
-			s.Events.Add(string(rayv1.DeletedWorkerPod), "Deleted %s in group %s (scale down)", events.Count(n, "worker Pod"), group.GroupName)
-		}
+		names, err := r.deletePods(ctx, s, group.GroupName, victims)
+		s.podEvents.add(rayv1.DeletedWorkerPod, names, "Deleted %s in group %s (scale down)", events.Count(len(names), "worker Pod"), group.GroupName)
 		if err != nil {
 			r.recorder.Warning(s.Object, string(rayv1.FailedToDeleteWorkerPod), "Failed to delete worker Pods in group %s: %v", group.GroupName, err)
 			return NewReplicaFailureError(rayv1.FailedDeleteWorkerPod, err)
@@ -435,10 +437,8 @@ func (r *Reconciler) deleteWorkersToDelete(ctx context.Context, s *scope, group 
 			}
 		}
 	}
-	n, err := r.deletePods(ctx, s, group.GroupName, victims)
-	if n > 0 {
-		s.Events.Add(string(rayv1.DeletedWorkerPod), "Deleted %s in group %s named in workersToDelete", events.Count(n, "worker Pod"), group.GroupName)
-	}
+	names, err := r.deletePods(ctx, s, group.GroupName, victims)
+	s.podEvents.add(rayv1.DeletedWorkerPod, names, "Deleted %s in group %s named in workersToDelete", events.Count(len(names), "worker Pod"), group.GroupName)
 	if err != nil {
 		r.recorder.Warning(s.Object, string(rayv1.FailedToDeleteWorkerPod), "Failed to delete workersToDelete Pods in group %s: %v", group.GroupName, err)
 		return deleted, NewReplicaFailureError(rayv1.FailedDeleteWorkerPod, err)
@@ -456,19 +456,36 @@ func (r *Reconciler) createWorkers(ctx context.Context, s *scope, group *rayv1.W
 	cluster := s.Object
 	key := client.ObjectKeyFromObject(cluster).String()
 	indices := freeIndices(running, n)
+	// Batches create concurrently; each call has its own index.
+	names := make([]string, n)
 	created, err := r.expectations.CreateBatch(key, group.GroupName, n, func(i int) error {
 		pod := podspec.BuildWorkerPod(cluster, group, podspec.WorkerReplica{Index: indices[i]}, r.cfg.Build)
-		return r.client.Create(ctx, &pod)
+		if err := r.client.Create(ctx, &pod); err != nil {
+			return err
+		}
+		names[i] = pod.Name
+		return nil
 	})
 	if created > 0 {
 		s.podsChanged = true
-		s.Events.Add(string(rayv1.CreatedWorkerPod), "Created %s in group %s", events.Count(created, "worker Pod"), group.GroupName)
+		s.podEvents.add(rayv1.CreatedWorkerPod, nonEmpty(names), "Created %s in group %s", events.Count(created, "worker Pod"), group.GroupName)
 	}
 	if err != nil {
 		r.recorder.Warning(cluster, string(rayv1.FailedToCreateWorkerPod), "Failed to create worker Pods in group %s: %v", group.GroupName, err)
 		return NewReplicaFailureError(rayv1.FailedCreateWorkerPod, err)
 	}
 	return nil
+}
+
+// nonEmpty returns names without the empty ones, in order.
+func nonEmpty(names []string) []string {
+	out := make([]string, 0, len(names))
+	for _, n := range names {
+		if n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // freeIndices returns the n lowest replica indices not used by pods.
