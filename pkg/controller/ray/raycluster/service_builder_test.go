@@ -367,7 +367,7 @@ func TestServeServicePorts(t *testing.T) {
 func TestServiceNamesAreNeverShortened(t *testing.T) {
 	for _, n := range []int{2, 40, 41, 45, validation.MaxRayClusterNameLength} {
 		name := "r" + strings.Repeat("c", n-1)
-		cluster := raytesting.MakeRayCluster(name, "default").Obj()
+		cluster := raytesting.MakeRayCluster(name, "default").WorkerGroup("cpu", 1).Obj()
 		if got, want := podspec.HeadServiceName(cluster), name+"-head-svc"; got != want {
 			t.Errorf("%d characters: head Service %q, want %q", n, got, want)
 		}
@@ -383,6 +383,14 @@ func TestServiceNamesAreNeverShortened(t *testing.T) {
 		}
 		if head := BuildHeadService(cluster, podspec.BuildOptions{}); head.Name != name+"-head-svc" {
 			t.Errorf("%d characters: BuildHeadService named it %q", n, head.Name)
+		}
+		// Workers reach the head, and the Ingress routes, by that name.
+		worker := podspec.BuildWorkerPod(cluster, &cluster.Spec.WorkerGroupSpecs[0], podspec.WorkerReplica{}, podspec.DefaultBuildOptions())
+		if got := raytesting.EnvValue(t, &worker.Spec.Containers[0], podspec.EnvFQRayIP); got != name+"-head-svc.default.svc.cluster.local" {
+			t.Errorf("%d characters: worker %s=%q", n, podspec.EnvFQRayIP, got)
+		}
+		if got := BuildHeadIngress(cluster).Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name; got != name+"-head-svc" {
+			t.Errorf("%d characters: Ingress backend %q", n, got)
 		}
 	}
 }
