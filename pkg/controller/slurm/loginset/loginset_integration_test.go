@@ -19,6 +19,7 @@ import (
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/sshd"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/loginset"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/test/testenv"
@@ -127,7 +128,7 @@ func TestLoginSetIntegration(t *testing.T) {
 		}
 		cm := &corev1.ConfigMap{}
 		g.Expect(c.Get(ctx, key("login-ssh-config"), cm)).To(Succeed())
-		g.Expect(cm.Data).To(HaveKeyWithValue(loginset.SshdConfigFile, ContainSubstring("UsePAM yes")))
+		g.Expect(cm.Data).To(HaveKeyWithValue(sshd.ConfigFile, ContainSubstring("UsePAM yes")))
 		svc := &corev1.Service{}
 		g.Expect(c.Get(ctx, key("login"), svc)).To(Succeed())
 		g.Expect(svc.Spec.Ports).To(ConsistOf(And(HaveField("Name", "login"), HaveField("Port", int32(22)))))

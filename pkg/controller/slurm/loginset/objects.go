@@ -13,6 +13,7 @@ import (
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/podspec"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/service"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/sshd"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/framework/builder"
 )
@@ -28,10 +29,11 @@ const (
 
 // Pod template annotations carrying the hashes of what sshd, sssd and
 // sackd read at start-up (Slinky's names, plus the slurm key's): a change
-// rolls the login pods.
+// rolls the login pods. The first two are package sshd's, which
+// ssh-enabled NodeSets' pods carry too.
 const (
-	AnnotationSshdConfHash    = slinkyv1beta1.SlinkyPrefix + "sshd-conf-hash"
-	AnnotationSssdConfHash    = slinkyv1beta1.SlinkyPrefix + "sssd-conf-hash"
+	AnnotationSshdConfHash    = sshd.AnnotationConfHash
+	AnnotationSssdConfHash    = sshd.AnnotationSssdConfHash
 	AnnotationSshHostKeysHash = slinkyv1beta1.SlinkyPrefix + "ssh-host-keys-hash"
 )
 
@@ -50,9 +52,6 @@ const (
 
 	sshDir            = "/etc/ssh"
 	sshHostKeysVolume = "ssh-host-keys"
-	sshConfigVolume   = "ssh-config"
-	sssdConfVolume    = "sssd-conf"
-	sssdConfDir       = "/etc/sssd"
 
 	rootAuthorizedKeysPath = "/root/.ssh/" + AuthorizedKeysFile
 
@@ -134,7 +133,7 @@ func objectMeta(l *slinkyv1beta1.LoginSet, name string) metav1.ObjectMeta {
 // authorized_keys.
 func BuildSshConfig(l *slinkyv1beta1.LoginSet) *corev1.ConfigMap {
 	cm := builder.ConfigMap(objectMeta(l, SshConfigName(l)), map[string]string{
-		SshdConfigFile:     BuildSshdConfig(l.Spec.ExtraSshdConfig, loginPort(l)),
+		sshd.ConfigFile:    BuildSshdConfig(l.Spec.ExtraSshdConfig, loginPort(l)),
 		AuthorizedKeysFile: BuildAuthorizedKeys(l.Spec.RootSshAuthorizedKeys),
 	})
 	cm.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}
@@ -166,7 +165,7 @@ func BuildService(l *slinkyv1beta1.LoginSet) *corev1.Service {
 		User:     l.Spec.Service,
 		Selector: SelectorLabels(l),
 		PortName: AppLogin,
-		Port:     DefaultSshPort,
+		Port:     sshd.DefaultPort,
 	})
 }
 
@@ -235,7 +234,7 @@ func loginPort(l *slinkyv1beta1.LoginSet) int32 {
 			return p.ContainerPort
 		}
 	}
-	return DefaultSshPort
+	return sshd.DefaultPort
 }
 
 // loginContainer runs the login image: sshd, sssd and sackd under
@@ -250,15 +249,15 @@ func loginContainer(l *slinkyv1beta1.LoginSet, controller *slinkyv1beta1.Control
 		mounts = append(mounts, corev1.VolumeMount{Name: sshHostKeysVolume, MountPath: sshDir + "/" + f, SubPath: f, ReadOnly: true})
 	}
 	mounts = append(mounts,
-		corev1.VolumeMount{Name: sshConfigVolume, MountPath: sshDir + "/" + SshdConfigFile, SubPath: SshdConfigFile, ReadOnly: true},
-		corev1.VolumeMount{Name: sshConfigVolume, MountPath: rootAuthorizedKeysPath, SubPath: AuthorizedKeysFile, ReadOnly: true},
-		corev1.VolumeMount{Name: sssdConfVolume, MountPath: sssdConfDir + "/" + SssdConfFile, SubPath: SssdConfFile, ReadOnly: true},
+		sshd.ConfigMount(),
+		corev1.VolumeMount{Name: sshd.ConfigVolume, MountPath: rootAuthorizedKeysPath, SubPath: AuthorizedKeysFile, ReadOnly: true},
+		sshd.SssdConfMount(),
 	)
 	base := corev1.Container{
 		Name:  AppLogin,
 		Image: image,
 		Env:   []corev1.EnvVar{{Name: "SACKD_OPTIONS", Value: strings.Join(slinky.ConfServerArgs(controller), " ")}},
-		Ports: []corev1.ContainerPort{{Name: AppLogin, ContainerPort: DefaultSshPort, Protocol: corev1.ProtocolTCP}},
+		Ports: []corev1.ContainerPort{{Name: AppLogin, ContainerPort: sshd.DefaultPort, Protocol: corev1.ProtocolTCP}},
 		ReadinessProbe: podspec.Probe(corev1.ProbeHandler{Exec: &corev1.ExecAction{
 			Command: []string{"test", "-S", sackdSocketPath},
 		}}, 3, 10),
@@ -308,7 +307,6 @@ func volumes(l *slinkyv1beta1.LoginSet, controller *slinkyv1beta1.Controller) []
 	memory := func(name string) corev1.Volume {
 		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}}
 	}
-	sssd := l.Spec.SssdConfRef
 	return []corev1.Volume{
 		memory(slinky.SlurmEtcVolume),
 		memory(sackdVolume),
@@ -317,16 +315,7 @@ func volumes(l *slinkyv1beta1.LoginSet, controller *slinkyv1beta1.Controller) []
 			LocalObjectReference: corev1.LocalObjectReference{Name: HostKeysSecretName(l)},
 			Items:                hostKeyItems,
 		}}),
-		projected(sshConfigVolume, corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{
-			LocalObjectReference: corev1.LocalObjectReference{Name: SshConfigName(l)},
-			Items: []corev1.KeyToPath{
-				{Key: SshdConfigFile, Path: SshdConfigFile, Mode: ptr.To[int32](0o600)},
-				{Key: AuthorizedKeysFile, Path: AuthorizedKeysFile, Mode: ptr.To[int32](0o600)},
-			},
-		}}),
-		projected(sssdConfVolume, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
-			LocalObjectReference: corev1.LocalObjectReference{Name: sssd.Name},
-			Items:                []corev1.KeyToPath{{Key: sssd.Key, Path: SssdConfFile, Mode: ptr.To[int32](0o600)}},
-		}}),
+		sshd.ConfigVolumeFrom(SshConfigName(l), AuthorizedKeysFile),
+		sshd.SssdConfVolumeFrom(l.Spec.SssdConfRef),
 	}
 }

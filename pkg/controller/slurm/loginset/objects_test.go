@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/sshd"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 )
 
@@ -94,8 +95,8 @@ func TestBuildDeployment(t *testing.T) {
 	}
 	for path, vol := range map[string]string{
 		"/etc/slurm": slinky.SlurmEtcVolume, "/run/slurm": sackdVolume,
-		"/etc/ssh/sshd_config": sshConfigVolume, "/root/.ssh/authorized_keys": sshConfigVolume,
-		"/etc/sssd/sssd.conf":       sssdConfVolume,
+		"/etc/ssh/sshd_config": sshd.ConfigVolume, "/root/.ssh/authorized_keys": sshd.ConfigVolume,
+		"/etc/sssd/sssd.conf":       sshd.SssdConfVolume,
 		"/etc/ssh/ssh_host_rsa_key": sshHostKeysVolume, "/etc/ssh/ssh_host_ecdsa_key.pub": sshHostKeysVolume,
 		"/etc/ssh/ssh_host_ed25519_key": sshHostKeysVolume,
 	} {
@@ -116,7 +117,7 @@ func TestBuildDeployment(t *testing.T) {
 	if len(key) != 1 || key[0].Secret.Name != "keys" || key[0].Secret.Items[0].Path != "slurm.key" {
 		t.Errorf("slurm key projection %+v", key)
 	}
-	if s := vols[sssdConfVolume].Projected.Sources[0].Secret; s.Name != "sssd" || s.Items[0].Key != "sssd.conf" || s.Items[0].Path != "sssd.conf" {
+	if s := vols[sshd.SssdConfVolume].Projected.Sources[0].Secret; s.Name != "sssd" || s.Items[0].Key != "sssd.conf" || s.Items[0].Path != "sssd.conf" {
 		t.Errorf("sssd projection %+v", s)
 	}
 	for _, item := range vols[sshHostKeysVolume].Projected.Sources[0].Secret.Items {
@@ -183,8 +184,8 @@ func TestLoginPortMovesSshdAndService(t *testing.T) {
 	if len(login.Ports) != 1 || login.Ports[0].ContainerPort != 2222 {
 		t.Errorf("ports %v", login.Ports)
 	}
-	if cm := BuildSshConfig(l); !strings.Contains(cm.Data[SshdConfigFile], "Port 2222\n") {
-		t.Errorf("sshd_config does not listen on 2222:\n%s", cm.Data[SshdConfigFile])
+	if cm := BuildSshConfig(l); !strings.Contains(cm.Data[sshd.ConfigFile], "Port 2222\n") {
+		t.Errorf("sshd_config does not listen on 2222:\n%s", cm.Data[sshd.ConfigFile])
 	}
 	svc := BuildService(l)
 	if p := svc.Spec.Ports[0]; p.Port != 22 || p.TargetPort != intstr.FromString("login") {
@@ -215,7 +216,7 @@ func TestBuildSshConfigAndSelector(t *testing.T) {
 	l.Spec.ExtraSshdConfig = "PermitRootLogin prohibit-password"
 	cm := BuildSshConfig(l)
 	if cm.Name != "login-ssh-config" || !strings.Contains(cm.Data[AuthorizedKeysFile], "ssh-ed25519 AAAA alice\n") ||
-		!strings.HasSuffix(cm.Data[SshdConfigFile], "PermitRootLogin prohibit-password\n") {
+		!strings.HasSuffix(cm.Data[sshd.ConfigFile], "PermitRootLogin prohibit-password\n") {
 		t.Errorf("ConfigMap %s: %v", cm.Name, cm.Data)
 	}
 	if got := Selector(l); got != "app.kubernetes.io/instance=login,app.kubernetes.io/name=login" {

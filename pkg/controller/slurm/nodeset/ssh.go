@@ -7,10 +7,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/controller/slurm/loginset"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/sshd"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
 )
@@ -19,20 +18,18 @@ import (
 // slurmd container, as Slinky's slurmd image does when /etc/ssh/sshd_config
 // and /etc/sssd/sssd.conf are mounted: the sshd_config comes from the
 // NodeSet's <name>-ssh-config ConfigMap, sssd.conf from ssh.sssdConfRef.
+// The files, their volumes and sshd_config's rendering are package
+// sshd's, shared with the LoginSets.
 const (
 	sshPortName       = "ssh"
-	sshConfigVolume   = "ssh-config"
-	sssdConfVolume    = "sssd-conf"
-	sshdConfigPath    = "/etc/ssh/" + loginset.SshdConfigFile
-	sssdConfPath      = "/etc/sssd/" + loginset.SssdConfFile
 	sshConfigNameTail = "-ssh-config"
 )
 
 // Pod annotations (Slinky's names) with the hashes of sshd_config and
 // sssd.conf; they are part of the revision, so a change rolls the pods.
 const (
-	AnnotationSshdConfHash = loginset.AnnotationSshdConfHash
-	AnnotationSssdConfHash = loginset.AnnotationSssdConfHash
+	AnnotationSshdConfHash = sshd.AnnotationConfHash
+	AnnotationSssdConfHash = sshd.AnnotationSssdConfHash
 )
 
 // SshConfigName names the ConfigMap holding the NodeSet's sshd_config.
@@ -41,7 +38,7 @@ func SshConfigName(n *slinkyv1beta1.NodeSet) string { return n.Name + sshConfigN
 // workerSshdDefaults are Slinky's sshd settings for slurmd pods: PAM (for
 // sssd's users and pam_slurm_adopt), the in-process sftp server, and a key
 // or a password.
-var workerSshdDefaults = []loginset.SshdDirective{
+var workerSshdDefaults = []sshd.Directive{
 	{Keyword: "UsePAM", Value: "yes"},
 	{Keyword: "Subsystem", Value: "sftp internal-sftp"},
 	{Keyword: "AuthenticationMethods", Value: "publickey password"},
@@ -51,7 +48,7 @@ var workerSshdDefaults = []loginset.SshdDirective{
 // default the user sets globally in extraSshdConfig left out, then
 // extraSshdConfig.
 func BuildSshdConfig(n *slinkyv1beta1.NodeSet) string {
-	return loginset.RenderSshdConfig(slinkyv1beta1.NodeSetKind, workerSshdDefaults, n.Spec.Ssh.ExtraSshdConfig)
+	return sshd.RenderConfig(slinkyv1beta1.NodeSetKind, workerSshdDefaults, n.Spec.Ssh.ExtraSshdConfig)
 }
 
 // BuildSshConfigMap builds the NodeSet's <name>-ssh-config ConfigMap.
@@ -64,7 +61,7 @@ func BuildSshConfigMap(n *slinkyv1beta1.NodeSet) *corev1.ConfigMap {
 			Labels:          slinky.NodeSetLabels(n),
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(n, slinkyv1beta1.NodeSetGVK)},
 		},
-		Data: map[string]string{loginset.SshdConfigFile: BuildSshdConfig(n)},
+		Data: map[string]string{sshd.ConfigFile: BuildSshdConfig(n)},
 	}
 }
 
@@ -159,22 +156,9 @@ func addSshToTemplate(n *slinkyv1beta1.NodeSet, hashes SshHashes, tmpl *corev1.P
 	}
 	tmpl.Annotations[AnnotationSshdConfHash] = hashes.SshdConf
 	tmpl.Annotations[AnnotationSssdConfHash] = hashes.SssdConf
-	projected := func(name string, source corev1.VolumeProjection) corev1.Volume {
-		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-			DefaultMode: ptr.To[int32](0o600),
-			Sources:     []corev1.VolumeProjection{source},
-		}}}
-	}
-	sssd := n.Spec.Ssh.SssdConfRef
 	tmpl.Spec.Volumes = append(tmpl.Spec.Volumes,
-		projected(sshConfigVolume, corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{
-			LocalObjectReference: corev1.LocalObjectReference{Name: SshConfigName(n)},
-			Items:                []corev1.KeyToPath{{Key: loginset.SshdConfigFile, Path: loginset.SshdConfigFile, Mode: ptr.To[int32](0o600)}},
-		}}),
-		projected(sssdConfVolume, corev1.VolumeProjection{Secret: &corev1.SecretProjection{
-			LocalObjectReference: corev1.LocalObjectReference{Name: sssd.Name},
-			Items:                []corev1.KeyToPath{{Key: sssd.Key, Path: loginset.SssdConfFile, Mode: ptr.To[int32](0o600)}},
-		}}),
+		sshd.ConfigVolumeFrom(SshConfigName(n)),
+		sshd.SssdConfVolumeFrom(n.Spec.Ssh.SssdConfRef),
 	)
 }
 
@@ -184,9 +168,6 @@ func addSshToSlurmd(n *slinkyv1beta1.NodeSet, c *corev1.Container) {
 	if !n.Spec.Ssh.Enabled {
 		return
 	}
-	c.Ports = append(c.Ports, corev1.ContainerPort{Name: sshPortName, ContainerPort: loginset.DefaultSshPort, Protocol: corev1.ProtocolTCP})
-	c.VolumeMounts = append(c.VolumeMounts,
-		corev1.VolumeMount{Name: sshConfigVolume, MountPath: sshdConfigPath, SubPath: loginset.SshdConfigFile, ReadOnly: true},
-		corev1.VolumeMount{Name: sssdConfVolume, MountPath: sssdConfPath, SubPath: loginset.SssdConfFile, ReadOnly: true},
-	)
+	c.Ports = append(c.Ports, corev1.ContainerPort{Name: sshPortName, ContainerPort: sshd.DefaultPort, Protocol: corev1.ProtocolTCP})
+	c.VolumeMounts = append(c.VolumeMounts, sshd.ConfigMount(), sshd.SssdConfMount())
 }
