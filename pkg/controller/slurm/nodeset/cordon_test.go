@@ -11,7 +11,6 @@ import (
 	ctrlfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
 	"github.com/gantry-dev/gantry/pkg/slurm"
 	"github.com/gantry-dev/gantry/pkg/slurm/fake"
 	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
@@ -62,8 +61,7 @@ func TestCordonReason(t *testing.T) {
 			r := newReconciler(c, c, nil, nil)
 			r.propagatedNodeConditions = tt.propagated
 			slurmd := fake.New(slurmNode("ns-0", "", slurm.NodeStateIdle))
-			s := &scope{Base: syncsteps.Base[*slinkyv1beta1.NodeSet]{Object: n}, pods: []*corev1.Pod{pod},
-				slurm: loadSlurmView(ctx, slurmd, t0)}
+			s := newTestScope(n, loadSlurmView(ctx, slurmd, t0), pod)
 			if err := r.syncCordon(ctx, s); err != nil {
 				t.Fatal(err)
 			}

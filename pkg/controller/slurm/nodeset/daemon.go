@@ -101,7 +101,7 @@ func BuildDaemonPod(n *slinkyv1beta1.NodeSet, node *corev1.Node, in PodInputs) *
 	pod.Spec.Affinity = withNodeNameAffinity(pod.Spec.Affinity, node.Name)
 	pod.Labels[slinkyv1beta1.LabelNodeSetRevisionHash] = in.RevisionHash
 	pod.Labels[slinkyv1beta1.LabelNodeSetScalingMode] = string(slinkyv1beta1.ScalingModeDaemonset)
-	setIdentity(n, pod)
+	setIdentity(n, pod, SlurmNodeName(pod))
 	setClaimVolumes(n, pod)
 	return pod
 }
@@ -261,12 +261,4 @@ func planDaemonPods(n *slinkyv1beta1.NodeSet, pods []*corev1.Pod, nodes []corev1
 // its pod under a NoSchedule taint is no longer desired but still served).
 func (p daemonPlan) rolloutTotal() int {
 	return max(p.desired, len(p.kept))
-}
-
-func nodeNames(nodes []*corev1.Node) []string {
-	out := make([]string, 0, len(nodes))
-	for _, node := range nodes {
-		out = append(out, node.Name)
-	}
-	return out
 }

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/framework/slowstart"
 )
 
 // loadDaemonPlan reads the Kubernetes nodes (from the cache) and plans the
@@ -34,31 +33,28 @@ func (r *Reconciler) loadDaemonPlan(ctx context.Context, n *slinkyv1beta1.NodeSe
 func (r *Reconciler) syncDaemonPods(ctx context.Context, n *slinkyv1beta1.NodeSet, s *scope) error {
 	plan := s.daemon
 	var errs []error
-	errs = append(errs, forEachPod(plan.finished, func(pod *corev1.Pod) error {
-		if pod.Status.Phase == corev1.PodFailed {
-			r.backoff.failed(daemonBackoffKey(n, plan.nodeOf[pod.Name]), r.clock.Now())
+	errs = append(errs, forEachWorker(s.workers.ofAll(plan.finished), func(w *worker) error {
+		if w.pod.Status.Phase == corev1.PodFailed {
+			r.backoff.failed(daemonBackoffKey(n, plan.nodeOf[w.pod.Name]), r.clock.Now())
 		}
-		return r.deletePod(ctx, n, s, pod, "")
+		return r.deletePod(ctx, s, w, whyExited)
 	}))
-	errs = append(errs, r.condemnAll(ctx, n, s, capPods(plan.mismatched), cordonedForNodeMismatch))
-	s.tally.markRenamed(plan.renamed)
-	errs = append(errs, r.condemnAll(ctx, n, s, capPods(plan.renamed), cordonedForUpdate))
+	errs = append(errs, r.condemnAll(ctx, s, capPods(plan.mismatched), cordonedForNodeMismatch))
+	// Reported as Slinky reports them (reportPods: plan.renamed).
+	errs = append(errs, r.condemnAll(ctx, s, capPods(plan.renamed), cordonedForUpdate))
 
 	var victims []*corev1.Pod
 	if isRollingUpdate(n) {
 		victims = rollingUpdateVictimsOf(n, plan.kept, s.revisions.hash(), plan.rolloutTotal(), r.clock.Now())
 	}
 	keep := slices.DeleteFunc(slices.Clone(plan.kept), func(p *corev1.Pod) bool { return slices.Contains(victims, p) })
-	errs = append(errs, forEachPod(keep, func(pod *corev1.Pod) error {
-		if isCondemned(pod) {
-			if err := r.uncordon(ctx, s, pod); err != nil {
+	errs = append(errs, forEachWorker(s.workers.ofAll(keep), func(w *worker) error {
+		if isCondemned(w.pod) {
+			if err := r.uncordon(ctx, s, w); err != nil {
 				return err
 			}
 		}
-		if identityMatches(n, pod) {
-			return nil
-		}
-		return r.patchPod(ctx, pod, func(p *corev1.Pod) { setIdentity(n, p) })
+		return r.repairIdentity(ctx, n, w)
 	}))
 	errs = append(errs, r.createDaemonPods(ctx, n, s, plan.create))
 	return errors.Join(errs...)
@@ -100,18 +96,15 @@ func (r *Reconciler) createDaemonPods(ctx context.Context, n *slinkyv1beta1.Node
 		s.Events.Add(ReasonBackOff, "Waiting to recreate failed Pods on Kubernetes nodes %s (back-off)",
 			strings.Join(waiting, ", "))
 	}
-	r.expectations.ExpectCreations(s.key, expectationGroup, len(toCreate))
-	created, err := slowstart.SlowStartBatch(len(toCreate), 1, func(i int) error {
+	// A pod another operator made that is adopted instead counts as
+	// created here, for the node it serves.
+	created, err := r.expectations.CreateBatch(s.key, expectationGroup, len(toCreate), func(i int) error {
 		if _, err := r.createPod(ctx, n, toCreate[i]); err != nil {
 			return err
 		}
-		s.tally.addNode(toCreate[i])
+		s.noteCreatedOn(toCreate[i])
 		return nil
 	})
-	if skipped := len(toCreate) - created; skipped > 0 {
-		r.expectations.CancelCreations(s.key, expectationGroup, skipped)
-	}
-	s.tally.created += created
 	if err != nil {
 		r.Recorder.Warning(n, "FailedCreate", "Created %d of %d Pods: %v", created, len(toCreate), err)
 	}
@@ -131,5 +124,5 @@ func (r *Reconciler) syncDaemonRollout(ctx context.Context, n *slinkyv1beta1.Nod
 	_, old := splitByRevision(plan.kept, s.revisions.hash())
 	unhealthy, _ := splitUnhealthy(old)
 	victims := rollingUpdateVictimsOf(n, plan.kept, s.revisions.hash(), plan.rolloutTotal(), r.clock.Now())
-	return r.condemnAll(ctx, n, s, append(unhealthy, victims...), cordonedForUpdate)
+	return r.condemnAll(ctx, s, append(unhealthy, victims...), cordonedForUpdate)
 }

@@ -197,7 +197,7 @@ func TestBuildDaemonPod(t *testing.T) {
 	if _, ok := pod.Labels[slinkyv1beta1.LabelNodeSetPodIndex]; ok {
 		t.Error("a DaemonSet-mode pod has no ordinal")
 	}
-	if !identityMatches(n, pod) {
+	if !identityMatches(n, newWorker(pod)) {
 		t.Error("a fresh pod's identity does not match")
 	}
 	if claims := podClaims(n, pod); len(claims) != 1 || claims[0].Name != "scratch-cpu-kn-1" {
@@ -220,7 +220,7 @@ func daemonPod(name, node string, minute int) *podWrapper {
 	n := daemonNodeSet(nil)
 	p := BuildDaemonPod(n, makeNode(node).obj(), PodInputs{RevisionHash: "new"})
 	p.Name = name
-	setIdentity(n, p)
+	setIdentity(n, p, SlurmNodeName(p))
 	p.CreationTimestamp = metav1.NewTime(t0.Add(time.Duration(minute) * time.Minute))
 	p.Spec.NodeName = node
 	p.Status.Phase = corev1.PodRunning
@@ -237,7 +237,13 @@ func TestPlanDaemonPods(t *testing.T) {
 		}
 		return out
 	}
-	nodeList := func(nodes []*corev1.Node) []string { return append([]string{}, nodeNames(nodes)...) }
+	nodeList := func(nodes []*corev1.Node) []string {
+		out := make([]string, 0, len(nodes))
+		for _, node := range nodes {
+			out = append(out, node.Name)
+		}
+		return out
+	}
 
 	t.Run("one pod for each matching node", func(t *testing.T) {
 		nodes := []corev1.Node{matching("a"), matching("b"), *makeNode("c").obj(), matching("d")}

@@ -24,6 +24,14 @@ func job(id int64, nodes string, states ...slurm.JobState) slurm.Job {
 	return slurm.Job{JobID: id, Nodes: nodes, State: states}
 }
 
+// newTestScope is a reconcile's scope of n as Load leaves it: Slurm's
+// view, and pods claimed as workers.
+func newTestScope(n *slinkyv1beta1.NodeSet, view *slurmView, pods ...*corev1.Pod) *scope {
+	s := &scope{Base: syncsteps.Base[*slinkyv1beta1.NodeSet]{Object: n}, slurm: view}
+	s.setPods(pods)
+	return s
+}
+
 // TestMayRunJobs is the table of the one decision every deleting path
 // asks: may deleting this pod now end a Slurm job? Every pod phase that
 // matters, against every kind of Slurm answer: none (no RestApi), none
@@ -120,7 +128,7 @@ func TestMayRunJobs(t *testing.T) {
 				for _, p := range may[st.name] {
 					want = want || p == podName
 				}
-				if got := v.mayRunJobs(pod); got != want {
+				if got := v.mayRunJobs(newWorker(pod)); got != want {
 					t.Errorf("mayRunJobs = %v, want %v", got, want)
 				}
 			})
@@ -143,20 +151,20 @@ func TestDeletesActOnAFreshRead(t *testing.T) {
 		listed []slurm.Node
 		// then is the node as it is once the list has been read.
 		then slurm.Node
-		run  func(r *Reconciler, s *scope, pod *corev1.Pod) error
+		run  func(r *Reconciler, s *scope, w *worker) error
 	}{
 		{
 			name:   "scale-in of a node listed drained that now runs a job",
 			listed: []slurm.Node{slurmNode("ns-0", "slurm-operator: x", slurm.NodeStateIdle, slurm.NodeStateDrain)},
 			then:   slurmNode("ns-0", "slurm-operator: x", slurm.NodeStateAllocated, slurm.NodeStateDrain),
-			run: func(r *Reconciler, s *scope, pod *corev1.Pod) error {
-				return r.condemn(ctx, n, s, pod, cordonedForScaleIn)
+			run: func(r *Reconciler, s *scope, w *worker) error {
+				return r.condemn(ctx, s, w, cordonedForScaleIn)
 			},
 		},
 		{
 			name: "self-healing of a pod whose slurmd registered since the list",
 			then: slurmNode("ns-0", "", slurm.NodeStateIdle),
-			run: func(r *Reconciler, s *scope, _ *corev1.Pod) error {
+			run: func(r *Reconciler, s *scope, _ *worker) error {
 				return r.syncUnregistered(ctx, s)
 			},
 		},
@@ -166,11 +174,9 @@ func TestDeletesActOnAFreshRead(t *testing.T) {
 			c := ctrlfake.NewClientBuilder().WithScheme(scheme).WithObjects(pod.DeepCopy()).Build()
 			r := newReconciler(c, c, nil, nil)
 			slurmd := fake.New(tt.listed...)
-			s := &scope{Base: syncsteps.Base[*slinkyv1beta1.NodeSet]{Object: n}, pods: []*corev1.Pod{pod},
-				slurm: loadSlurmView(ctx, slurmd, t0)}
-			s.slurm.knowPods(n, s.pods)
+			s := newTestScope(n, loadSlurmView(ctx, slurmd, t0), pod)
 			slurmd.SetNode(tt.then)
-			if err := tt.run(r, s, pod); err != nil {
+			if err := tt.run(r, s, s.workers.of(pod)); err != nil {
 				t.Fatal(err)
 			}
 			if err := c.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}); err != nil {
@@ -214,8 +220,7 @@ func TestProtection(t *testing.T) {
 	}
 	c := ctrlfake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
 	r := newReconciler(c, c, nil, nil)
-	s := &scope{Base: syncsteps.Base[*slinkyv1beta1.NodeSet]{Object: n}, pods: pods, slurm: loadSlurmView(ctx, slurmd, t0)}
-	s.slurm.knowPods(n, pods)
+	s := newTestScope(n, loadSlurmView(ctx, slurmd, t0), pods...)
 	if err := r.syncProtection(ctx, s); err != nil {
 		t.Fatal(err)
 	}
@@ -245,13 +250,99 @@ func TestAnotherNameMayRunJobs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := makePod("ns-0").obj() // Running, slurmd not Ready yet
 			v := loadSlurmView(context.Background(), fake.New(tt.node), t0)
-			v.knowPods(n, []*corev1.Pod{pod})
-			if !v.mayRunJobs(pod) {
+			w := newWorker(pod)
+			v.knowPods(n, []*worker{w})
+			if !v.mayRunJobs(w) {
 				t.Error("mayRunJobs = false for a pod whose slurmd may be registered under another name")
 			}
 			if len(v.unknownNodes()) != 1 {
 				t.Errorf("unknownNodes = %v, want the pod reported", v.unknownNodes())
 			}
 		})
+	}
+}
+
+// TestMayDelete: the decision a condemned pod's delete waits for. Work
+// the reconcile's list showed keeps the pod without a re-read; otherwise
+// the node is read again after the drain and its fresh state decides.
+func TestMayDelete(t *testing.T) {
+	idle := slurmNode("ns-0", "", slurm.NodeStateIdle)
+	drained := slurmNode("ns-0", "slurm-operator: x", slurm.NodeStateIdle, slurm.NodeStateDrain)
+	busyDrained := slurmNode("ns-0", "slurm-operator: x", slurm.NodeStateAllocated, slurm.NodeStateDrain)
+	for _, tt := range []struct {
+		name   string
+		listed []slurm.Node
+		// then is the node as the re-read finds it; nil: as listed.
+		then      *slurm.Node
+		wantWork  podWork
+		want      bool
+		wantReads int
+	}{
+		{name: "listed busy: kept, not re-read", listed: []slurm.Node{busyDrained}, wantWork: workRunning},
+		{name: "listed drained, still drained: deleted", listed: []slurm.Node{drained}, wantWork: workNone, want: true, wantReads: 1},
+		{name: "listed drained, a job since: kept", listed: []slurm.Node{drained}, then: &busyDrained, wantWork: workNone, wantReads: 1},
+		// The drain is the caller's; a node that still takes jobs stays.
+		{name: "listed idle, not drained: kept", listed: []slurm.Node{idle}, wantWork: workPossible, wantReads: 1},
+		{name: "listed idle, drained since: deleted", listed: []slurm.Node{idle}, then: &drained, wantWork: workPossible, want: true, wantReads: 1},
+		// A Ready slurmd Slurm does not list may run jobs under another name.
+		{name: "not listed, Ready: kept, not re-read", wantWork: workUnknown},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			slurmd := fake.New(tt.listed...)
+			v := loadSlurmView(context.Background(), slurmd, t0)
+			w := newWorker(makePod("ns-0").ready(t0).obj())
+			listed := v.work(w)
+			if listed != tt.wantWork {
+				t.Fatalf("work = %v, want %v", listed, tt.wantWork)
+			}
+			if tt.then != nil {
+				slurmd.SetNode(*tt.then)
+			}
+			got, err := v.mayDelete(context.Background(), w, listed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("mayDelete = %v, want %v", got, tt.want)
+			}
+			if reads := slurmd.Calls(fake.OpGetNode); reads != tt.wantReads {
+				t.Errorf("%d re-reads of the node, want %d", reads, tt.wantReads)
+			}
+			if unknown := len(v.unknownNodes()) > 0; unknown != (tt.wantWork == workUnknown) {
+				t.Errorf("reported unknown = %v, want %v", unknown, tt.wantWork == workUnknown)
+			}
+		})
+	}
+}
+
+// TestWorkersKeyTheDecisionBySlurmNodeName: a reconcile's workers carry
+// the name each pod's slurmd registers as, computed once when the pods
+// are claimed, and every step finds a claimed pod's own worker. The
+// decision reads the node under that name: on the host network the
+// Kubernetes node's, not the pod's.
+func TestWorkersKeyTheDecisionBySlurmNodeName(t *testing.T) {
+	hostNet := makePod("ns-0").ready(t0).obj()
+	hostNet.Spec.HostNetwork = true
+	hostNet.Spec.NodeName = "kn-7.example.org"
+	plain := makePod("ns-1").ready(t0).obj()
+	ws := newWorkers([]*corev1.Pod{hostNet, plain})
+	if len(ws.list) != 2 || ws.list[0].slurmNode != "kn-7.example.org" || ws.list[1].slurmNode != "ns-1" {
+		t.Fatalf("workers %+v, want kn-7.example.org and ns-1", ws.list)
+	}
+	if ws.of(hostNet) != ws.list[0] || ws.of(plain) != ws.list[1] {
+		t.Error("a claimed pod did not find its own worker")
+	}
+	if got := ws.ofAll([]*corev1.Pod{plain, hostNet}); got[0] != ws.list[1] || got[1] != ws.list[0] {
+		t.Error("ofAll did not find the claimed pods' workers")
+	}
+	// A pod that was not claimed (another object of the same name) gets a
+	// worker of its own.
+	if stranger := makePod("ns-1").obj(); ws.of(stranger) == ws.list[1] {
+		t.Error("an unclaimed pod got a claimed pod's worker")
+	}
+	// Slurm lists the host's node busy and nothing under the pod's name.
+	v := loadSlurmView(context.Background(), fake.New(slurmNode("kn-7.example.org", "", slurm.NodeStateAllocated)), t0)
+	if work := v.work(ws.of(hostNet)); work != workRunning {
+		t.Errorf("work = %v, want the host node's job (workRunning)", work)
 	}
 }

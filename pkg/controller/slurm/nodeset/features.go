@@ -22,12 +22,12 @@ func (r *Reconciler) syncFeatures(ctx context.Context, s *scope) error {
 	if !s.slurm.reachable() {
 		return nil
 	}
-	return forEachPod(livePods(s.pods), func(pod *corev1.Pod) error {
-		kubeNode, err := r.kubeNode(ctx, pod)
+	return forEachWorker(s.workers.live(), func(w *worker) error {
+		kubeNode, err := r.kubeNode(ctx, w.pod)
 		if err != nil || kubeNode == nil {
 			return err
 		}
-		return s.slurm.setFeatures(ctx, pod, nodeFeatures(kubeNode))
+		return s.slurm.setFeatures(ctx, w.slurmNode, nodeFeatures(kubeNode))
 	})
 }
 
@@ -63,10 +63,9 @@ func sameSet(a, b []string) bool {
 	return slices.Equal(slices.Compact(a), slices.Compact(b))
 }
 
-// setFeatures makes the pod's Slurm node carry desired as its prefixed
+// setFeatures makes the Slurm node name carry desired as its prefixed
 // available and active features; nothing is sent when it does.
-func (v *slurmView) setFeatures(ctx context.Context, pod *corev1.Pod, desired []string) error {
-	name := SlurmNodeName(pod)
+func (v *slurmView) setFeatures(ctx context.Context, name string, desired []string) error {
 	n, ok := v.node(name)
 	if !ok {
 		return nil

@@ -12,7 +12,6 @@ import (
 	ctrlfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
 	"github.com/gantry-dev/gantry/pkg/slurm"
 	"github.com/gantry-dev/gantry/pkg/slurm/fake"
 	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
@@ -55,8 +54,7 @@ func TestSyncFeatures(t *testing.T) {
 			c := ctrlfake.NewClientBuilder().WithScheme(scheme).WithObjects(node).Build()
 			r := newReconciler(c, c, nil, nil)
 			slurmd := fake.New(slurm.Node{Name: "ns-0", State: []slurm.NodeState{slurm.NodeStateIdle}, Features: tt.current})
-			s := &scope{Base: syncsteps.Base[*slinkyv1beta1.NodeSet]{Object: n}, pods: []*corev1.Pod{pod},
-				slurm: loadSlurmView(ctx, slurmd, t0)}
+			s := newTestScope(n, loadSlurmView(ctx, slurmd, t0), pod)
 			if err := r.syncFeatures(ctx, s); err != nil {
 				t.Fatal(err)
 			}

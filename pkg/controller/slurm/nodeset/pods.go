@@ -116,18 +116,19 @@ func BuildPod(n *slinkyv1beta1.NodeSet, ordinal int, in PodInputs) *corev1.Pod {
 	pod.Spec.NodeName = ""
 	pod.Labels[slinkyv1beta1.LabelNodeSetRevisionHash] = in.RevisionHash
 	pod.Labels[slinkyv1beta1.LabelNodeSetScalingMode] = string(scalingMode(n))
-	setIdentity(n, pod)
+	setIdentity(n, pod, SlurmNodeName(pod))
 	setClaimVolumes(n, pod)
 	return pod
 }
 
-// setIdentity writes the labels that tie a pod to its ordinal and Slurm node.
-func setIdentity(n *slinkyv1beta1.NodeSet, pod *corev1.Pod) {
+// setIdentity writes the labels that tie a pod to its ordinal and to
+// slurmNode, the Slurm node it registers as (SlurmNodeName).
+func setIdentity(n *slinkyv1beta1.NodeSet, pod *corev1.Pod, slurmNode string) {
 	if pod.Labels == nil {
 		pod.Labels = map[string]string{}
 	}
 	pod.Labels[slinkyv1beta1.LabelNodeSetPodName] = pod.Name
-	pod.Labels[slinkyv1beta1.LabelNodeSetPodHostname] = SlurmNodeName(pod)
+	pod.Labels[slinkyv1beta1.LabelNodeSetPodHostname] = slurmNode
 	if isDaemonPod(pod) {
 		// A DaemonSet-mode pod has a generated name and no ordinal.
 		delete(pod.Labels, slinkyv1beta1.LabelNodeSetPodIndex)
@@ -143,12 +144,12 @@ func isDaemonPod(pod *corev1.Pod) bool {
 	return pod.Labels[slinkyv1beta1.LabelNodeSetScalingMode] == string(slinkyv1beta1.ScalingModeDaemonset)
 }
 
-// identityMatches reports whether the pod's identity labels are intact.
-func identityMatches(n *slinkyv1beta1.NodeSet, pod *corev1.Pod) bool {
-	want := *pod // setIdentity changes only the labels
-	want.Labels = maps.Clone(pod.Labels)
-	setIdentity(n, &want)
-	return maps.Equal(want.Labels, pod.Labels)
+// identityMatches reports whether the worker's identity labels are intact.
+func identityMatches(n *slinkyv1beta1.NodeSet, w *worker) bool {
+	want := *w.pod // setIdentity changes only the labels
+	want.Labels = maps.Clone(w.pod.Labels)
+	setIdentity(n, &want, w.slurmNode)
+	return maps.Equal(want.Labels, w.pod.Labels)
 }
 
 func scalingMode(n *slinkyv1beta1.NodeSet) slinkyv1beta1.ScalingModeType {

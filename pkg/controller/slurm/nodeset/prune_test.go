@@ -18,7 +18,6 @@ import (
 	ctrlfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
 	"github.com/gantry-dev/gantry/pkg/slurm"
 	"github.com/gantry-dev/gantry/pkg/slurm/fake"
 	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
@@ -100,7 +99,7 @@ func TestSyncSlurmNodeRecords(t *testing.T) {
 			slurmd := fake.New(tt.node)
 			slurmd.SetJobs(tt.jobs...)
 			slurmd.SetError(fake.OpListNodes, tt.listErr)
-			s := &scope{Base: syncsteps.Base[*slinkyv1beta1.NodeSet]{Object: n}, slurm: loadSlurmView(context.Background(), slurmd, time.Now())}
+			s := newTestScope(n, loadSlurmView(context.Background(), slurmd, time.Now()))
 			if err := r.syncSlurmNodeRecords(context.Background(), s); err != nil {
 				t.Fatal(err)
 			}
@@ -129,7 +128,7 @@ func TestSyncSlurmNodeRecordsFailsClosed(t *testing.T) {
 	base := ctrlfake.NewClientBuilder().WithScheme(scheme).Build()
 	broken := failingGets{Client: base}
 	r := newReconciler(base, broken, nil, nil)
-	s := &scope{Base: syncsteps.Base[*slinkyv1beta1.NodeSet]{Object: ds}, slurm: loadSlurmView(context.Background(), slurmd, time.Now())}
+	s := newTestScope(ds, loadSlurmView(context.Background(), slurmd, time.Now()))
 	if err := r.syncSlurmNodeRecords(context.Background(), s); err == nil {
 		t.Error("no error although the pod could not be read")
 	}
@@ -206,9 +205,7 @@ func TestScaledInRecords(t *testing.T) {
 			if tt.onePodShort {
 				pods = pods[1:]
 			}
-			s := &scope{Base: syncsteps.Base[*slinkyv1beta1.NodeSet]{Object: n}, pods: pods,
-				slurm: loadSlurmView(context.Background(), slurmd, time.Now())}
-			s.slurm.knowPods(n, pods)
+			s := newTestScope(n, loadSlurmView(context.Background(), slurmd, time.Now()), pods...)
 			if err := r.syncSlurmNodeRecords(context.Background(), s); err != nil {
 				t.Fatal(err)
 			}
@@ -257,8 +254,8 @@ func TestRetiredRecords(t *testing.T) {
 			r := newReconciler(c, c, nil, nil)
 			slurmd := fake.New(tt.node)
 			slurmd.SetJobs(tt.jobs...)
-			s := &scope{Base: syncsteps.Base[*slinkyv1beta1.NodeSet]{Object: ds}, daemon: plan,
-				slurm: loadSlurmView(context.Background(), slurmd, time.Now())}
+			s := newTestScope(ds, loadSlurmView(context.Background(), slurmd, time.Now()))
+			s.daemon = plan
 			if err := r.syncSlurmNodeRecords(context.Background(), s); err != nil {
 				t.Fatal(err)
 			}

@@ -1,25 +1,17 @@
-// Package nodeset reconciles Slinky NodeSets: the slurmd worker pods of a
-// Slurm cluster, kept in step with what Slurm knows about their nodes.
-//
-// A pod is only deleted once its Slurm node is drained and idle, so scale-in
-// and rolling updates never kill a job; cordoning a Kubernetes Node drains
-// the Slurm nodes of the pods on it. Slurm is read once per reconcile (one
-// node list, one job list) and every step consults that snapshot.
 package nodeset
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	k8sevents "k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -31,6 +23,7 @@ import (
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/slurmmetrics"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/framework/expectations"
+	"github.com/gantry-dev/gantry/pkg/framework/finalizers"
 	skeleton "github.com/gantry-dev/gantry/pkg/framework/reconcile"
 	"github.com/gantry-dev/gantry/pkg/framework/refresolver"
 	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
@@ -144,9 +137,11 @@ type scope struct {
 	controller *slinkyv1beta1.Controller
 	slurm      *slurmView
 	revisions  revisionState
-	// pods are the pods the NodeSet controls, as claimed at the start.
-	pods  []*corev1.Pod
-	tally tally
+	// pods are the pods the NodeSet controls, as claimed at the start, and
+	// workers the same pods with their Slurm node names (deletion.go):
+	// both are set by setPods.
+	pods    []*corev1.Pod
+	workers workers
 	// daemon is the DaemonSet-mode plan; nil in StatefulSet mode.
 	daemon *daemonPlan
 	ssh    sshState
@@ -155,6 +150,29 @@ type scope struct {
 	// stepFailed: a step before the rollout failed; rolledOut: the
 	// rollout step ran.
 	stepFailed, rolledOut bool
+	// noted are what the steps did to pods, by pod name, for the events
+	// Status reports (events.go). Steps note concurrently, under mu.
+	noted struct {
+		mu sync.Mutex
+
+		created, adopted, draining, cordonedForNode []string
+		// createdOn: DaemonSet mode, the Kubernetes nodes of the created
+		// pods.
+		createdOn []string
+		// deleted: by why (a cordonedFor* value, whyUnregistered or
+		// whyExited).
+		deleted map[string][]string
+		// failed: the exited pods deleted that had failed.
+		failed map[string]bool
+	}
+}
+
+// setPods makes pods the reconcile's claimed pods, each a worker whose
+// Slurm node name is computed here, once, for every step; the Slurm view
+// learns them too.
+func (s *scope) setPods(pods []*corev1.Pod) {
+	s.pods, s.workers = pods, newWorkers(pods)
+	s.slurm.knowPods(s.Object, s.workers.list)
 }
 
 // A NodeSet's reconcile runs on the framework's skeleton: Finalize (drop
@@ -201,10 +219,11 @@ func (r *Reconciler) Load(ctx context.Context, s *scope) (err error) {
 	if s.revisions, err = r.syncRevisions(ctx, n, s.revs, s.ssh.hashes); err != nil {
 		return err
 	}
-	if s.pods, err = r.claimPods(ctx, s); err != nil {
+	pods, err := r.claimPods(ctx, s)
+	if err != nil {
 		return err
 	}
-	s.slurm.knowPods(n, s.pods)
+	s.setPods(pods)
 	s.daemon, err = r.loadDaemonPlan(ctx, n, s.pods)
 	return err
 }
@@ -243,15 +262,11 @@ func (r *Reconciler) Steps(s *scope) []syncsteps.Step[*scope] {
 	)
 }
 
-// Status writes the status and records the warnings of what the pods went
-// through; a NodeSet whose Controller has a RestApi polls Slurm.
+// Status writes the status, then reports what the pods went through
+// (reportPods); a NodeSet whose Controller has a RestApi polls Slurm.
 func (r *Reconciler) Status(ctx context.Context, s *scope, _ error) error {
-	n := s.Object
-	warnings := s.tally.note(&s.Events, isDaemonSetMode(n))
 	err := r.updateStatus(ctx, s)
-	for _, w := range warnings {
-		w.record(r.Recorder, n)
-	}
+	r.reportPods(s)
 	if s.slurm.configured() {
 		s.Requeue.After(slurmPollInterval)
 	}
@@ -311,7 +326,7 @@ func (r *Reconciler) steps() []syncsteps.Step[*scope] {
 	return []syncsteps.Step[*scope]{
 		{Name: "WorkerService", Sync: r.syncWorkerService},
 		{Name: "WorkerPodDisruptionBudget", Sync: r.syncWorkerPDB},
-		{Name: "SshConfig", Sync: r.syncSshConfig},
+		{Name: "SSHConfig", Sync: r.syncSshConfig},
 		{Name: "SlurmDeadline", Sync: r.syncDeadlines},
 		{Name: "PodProtection", Sync: r.syncProtection},
 		{Name: "Cordon", Sync: r.syncCordon},
@@ -328,107 +343,8 @@ func (r *Reconciler) steps() []syncsteps.Step[*scope] {
 // Slurm reservations, so a NodeSet migrated from the Slinky operator must
 // not hang on deletion waiting for one to be removed.
 func (r *Reconciler) syncFinalizers(ctx context.Context, n *slinkyv1beta1.NodeSet) error {
-	if !slices.Contains(n.Finalizers, slinkyv1beta1.FinalizerNodeSetReservation) {
-		return nil
-	}
-	patch := client.MergeFromWithOptions(n.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	n.Finalizers = slices.DeleteFunc(slices.Clone(n.Finalizers), func(f string) bool {
-		return f == slinkyv1beta1.FinalizerNodeSetReservation
-	})
-	return client.IgnoreNotFound(r.Client.Patch(ctx, n, patch))
-}
-
-// claimPods returns the pods the NodeSet controls after adopting orphans
-// that match its selector and name scheme and releasing pods it controls
-// that no longer match.
-func (r *Reconciler) claimPods(ctx context.Context, s *scope) ([]*corev1.Pod, error) {
-	n := s.Object
-	owned := &corev1.PodList{}
-	if err := r.Client.List(ctx, owned, client.InNamespace(n.Namespace), client.MatchingFields{IndexPodOwner: string(n.UID)}); err != nil {
-		return nil, err
-	}
-	// The candidates are the orphans the selector matches (IndexPodOwner),
-	// read as the cache's own objects: only one about to be adopted is
-	// copied.
-	candidates := &corev1.PodList{}
-	selector := slinky.NodeSetSelectorLabels(n)
-	if err := r.Client.List(ctx, candidates, client.InNamespace(n.Namespace), client.MatchingFields{IndexPodOwner: OrphanPod},
-		client.MatchingLabels(selector), client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
-	}
-	var pods, orphans []*corev1.Pod
-	for i := range owned.Items {
-		p := &owned.Items[i]
-		if matchesSelector(p, selector) {
-			pods = append(pods, p)
-			continue
-		}
-		if err := r.releasePod(ctx, n, p); err != nil {
-			return nil, err
-		}
-	}
-	for i := range candidates.Items {
-		p := &candidates.Items[i]
-		if metav1.GetControllerOf(p) == nil && p.DeletionTimestamp == nil && namedAsPodOf(n, p) {
-			orphans = append(orphans, p.DeepCopy())
-		}
-	}
-	if len(orphans) == 0 || n.DeletionTimestamp != nil {
-		return pods, nil
-	}
-	// Adopting on a stale view of a NodeSet that is being deleted would
-	// hand pods to an owner about to vanish.
-	fresh := &slinkyv1beta1.NodeSet{}
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(n), fresh); err != nil {
-		return nil, err
-	}
-	if fresh.UID != n.UID || fresh.DeletionTimestamp != nil {
-		return pods, nil
-	}
-	for _, p := range orphans {
-		patch := client.MergeFromWithOptions(p.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		p.OwnerReferences = append(p.OwnerReferences, *metav1.NewControllerRef(n, slinkyv1beta1.NodeSetGVK))
-		if err := r.Client.Patch(ctx, p, patch); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return nil, fmt.Errorf("adopting Pod %s: %w", p.Name, err)
-		}
-		pods = append(pods, p)
-	}
-	s.Events.Add(ReasonAdopted, "Adopted %d orphan Pod(s): %s", len(orphans), podNames(orphans))
-	return pods, nil
-}
-
-// namedAsPodOf reports a pod named the way the NodeSet names its pods in
-// its scaling mode: <nodeset>-<ordinal>, or in DaemonSet mode generated
-// from <nodeset>-, as Slinky tells its orphans apart.
-func namedAsPodOf(n *slinkyv1beta1.NodeSet, p *corev1.Pod) bool {
-	if isDaemonSetMode(n) {
-		return p.GenerateName == n.Name+"-"
-	}
-	parent, ordinal := parentAndOrdinal(p.Name)
-	return parent == n.Name && ordinal >= 0
-}
-
-func (r *Reconciler) releasePod(ctx context.Context, n *slinkyv1beta1.NodeSet, p *corev1.Pod) error {
-	patch := client.MergeFromWithOptions(p.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	p.OwnerReferences = slices.DeleteFunc(slices.Clone(p.OwnerReferences), func(ref metav1.OwnerReference) bool {
-		return ref.UID == n.UID
-	})
-	if err := r.Client.Patch(ctx, p, patch); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("releasing Pod %s: %w", p.Name, err)
-	}
-	return nil
-}
-
-func matchesSelector(p *corev1.Pod, selector map[string]string) bool {
-	for k, v := range selector {
-		if p.Labels[k] != v {
-			return false
-		}
-	}
-	return true
+	_, err := finalizers.Remove(ctx, r.Client, n, slinkyv1beta1.FinalizerNodeSetReservation)
+	return client.IgnoreNotFound(err)
 }
 
 // errControllerMissing marks a NodeSet whose Controller does not exist yet:

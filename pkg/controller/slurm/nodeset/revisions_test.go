@@ -192,7 +192,7 @@ func TestBuildPodIdentity(t *testing.T) {
 			if ref := pod.OwnerReferences; len(ref) != 1 || ref[0].Kind != "NodeSet" || ref[0].Controller == nil || !*ref[0].Controller {
 				t.Errorf("owner references = %+v", ref)
 			}
-			if !identityMatches(tt.nodeset, pod) {
+			if !identityMatches(tt.nodeset, newWorker(pod)) {
 				t.Error("a freshly built pod does not match its identity")
 			}
 		})

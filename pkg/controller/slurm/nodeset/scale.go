@@ -10,12 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/framework/builder"
-	"github.com/gantry-dev/gantry/pkg/framework/slowstart"
 )
 
 // syncReplicas brings the number of pods to spec.replicas: scale out at
@@ -30,7 +28,7 @@ func (r *Reconciler) syncReplicas(ctx context.Context, s *scope) error {
 	if len(daemonPods) > 0 {
 		// Left from DaemonSet mode: drained, then deleted, as Slinky does
 		// when the scaling mode changes.
-		if err := r.condemnAll(ctx, n, s, capPods(daemonPods), cordonedForScaleIn); err != nil {
+		if err := r.condemnAll(ctx, s, capPods(daemonPods), cordonedForScaleIn); err != nil {
 			return err
 		}
 	}
@@ -40,7 +38,7 @@ func (r *Reconciler) syncReplicas(ctx context.Context, s *scope) error {
 		return r.scaleOut(ctx, n, s, pods, -diff)
 	case diff > 0:
 		victims, _ := chooseVictims(pods, diff)
-		return r.condemnAll(ctx, n, s, victims[:min(len(victims), burstReplicas)], cordonedForScaleIn)
+		return r.condemnAll(ctx, s, capPods(victims), cordonedForScaleIn)
 	default:
 		return r.steadyState(ctx, n, s, pods)
 	}
@@ -77,20 +75,19 @@ func (r *Reconciler) scaleOut(ctx context.Context, n *slinkyv1beta1.NodeSet, s *
 		s.Events.Add(ReasonBackOff, "Waiting to recreate failed Pods %s (back-off)", strings.Join(waiting, ", "))
 	}
 
-	r.expectations.ExpectCreations(s.key, expectationGroup, len(toCreate))
-	created, err := slowstart.SlowStartBatch(len(toCreate), 1, func(i int) error {
+	// Creates that failed or never ran are given back: the informer will
+	// not see them.
+	created, err := r.expectations.CreateBatch(s.key, expectationGroup, len(toCreate), func(i int) error {
 		adopted, err := r.createPod(ctx, n, toCreate[i])
-		if adopted {
-			s.tally.add(&s.tally.adopted, toCreate[i])
+		switch {
+		case adopted:
+			// Taken over, not created.
+			s.noteAdopted(toCreate[i])
+		case err == nil:
+			s.noteCreated(toCreate[i])
 		}
 		return err
 	})
-	// Creates that failed or never ran will not be seen by the informer.
-	if skipped := len(toCreate) - created; skipped > 0 {
-		r.expectations.CancelCreations(s.key, expectationGroup, skipped)
-	}
-	// An adopted pod was taken over, not created.
-	s.tally.created += created - len(s.tally.adopted)
 	if err != nil {
 		r.Recorder.Warning(n, "FailedCreate", "Created %d of %d Pods: %v", created, len(toCreate), err)
 	}
@@ -151,128 +148,6 @@ func (r *Reconciler) adoptPod(ctx context.Context, n *slinkyv1beta1.NodeSet, des
 	return true, nil
 }
 
-// condemnAll drains and deletes pods, each once its Slurm node has no work.
-func (r *Reconciler) condemnAll(ctx context.Context, n *slinkyv1beta1.NodeSet, s *scope, pods []*corev1.Pod, why string) error {
-	return forEachPod(pods, func(pod *corev1.Pod) error { return r.condemn(ctx, n, s, pod, why) })
-}
-
-// condemn deletes the pod if its Slurm node runs nothing; otherwise it
-// drains the node and, if work remains, cordons the pod (so no later step
-// undrains it) and comes back later. The node is read again right before
-// any delete: the list predates the drain and anything an administrator
-// or a job did since.
-func (r *Reconciler) condemn(ctx context.Context, n *slinkyv1beta1.NodeSet, s *scope, pod *corev1.Pod, why string) error {
-	if isTerminating(pod) {
-		return nil
-	}
-	reason := fmt.Sprintf("Pod (%s/%s) is pending termination for %s", pod.Namespace, pod.Name, why)
-	if why == cordonedForNodeMismatch {
-		reason = fmt.Sprintf("Pod (%s/%s) is pending termination: its Kubernetes node %s is gone or no longer matches the NodeSet",
-			pod.Namespace, pod.Name, targetNode(pod))
-	}
-	work := s.slurm.work(pod)
-	// A no-op for a node Slurm does not list or that already drains.
-	if err := s.slurm.drain(ctx, pod, reason); err != nil {
-		return err
-	}
-	switch work {
-	case workNone, workPossible:
-		if err := s.slurm.refresh(ctx, pod); err != nil {
-			return err
-		}
-		if !s.slurm.mayRunJobs(pod) {
-			return r.deletePod(ctx, n, s, pod, why)
-		}
-	default:
-		// Kept whatever a re-read says; mayRunJobs records why.
-		s.slurm.mayRunJobs(pod)
-	}
-	if !isPodCordoned(pod) {
-		s.tally.add(&s.tally.draining, pod)
-	}
-	if err := r.cordonPod(ctx, pod, why); err != nil {
-		return err
-	}
-	s.Requeue.After(drainPollInterval)
-	return nil
-}
-
-// deletePod deletes one pod, expecting its deletion before it is sent.
-func (r *Reconciler) deletePod(ctx context.Context, n *slinkyv1beta1.NodeSet, s *scope, pod *corev1.Pod, why string) error {
-	if why == cordonedForScaleIn || why == cordonedForNodeMismatch {
-		if err := r.releaseClaimsOnScaleIn(ctx, n, pod); err != nil {
-			return err
-		}
-	}
-	r.expectations.ExpectDeletions(s.key, expectationGroup, pod.UID)
-	err := r.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
-	switch {
-	case err == nil:
-	case apierrors.IsNotFound(err):
-		r.expectations.DeletionObserved(s.key, expectationGroup, pod.UID)
-		return nil
-	default:
-		r.expectations.CancelDeletions(s.key, expectationGroup, pod.UID)
-		return fmt.Errorf("deleting Pod %s: %w", pod.Name, err)
-	}
-	if why == cordonedForScaleIn || why == cordonedForUpdate || why == cordonedForNodeMismatch {
-		r.observeDrainWait(s, pod)
-	}
-	switch why {
-	case cordonedForScaleIn:
-		s.tally.add(&s.tally.deletedScaleIn, pod)
-	case cordonedForUpdate:
-		s.tally.add(&s.tally.deletedUpdate, pod)
-	case cordonedForNodeMismatch:
-		s.tally.add(&s.tally.deletedNodeMismatch, pod)
-	case whyUnregistered:
-		s.tally.add(&s.tally.deletedUnregistered, pod)
-	default:
-		s.tally.add(&s.tally.deletedFinished, pod)
-	}
-	return nil
-}
-
-// observeDrainWait records how long the deleted pod's Slurm node drained:
-// from when Slurm last set its reason (Gantry's drain) until now.
-func (r *Reconciler) observeDrainWait(s *scope, pod *corev1.Pod) {
-	node, ok := s.slurm.node(SlurmNodeName(pod))
-	if !ok || !node.IsDrain() {
-		return
-	}
-	if since, ok := node.ReasonChangedAt.Time(); ok {
-		r.metrics.ObserveDrainWait(s.Object.Namespace, s.Object.Name, r.clock.Now().Sub(since))
-	}
-}
-
-// releaseClaimsOnScaleIn hands the pod's claims to the pod when the
-// retention policy deletes claims on scale-in, so they go with it.
-func (r *Reconciler) releaseClaimsOnScaleIn(ctx context.Context, n *slinkyv1beta1.NodeSet, pod *corev1.Pod) error {
-	if n.Spec.PersistentVolumeClaimRetentionPolicy.WhenScaled != slinkyv1beta1.DeletePersistentVolumeClaimRetentionPolicyType {
-		return nil
-	}
-	for _, t := range n.Spec.VolumeClaimTemplates {
-		claim := &corev1.PersistentVolumeClaim{}
-		key := types.NamespacedName{Namespace: n.Namespace, Name: claimName(n, t.Name, claimSuffix(n, pod))}
-		if err := r.Client.Get(ctx, key, claim); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return err
-		}
-		if slices.ContainsFunc(claim.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == pod.UID }) {
-			continue
-		}
-		patch := client.MergeFrom(claim.DeepCopy())
-		// The pod becomes the only controller: a claim may have one.
-		claim.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(pod, corev1.SchemeGroupVersion.WithKind("Pod"))}
-		if err := r.Client.Patch(ctx, claim, patch); err != nil {
-			return fmt.Errorf("handing PersistentVolumeClaim %s to Pod %s: %w", claim.Name, pod.Name, err)
-		}
-	}
-	return nil
-}
-
 // steadyState runs at the desired count: pods Gantry cordoned that are no
 // longer to be deleted are returned to service, pods that finished (Failed
 // or Succeeded) are deleted so they are recreated, others are repaired.
@@ -283,25 +158,23 @@ func (r *Reconciler) steadyState(ctx context.Context, n *slinkyv1beta1.NodeSet, 
 	}
 	var errs []error
 	keep := slices.DeleteFunc(livePods(pods), func(p *corev1.Pod) bool { return slices.Contains(victims, p) })
-	errs = append(errs, forEachPod(keep, func(pod *corev1.Pod) error {
-		if !isCondemned(pod) {
+	errs = append(errs, forEachWorker(s.workers.ofAll(keep), func(w *worker) error {
+		if !isCondemned(w.pod) {
 			return nil
 		}
-		return r.uncordon(ctx, s, pod)
+		return r.uncordon(ctx, s, w)
 	}))
-	errs = append(errs, forEachPod(livePods(pods), func(pod *corev1.Pod) error {
+	errs = append(errs, forEachWorker(s.workers.ofAll(livePods(pods)), func(w *worker) error {
+		pod := w.pod
 		if isTerminal(pod) {
 			// No slurmd runs in a finished pod, so nothing can be killed.
 			// A failed one comes back only after its back-off.
 			if pod.Status.Phase == corev1.PodFailed {
 				r.backoff.failed(client.ObjectKeyFromObject(pod).String(), r.clock.Now())
 			}
-			return r.deletePod(ctx, n, s, pod, "")
+			return r.deletePod(ctx, s, w, whyExited)
 		}
-		if identityMatches(n, pod) {
-			return nil
-		}
-		return r.patchPod(ctx, pod, func(p *corev1.Pod) { setIdentity(n, p) })
+		return r.repairIdentity(ctx, n, w)
 	}))
 	return errors.Join(errs...)
 }
@@ -326,7 +199,7 @@ func (r *Reconciler) syncRollout(ctx context.Context, s *scope) error {
 	_, old := splitByRevision(pods, s.revisions.hash())
 	unhealthy, _ := splitUnhealthy(old)
 	victims := rollingUpdateVictims(n, pods, s.revisions.hash(), r.clock.Now())
-	return r.condemnAll(ctx, n, s, append(unhealthy, victims...), cordonedForUpdate)
+	return r.condemnAll(ctx, s, append(unhealthy, victims...), cordonedForUpdate)
 }
 
 // splitDaemonPods separates the pods made in DaemonSet mode.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/gantry-dev/gantry/pkg/framework/podcond"
 )
 
@@ -14,9 +12,6 @@ import (
 // probe passes, so a pod still unlisted after this lost its node (an
 // administrator deleted it) or never had one.
 const unregisteredGrace = 30 * time.Second
-
-// whyUnregistered is the deletion reason of a pod replaced for that.
-const whyUnregistered = "unregistered"
 
 // syncUnregistered replaces healthy pods whose Slurm node Slurm does not
 // list, as Slinky does: such a slurmd serves no job, and a new pod
@@ -27,46 +22,35 @@ const whyUnregistered = "unregistered"
 // NodeSet's feature that no pod of the NodeSet accounts for. Jobs can only
 // run on nodes Slurm lists, so a pod none of them can be runs none.
 func (r *Reconciler) syncUnregistered(ctx context.Context, s *scope) error {
-	n, pods := s.Object, s.pods
+	n := s.Object
 	if !s.slurm.configured() || !s.slurm.reachable() {
 		return nil
 	}
 	grace := max(unregisteredGrace, time.Duration(n.Spec.MinReadySeconds)*time.Second)
 	now := r.clock.Now()
-	var gone []*corev1.Pod
-	for _, pod := range pods {
-		if !isHealthy(pod) {
+	var gone []*worker
+	for _, w := range s.workers.list {
+		if !isHealthy(w.pod) {
 			continue
 		}
-		name := SlurmNodeName(pod)
-		if _, ok := s.slurm.node(name); ok {
+		if _, ok := s.slurm.node(w.slurmNode); ok {
 			continue
 		}
-		if wait := grace - now.Sub(podcond.ReadyCondition(pod).LastTransitionTime.Time); wait > 0 {
+		if wait := grace - now.Sub(podcond.ReadyCondition(w.pod).LastTransitionTime.Time); wait > 0 {
 			s.Requeue.After(wait)
 			continue
 		}
-		if s.slurm.couldBeElsewhere(name) {
-			s.slurm.markUnknown(pod, name)
+		if s.slurm.couldBeElsewhere(w.slurmNode) {
+			s.slurm.markUnknown(w)
 			continue
 		}
-		gone = append(gone, pod)
+		gone = append(gone, w)
 	}
-	return forEachPod(gone, func(pod *corev1.Pod) error {
+	return forEachWorker(gone, func(w *worker) error {
 		// The list may be stale: a slurmd that registered since is kept.
-		if stillGone, err := s.slurm.confirmGone(ctx, pod); err != nil || !stillGone {
+		if stillGone, err := s.slurm.confirmGone(ctx, w.slurmNode); err != nil || !stillGone {
 			return err
 		}
-		return r.deletePod(ctx, n, s, pod, whyUnregistered)
+		return r.deletePod(ctx, s, w, whyUnregistered)
 	})
-}
-
-// markUnknown records a pod kept because Slurm does not list its node.
-func (v *slurmView) markUnknown(pod *corev1.Pod, name string) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.unknown == nil {
-		v.unknown = map[string]string{}
-	}
-	v.unknown[pod.Name] = name
 }

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/slurm"
 )
 
@@ -107,18 +109,58 @@ type podInfo struct {
 	NodeSetUID  string `json:"nodeSetUID,omitempty"`
 }
 
+// syncDeadlines sets each pod's pod-deadline annotation to the latest end
+// of the jobs running on its Slurm node, and removes it when none runs.
+func (r *Reconciler) syncDeadlines(ctx context.Context, s *scope) error {
+	if !s.slurm.reachable() {
+		return nil
+	}
+	return forEachWorker(s.workers.live(), func(w *worker) error {
+		want := ""
+		if d := s.slurm.deadline(w.slurmNode); !d.IsZero() {
+			want = d.UTC().Format(time.RFC3339)
+		}
+		return r.patchPod(ctx, w.pod, func(p *corev1.Pod) { setAnnotation(p, slinkyv1beta1.AnnotationPodDeadline, want) })
+	})
+}
+
+// syncProtection labels pods whose Slurm node a job holds (running or
+// suspended), or may hold where Slurm cannot show it (a Ready pod whose
+// node it does not list), which puts them under the worker
+// PodDisruptionBudget. With Slurm unreachable the labels
+// stay as they are: dropping protection because nothing is known would
+// expose running jobs to evictions.
+func (r *Reconciler) syncProtection(ctx context.Context, s *scope) error {
+	n := s.Object
+	if s.slurm.configured() && !s.slurm.reachable() {
+		return nil
+	}
+	enabled := n.Spec.WorkloadDisruptionProtectionEnabled()
+	return forEachWorker(s.workers.live(), func(w *worker) error {
+		protect := enabled && s.slurm.protects(w)
+		return r.patchPod(ctx, w.pod, func(p *corev1.Pod) {
+			if protect {
+				p.Labels[slinkyv1beta1.LabelNodeSetPodProtect] = "true"
+			} else {
+				delete(p.Labels, slinkyv1beta1.LabelNodeSetPodProtect)
+			}
+		})
+	})
+}
+
 // syncSlurmPodState mirrors each pod's Slurm node into the pod (SlurmNodeState*
 // conditions, as Slinky sets them, readable in `kubectl describe pod`) and
 // the pod into its Slurm node (the comment names the pod, its Kubernetes
 // node and NodeSet). Nothing is written for what is already so.
 func (r *Reconciler) syncSlurmPodState(ctx context.Context, s *scope) error {
-	n, pods := s.Object, s.pods
+	n := s.Object
 	if !s.slurm.reachable() {
 		return nil
 	}
 	now := metav1.NewTime(r.clock.Now())
-	return forEachPod(livePods(pods), func(pod *corev1.Pod) error {
-		node, ok := s.slurm.node(SlurmNodeName(pod))
+	return forEachWorker(s.workers.live(), func(w *worker) error {
+		pod := w.pod
+		node, ok := s.slurm.node(w.slurmNode)
 		var want []corev1.PodCondition
 		if ok {
 			want = slurmPodConditions(node)
@@ -141,13 +183,12 @@ func (r *Reconciler) syncSlurmPodState(ctx context.Context, s *scope) error {
 		if err != nil {
 			return err
 		}
-		return s.slurm.setComment(ctx, pod, string(info))
+		return s.slurm.setComment(ctx, w.slurmNode, string(info))
 	})
 }
 
-// setComment sets the comment of the pod's Slurm node unless it has it.
-func (v *slurmView) setComment(ctx context.Context, pod *corev1.Pod, comment string) error {
-	name := SlurmNodeName(pod)
+// setComment sets the comment of the Slurm node name unless it has it.
+func (v *slurmView) setComment(ctx context.Context, name, comment string) error {
 	n, ok := v.node(name)
 	if !ok || n.Comment == comment {
 		return nil

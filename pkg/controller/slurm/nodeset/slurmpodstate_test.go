@@ -14,8 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
-	"github.com/gantry-dev/gantry/pkg/framework/syncsteps"
 	"github.com/gantry-dev/gantry/pkg/slurm"
 	"github.com/gantry-dev/gantry/pkg/slurm/fake"
 	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
@@ -96,8 +94,7 @@ func TestSlurmPodStateKeepsKubeletConditions(t *testing.T) {
 	r := newReconciler(c, c, nil, nil)
 	r.clock = clocktesting.NewFakePassiveClock(t0)
 	n := slinkytesting.MakeNodeSet("ns", "ns", "slurm").Obj()
-	s := &scope{Base: syncsteps.Base[*slinkyv1beta1.NodeSet]{Object: n}, pods: []*corev1.Pod{stale},
-		slurm: loadSlurmView(context.Background(), fake.New(slurmNode("ns-0", "", slurm.NodeStateIdle)), t0)}
+	s := newTestScope(n, loadSlurmView(context.Background(), fake.New(slurmNode("ns-0", "", slurm.NodeStateIdle)), t0), stale)
 	if err := r.syncSlurmPodState(context.Background(), s); err != nil {
 		t.Fatal(err)
 	}

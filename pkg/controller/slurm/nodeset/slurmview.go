@@ -8,21 +8,14 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/internal/slurmmetrics"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/framework/podcond"
 	"github.com/gantry-dev/gantry/pkg/slurm"
 )
-
-// reasonPrefix marks drain reasons Gantry set; a reason without it belongs
-// to an administrator and is never overridden. It is upstream's prefix, so
-// nodes drained by the Slinky operator stay recognisable after a migration.
-const reasonPrefix = "slurm-operator: "
-
-// maxReasonLength bounds reasons taken from user input (a Node annotation).
-const maxReasonLength = 256
 
 // ClientSource finds the slurmrestd client of a Controller when a reconcile
 // asks (restapi.ClientResolver in the manager). An empty restApi with no
@@ -35,8 +28,9 @@ type ClientSource interface {
 // slurmView is one reconcile's picture of Slurm: the node list and job
 // deadlines are read once and every step consults them, instead of one GET
 // per pod per step. Writes go to slurmrestd and are mirrored into the view
-// so later steps of the same reconcile see them. Safe for concurrent use,
-// since steps run in slow-start batches.
+// so later steps of the same reconcile see them. It is keyed by Slurm node
+// name: each pod's is computed once, in its worker (deletion.go). Safe for
+// concurrent use, since steps run in slow-start batches.
 type slurmView struct {
 	client slurm.Client
 	// pending marks a Controller that has a RestApi whose client is not
@@ -177,15 +171,59 @@ func (v *slurmView) setNode(n slurm.Node) {
 	v.nodes[n.Name] = n
 }
 
-// isReasonOurs reports whether the node carries no reason or Gantry's.
-func isReasonOurs(n slurm.Node) bool {
-	return n.Reason == "" || strings.HasPrefix(n.Reason, reasonPrefix)
+// holds reports whether a job holds the node.
+func (v *slurmView) holds(name string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.held[name]
 }
 
-// isUnresponsive is slurmctld's mark for a node whose slurmd stopped
-// answering; its state is left to slurmctld.
-func isUnresponsive(n slurm.Node) bool {
-	return n.IsDown() && strings.Contains(n.Reason, "Not responding")
+// isRequired reports whether a pending job asks for the node by name: its
+// record must stay, or slurmctld fails the job on its next reconfigure.
+func (v *slurmView) isRequired(name string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.required[name]
+}
+
+// knowPods tells the view the NodeSet's workers, so that it can tell a
+// node that could be one of them under another name.
+func (v *slurmView) knowPods(n *slinkyv1beta1.NodeSet, ws []*worker) {
+	ours := make(map[string]bool, len(ws))
+	for _, w := range ws {
+		ours[w.slurmNode] = true
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.feature, v.ours = slinky.SlurmNodeSetName(n), ours
+}
+
+// couldBeElsewhere reports whether a node Slurm lists might be the one a
+// pod's slurmd registered under another name than name: a node named
+// after the pod with a domain ("<name>.example.org"), or a node with the
+// NodeSet's feature that no pod of the NodeSet accounts for.
+func (v *slurmView) couldBeElsewhere(name string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, node := range v.nodes {
+		if strings.HasPrefix(node.Name, name+".") {
+			return true
+		}
+		if v.feature != "" && !v.ours[node.Name] && slices.Contains(node.Features, v.feature) {
+			return true
+		}
+	}
+	return false
+}
+
+// markUnknown records a worker kept because Slurm does not list its node.
+func (v *slurmView) markUnknown(w *worker) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.unknown == nil {
+		v.unknown = map[string]string{}
+	}
+	v.unknown[w.pod.Name] = w.slurmNode
 }
 
 // unknownNodes describes the pods kept because Slurm does not list their
@@ -201,13 +239,12 @@ func (v *slurmView) unknownNodes() []string {
 	return out
 }
 
-// drain puts the pod's node in DRAIN with reason. A node already draining
+// drain puts the node name in DRAIN with reason. A node already draining
 // keeps its reason, so repeated reconciles send nothing.
-func (v *slurmView) drain(ctx context.Context, pod *corev1.Pod, reason string) error {
+func (v *slurmView) drain(ctx context.Context, name, reason string) error {
 	if !v.reachable() {
 		return nil
 	}
-	name := SlurmNodeName(pod)
 	n, ok := v.node(name)
 	if !ok || n.IsDrain() {
 		return nil
@@ -225,19 +262,19 @@ func (v *slurmView) drain(ctx context.Context, pod *corev1.Pod, reason string) e
 	return nil
 }
 
-// undrain returns a node Gantry took out of service to it. A drain of
-// Gantry's is lifted; a node slurmd's preStop took out of service (DRAIN
-// and DOWN with PreStopReason, or Slinky's preStop, which only marks it
-// DOWN, before a migration) is returned once a pod of that name is Ready
+// undrain returns the worker's node to service if Gantry took it out. A
+// drain of Gantry's is lifted; a node slurmd's preStop took out of service
+// (DRAIN and DOWN with PreStopReason, or Slinky's preStop, which only marks
+// it DOWN, before a migration) is returned once a pod of that name is Ready
 // again, i.e. its slurmd is back: not before, or slurmctld could send a
 // job to a node whose slurmd has not started. Without this the node would
 // stay out of service for good. A drain or DOWN with someone else's reason
 // is left alone.
-func (v *slurmView) undrain(ctx context.Context, pod *corev1.Pod) error {
+func (v *slurmView) undrain(ctx context.Context, w *worker) error {
 	if !v.reachable() {
 		return nil
 	}
-	name := SlurmNodeName(pod)
+	name, pod := w.slurmNode, w.pod
 	n, ok := v.node(name)
 	if !ok || !strings.HasPrefix(n.Reason, reasonPrefix) {
 		return nil
@@ -266,25 +303,33 @@ func (v *slurmView) undrain(ctx context.Context, pod *corev1.Pod) error {
 	return nil
 }
 
-// refresh re-reads one node after a drain, to learn whether it finished
-// its work: the listed state predates the drain, and a job may have
-// started in between.
-func (v *slurmView) refresh(ctx context.Context, pod *corev1.Pod) error {
+// refresh re-reads the node name after a drain, to learn whether it
+// finished its work: the listed state predates the drain, and a job may
+// have started in between.
+func (v *slurmView) refresh(ctx context.Context, name string) error {
 	if !v.reachable() {
 		return nil
 	}
-	n, err := v.client.GetNode(ctx, SlurmNodeName(pod))
+	n, err := v.client.GetNode(ctx, name)
 	if err != nil {
 		if slurm.IsNotFound(err) {
-			v.mu.Lock()
-			delete(v.nodes, SlurmNodeName(pod))
-			v.mu.Unlock()
+			v.forget(name)
 			return nil
 		}
-		return fmt.Errorf("reading Slurm node %s: %w", SlurmNodeName(pod), err)
+		return fmt.Errorf("reading Slurm node %s: %w", name, err)
 	}
 	v.setNode(*n)
 	return nil
+}
+
+// confirmGone re-reads the node name and reports whether Slurm still does
+// not list it; a node listed again is put back in the view.
+func (v *slurmView) confirmGone(ctx context.Context, name string) (bool, error) {
+	if err := v.refresh(ctx, name); err != nil {
+		return false, err
+	}
+	_, listed := v.node(name)
+	return !listed, nil
 }
 
 func withoutState(states []slurm.NodeState, s slurm.NodeState) []slurm.NodeState {
@@ -302,10 +347,10 @@ type slurmCounts struct {
 	idle, allocated, down, drain int32
 }
 
-func (v *slurmView) counts(pods []*corev1.Pod) slurmCounts {
+func (v *slurmView) counts(ws []*worker) slurmCounts {
 	var c slurmCounts
-	for _, p := range pods {
-		n, ok := v.node(SlurmNodeName(p))
+	for _, w := range ws {
+		n, ok := v.node(w.slurmNode)
 		if !ok {
 			continue
 		}
@@ -324,13 +369,13 @@ func (v *slurmView) counts(pods []*corev1.Pod) slurmCounts {
 	return c
 }
 
-// podStates counts the pods whose Slurm node drains with a job still on
-// it, is drained, or runs a job; pods whose node Slurm does not list count
-// in none.
-func (v *slurmView) podStates(pods []*corev1.Pod) slurmmetrics.PodCounts {
+// podStates counts the workers whose Slurm node drains with a job still on
+// it, is drained, or runs a job; workers whose node Slurm does not list
+// count in none.
+func (v *slurmView) podStates(ws []*worker) slurmmetrics.PodCounts {
 	var c slurmmetrics.PodCounts
-	for _, p := range pods {
-		n, ok := v.node(SlurmNodeName(p))
+	for _, w := range ws {
+		n, ok := v.node(w.slurmNode)
 		if !ok {
 			continue
 		}
@@ -345,22 +390,4 @@ func (v *slurmView) podStates(pods []*corev1.Pod) slurmmetrics.PodCounts {
 		}
 	}
 	return c
-}
-
-// sanitizeReason makes user text (a Node annotation) a single-line reason.
-func sanitizeReason(s string) string {
-	s = strings.Map(func(r rune) rune {
-		switch {
-		case r == '\t' || r == '\n' || r == '\r':
-			return ' '
-		case r < 0x20 || r == 0x7f:
-			return -1
-		}
-		return r
-	}, s)
-	s = strings.TrimSpace(s)
-	if runes := []rune(s); len(runes) > maxReasonLength {
-		s = strings.TrimSpace(string(runes[:maxReasonLength]))
-	}
-	return s
 }

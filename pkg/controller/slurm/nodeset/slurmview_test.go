@@ -17,8 +17,8 @@ func slurmNode(name string, reason string, states ...slurm.NodeState) slurm.Node
 }
 
 func TestDrainAndUndrain(t *testing.T) {
-	pod := makePod("ns-0").obj()
-	readyPod := makePod("ns-0").ready(t0).obj()
+	pod := newWorker(makePod("ns-0").obj())
+	readyPod := newWorker(makePod("ns-0").ready(t0).obj())
 	tests := []struct {
 		name        string
 		node        slurm.Node
@@ -30,12 +30,12 @@ func TestDrainAndUndrain(t *testing.T) {
 	}{
 		{
 			name: "drain an idle node with Gantry's prefix", node: slurmNode("ns-0", "", slurm.NodeStateIdle),
-			op:          func(v *slurmView) error { return v.drain(context.Background(), pod, "why") },
+			op:          func(v *slurmView) error { return v.drain(context.Background(), pod.slurmNode, "why") },
 			wantUpdates: 1, wantDrain: true, wantReason: "slurm-operator: why",
 		},
 		{
 			name: "a draining node keeps its reason and gets no write", node: slurmNode("ns-0", "admin says", slurm.NodeStateIdle, slurm.NodeStateDrain),
-			op:          func(v *slurmView) error { return v.drain(context.Background(), pod, "why") },
+			op:          func(v *slurmView) error { return v.drain(context.Background(), pod.slurmNode, "why") },
 			wantUpdates: 0, wantDrain: true, wantReason: "admin says",
 		},
 		{
@@ -145,7 +145,7 @@ func TestNodeDeadlines(t *testing.T) {
 func TestSlurmViewReadsOnce(t *testing.T) {
 	f := fake.New(slurmNode("ns-0", "", slurm.NodeStateIdle), slurmNode("ns-1", "", slurm.NodeStateAllocated))
 	v := loadSlurmView(context.Background(), f, t0)
-	pods := []*corev1.Pod{makePod("ns-0").obj(), makePod("ns-1").obj()}
+	pods := newWorkers([]*corev1.Pod{makePod("ns-0").obj(), makePod("ns-1").obj()}).list
 	for range 3 {
 		_ = v.counts(pods)
 		for _, p := range pods {
@@ -168,8 +168,8 @@ func TestPodStatesForMetrics(t *testing.T) {
 		slurmNode("ns-3", "", slurm.NodeStateAllocated),
 	)
 	view := loadSlurmView(context.Background(), client, t0)
-	pods := []*corev1.Pod{makePod("ns-0").obj(), makePod("ns-1").obj(), makePod("ns-2").obj(), makePod("ns-3").obj(), makePod("ns-4").obj()}
-	got := view.podStates(pods)
+	pods := newWorkers([]*corev1.Pod{makePod("ns-0").obj(), makePod("ns-1").obj(), makePod("ns-2").obj(), makePod("ns-3").obj(), makePod("ns-4").obj()})
+	got := view.podStates(pods.list)
 	want := slurmmetrics.PodCounts{Draining: 1, Drained: 1, Busy: 2}
 	if got != want {
 		t.Fatalf("podStates = %+v, want %+v (ns-4 is not listed and counts nowhere)", got, want)

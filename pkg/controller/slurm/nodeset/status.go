@@ -46,9 +46,10 @@ type replicaCounts struct {
 	replicas, updated, ready, available int32
 }
 
-func countReplicas(n *slinkyv1beta1.NodeSet, pods []*corev1.Pod, hash string, now time.Time) replicaCounts {
+func countReplicas(n *slinkyv1beta1.NodeSet, ws []*worker, hash string, now time.Time) replicaCounts {
 	var c replicaCounts
-	for _, p := range pods {
+	for _, w := range ws {
+		p := w.pod
 		if isTerminating(p) {
 			continue
 		}
@@ -66,11 +67,12 @@ func countReplicas(n *slinkyv1beta1.NodeSet, pods []*corev1.Pod, hash string, no
 	return c
 }
 
-// computeStatus is the status the NodeSet should show; a pure function of
-// its inputs so status.Update may re-run it after a conflict.
-func computeStatus(n *slinkyv1beta1.NodeSet, pods []*corev1.Pod, view *slurmView, rev revisionState, daemon *daemonPlan, now time.Time) slinkyv1beta1.NodeSetStatus {
+// computeStatus is the status the NodeSet should show given its workers;
+// a pure function of its inputs so status.Update may re-run it after a
+// conflict.
+func computeStatus(n *slinkyv1beta1.NodeSet, ws []*worker, view *slurmView, rev revisionState, daemon *daemonPlan, now time.Time) slinkyv1beta1.NodeSetStatus {
 	st := *n.Status.DeepCopy()
-	c := countReplicas(n, pods, rev.hash(), now)
+	c := countReplicas(n, ws, rev.hash(), now)
 	st.Replicas, st.UpdatedReplicas, st.ReadyReplicas, st.AvailableReplicas = c.replicas, c.updated, c.ready, c.available
 	// Desired is spec.replicas, or in DaemonSet mode the nodes that should
 	// run a pod (replicas is ignored there).
@@ -90,7 +92,7 @@ func computeStatus(n *slinkyv1beta1.NodeSet, pods []*corev1.Pod, view *slurmView
 		st.SlurmIdle, st.SlurmAllocated, st.SlurmDown, st.SlurmDrain = 0, 0, 0, 0
 		meta.RemoveStatusCondition(&st.Conditions, ConditionSlurmReachable)
 	case view.reachable():
-		sc := view.counts(pods)
+		sc := view.counts(ws)
 		st.SlurmIdle, st.SlurmAllocated, st.SlurmDown, st.SlurmDrain = sc.idle, sc.allocated, sc.down, sc.drain
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 			Type: ConditionSlurmReachable, Status: metav1.ConditionTrue, Reason: ReasonSlurmReachable,
@@ -133,16 +135,16 @@ func joinCapped(items []string, limit int) string {
 // contact with Slurm as an event, and asks to come back when a ready pod
 // becomes available (minReadySeconds has no event of its own).
 func (r *Reconciler) updateStatus(ctx context.Context, s *scope) error {
-	n, pods := s.Object, s.pods
+	n, ws := s.Object, s.workers.list
 	now := r.clock.Now()
 	wasReachable := !meta.IsStatusConditionFalse(n.Status.Conditions, ConditionSlurmReachable)
 	wasNodeNotFound := meta.IsStatusConditionFalse(n.Status.Conditions, ConditionSlurmNodesFound)
 	_, err := status.Update(ctx, r.Client, n, func(obj *slinkyv1beta1.NodeSet) error {
-		obj.Status = computeStatus(obj, pods, s.slurm, s.revisions, s.daemon, now)
+		obj.Status = computeStatus(obj, ws, s.slurm, s.revisions, s.daemon, now)
 		return nil
 	})
 	if err == nil {
-		c := s.slurm.podStates(pods)
+		c := s.slurm.podStates(ws)
 		c.Desired, c.Ready = int(n.Status.Desired), int(n.Status.ReadyReplicas)
 		r.metrics.SetNodeSetPods(n.Namespace, n.Name, c)
 	}

@@ -20,7 +20,8 @@ import (
 // topology alone rather than clearing it: it may come from the slurmd's
 // own --conf or an administrator.
 func (r *Reconciler) syncTopology(ctx context.Context, s *scope) error {
-	return forEachPod(livePods(s.pods), func(pod *corev1.Pod) error {
+	return forEachWorker(s.workers.live(), func(w *worker) error {
+		pod := w.pod
 		kubeNode, err := r.kubeNode(ctx, pod)
 		if err != nil || kubeNode == nil {
 			return err
@@ -34,16 +35,15 @@ func (r *Reconciler) syncTopology(ctx context.Context, s *scope) error {
 		if spec == "" {
 			return nil
 		}
-		return s.slurm.setTopology(ctx, pod, spec)
+		return s.slurm.setTopology(ctx, w.slurmNode, spec)
 	})
 }
 
-// setTopology updates the pod's Slurm node to topology unless it has it.
-func (v *slurmView) setTopology(ctx context.Context, pod *corev1.Pod, topology string) error {
+// setTopology updates the Slurm node name to topology unless it has it.
+func (v *slurmView) setTopology(ctx context.Context, name, topology string) error {
 	if !v.reachable() {
 		return nil
 	}
-	name := SlurmNodeName(pod)
 	n, ok := v.node(name)
 	if !ok || n.Topology == topology {
 		return nil

@@ -35,11 +35,6 @@ func isHealthy(pod *corev1.Pod) bool {
 	return pod.Status.Phase == corev1.PodRunning && podcond.IsReady(pod) && !isTerminating(pod)
 }
 
-func isPodCordoned(pod *corev1.Pod) bool {
-	v, err := strconv.ParseBool(pod.Annotations[slinkyv1beta1.AnnotationPodCordon])
-	return err == nil && v
-}
-
 func deletionCost(pod *corev1.Pod) int64 {
 	v, err := strconv.ParseInt(pod.Annotations[slinkyv1beta1.AnnotationPodDeletionCost], 10, 32)
 	if err != nil {
