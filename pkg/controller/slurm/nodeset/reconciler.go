@@ -150,6 +150,9 @@ type scope struct {
 	// stepFailed: a step before the rollout failed; rolledOut: the
 	// rollout step ran.
 	stepFailed, rolledOut bool
+	// satisfiedAtLoad: the expectations were met before the pods were
+	// listed.
+	satisfiedAtLoad bool
 	// noted are what the steps did to pods, by pod name, for the events
 	// Status reports (events.go). Steps note concurrently, under mu.
 	noted struct {
@@ -201,6 +204,12 @@ func (r *Reconciler) Finalize(ctx context.Context, s *scope) (bool, error) {
 	return false, r.syncFinalizers(ctx, s.Object)
 }
 
+// satisfied: every pod create and delete this manager made is in the cache,
+// now and when Load listed the pods.
+func (r *Reconciler) satisfied(s *scope) bool {
+	return s.satisfiedAtLoad && r.expectations.Satisfied(s.key, expectationGroup)
+}
+
 // Load reads what the steps and the status share: Slurm's view of the
 // nodes, the ssh keys, the revisions (adopting orphans and writing the
 // current one) and the pods the NodeSet claims.
@@ -219,6 +228,9 @@ func (r *Reconciler) Load(ctx context.Context, s *scope) (err error) {
 	if s.revisions, err = r.syncRevisions(ctx, n, s.revs, s.ssh.hashes); err != nil {
 		return err
 	}
+	// Read before the pods are listed: expectations met after the list was
+	// taken do not make that list current.
+	s.satisfiedAtLoad = r.expectations.Satisfied(s.key, expectationGroup)
 	pods, err := r.claimPods(ctx, s)
 	if err != nil {
 		return err
@@ -229,12 +241,13 @@ func (r *Reconciler) Load(ctx context.Context, s *scope) (err error) {
 }
 
 // Steps converge the NodeSet's objects and pods, once the cache shows
-// this manager's own pod creates and deletes. The rollout, and the history
+// this manager's own pod creates and deletes, and showed them already when
+// Load listed the pods (satisfied). The rollout, and the history
 // truncated after it, decide from the pods as they are after scaling: they
 // run only when every step before them succeeded and no create or delete
 // is in flight.
 func (r *Reconciler) Steps(s *scope) []syncsteps.Step[*scope] {
-	if !r.expectations.Satisfied(s.key, expectationGroup) {
+	if !r.satisfied(s) {
 		return nil
 	}
 	steps := r.steps()
@@ -247,7 +260,7 @@ func (r *Reconciler) Steps(s *scope) []syncsteps.Step[*scope] {
 		}
 	}
 	afterScaling := func(s *scope) bool {
-		return s.stepFailed || !r.expectations.Satisfied(s.key, expectationGroup)
+		return s.stepFailed || !r.satisfied(s)
 	}
 	return append(steps,
 		syncsteps.Step[*scope]{Name: "Rollout", Skip: afterScaling, ReportsOwnFailure: true, Sync: func(ctx context.Context, s *scope) error {
