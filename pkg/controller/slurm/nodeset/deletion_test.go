@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -140,10 +138,7 @@ func TestMayRunJobs(t *testing.T) {
 // node itself; a node the reconcile's list showed drained (or missing)
 // that runs a job (or registered) by then keeps its pod.
 func TestDeletesActOnAFreshRead(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	scheme := testScheme(t)
 	n := slinkytesting.MakeNodeSet("ns", "ns", "slurm").Obj()
 	ctx := context.Background()
 	for _, tt := range []struct {
@@ -193,10 +188,7 @@ func TestDeletesActOnAFreshRead(t *testing.T) {
 // node a job holds, whatever the node's own state says, and on a Ready pod
 // whose node Slurm does not list (its jobs may run under another name).
 func TestProtection(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	scheme := testScheme(t)
 	ctx := context.Background()
 	n := slinkytesting.MakeNodeSet("ns", "ns", "slurm").Obj()
 	pods := []*corev1.Pod{

@@ -4,11 +4,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrlfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 )
 
@@ -17,13 +14,7 @@ import (
 // the steps (which would create the pod again) wait for the next
 // reconcile, whose list shows it.
 func TestStepsWaitForExpectationsMetBeforeThePodsWereListed(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := slinkyv1beta1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	scheme := testScheme(t)
 	ctx := t.Context()
 	n := slinkytesting.MakeNodeSet("cpu", "ns", "slurm").Obj()
 	c := ctrlfake.NewClientBuilder().WithScheme(scheme).WithObjects(n).

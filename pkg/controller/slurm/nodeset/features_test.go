@@ -7,8 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrlfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
@@ -37,10 +35,7 @@ func TestSyncFeatures(t *testing.T) {
 			want: []string{"ns", "k8s/GPU"}},
 		{name: "no annotation and none prefixed: nothing sent", current: []string{"ns"}, want: []string{"ns"}},
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	scheme := testScheme(t)
 	ctx := context.Background()
 	n := slinkytesting.MakeNodeSet("ns", "ns", "slurm").Obj()
 	for _, tt := range tests {

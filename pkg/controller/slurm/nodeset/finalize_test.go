@@ -4,8 +4,6 @@ import (
 	"slices"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -18,13 +16,7 @@ import (
 // reservations), and only that one; nothing is sent when it is not there,
 // and a NodeSet already gone is not an error.
 func TestSyncFinalizersDropsUpstreamReservation(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := slinkyv1beta1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	scheme := testScheme(t)
 	ctx := t.Context()
 	n := slinkytesting.MakeNodeSet("ns", "ns", "slurm").Obj()
 	n.Finalizers = []string{"example.com/keep", slinkyv1beta1.FinalizerNodeSetReservation}

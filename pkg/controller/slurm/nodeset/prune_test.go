@@ -10,9 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -84,10 +82,7 @@ func TestSyncSlurmNodeRecords(t *testing.T) {
 			return n
 		}(), node: defunct("dn-gone", "ds-x", "dn-gone")},
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	scheme := testScheme(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			n := ds
@@ -121,10 +116,7 @@ func TestSyncSlurmNodeRecordsFailsClosed(t *testing.T) {
 	ds.UID = "uid-ds"
 	info, _ := json.Marshal(podInfo{Namespace: "ns", PodName: "ds-x", Node: "dn-gone", NodeSetName: "ds", NodeSetUID: "uid-ds"})
 	slurmd := fake.New(slurm.Node{Name: "dn-gone", State: []slurm.NodeState{slurm.NodeStateDown, slurm.NodeStateNotResponding}, Comment: string(info)})
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	scheme := testScheme(t)
 	base := ctrlfake.NewClientBuilder().WithScheme(scheme).Build()
 	broken := failingGets{Client: base}
 	r := newReconciler(base, broken, nil, nil)
@@ -188,10 +180,7 @@ func TestScaledInRecords(t *testing.T) {
 		{name: "no comment and a name no ordinal has", node: slurm.Node{Name: "cpu-9x", State: down, Reason: PreStopReason, Features: []string{"cpu"}}},
 		{name: "Slurm cannot be read", node: record("cpu-3", PreStopReason, down...), listErr: errors.New("slurmrestd down")},
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	scheme := testScheme(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := ctrlfake.NewClientBuilder().WithScheme(scheme).WithObjects(terminating).Build()
@@ -244,10 +233,7 @@ func TestRetiredRecords(t *testing.T) {
 			jobs: []slurm.Job{{JobID: 1, State: []slurm.JobState{slurm.JobStatePending}, RequiredNodes: "dn-old"}}},
 		{name: "its pod still exists", node: record("dn-alive", PreStopReason, down...)},
 	}
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	scheme := testScheme(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := ctrlfake.NewClientBuilder().WithScheme(scheme).WithObjects(alive).Build()

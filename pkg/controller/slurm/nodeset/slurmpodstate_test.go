@@ -8,8 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlfake "sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -86,10 +84,7 @@ func TestSlurmPodStateKeepsKubeletConditions(t *testing.T) {
 	live.Labels = map[string]string{"app": "slurmd"}
 	stale := live.DeepCopy()
 	stale.Status.Conditions = nil // read before the kubelet set Ready
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	scheme := testScheme(t)
 	c := ctrlfake.NewClientBuilder().WithScheme(scheme).WithObjects(live).WithStatusSubresource(live).Build()
 	r := newReconciler(c, c, nil, nil)
 	r.clock = clocktesting.NewFakePassiveClock(t0)
