@@ -60,12 +60,12 @@ func TestBuildersDoNotMutateTheCluster(t *testing.T) {
 		worker.Labels["scribbled"] = "yes"
 	}
 	head.Spec.Containers[0].Ports[0].ContainerPort = 1
-	svc := BuildHeadService(cluster, opts)
+	svc := podspec.BuildHeadService(cluster, opts)
 	svc.Spec.Ports[0].Port = 1
 	svc.Annotations["scribbled"] = "yes"
-	BuildHeadlessService(cluster)
-	if _, err := BuildServeService(cluster); err != nil {
-		t.Fatalf("BuildServeService: %v", err)
+	podspec.BuildHeadlessService(cluster)
+	if _, err := podspec.BuildServeService(cluster); err != nil {
+		t.Fatalf("podspec.BuildServeService: %v", err)
 	}
 	BuildAutoscalerRBAC(cluster)
 	job := BuildRedisCleanupJob(cluster, opts)
@@ -83,7 +83,7 @@ func TestManagedByOnEveryObject(t *testing.T) {
 	w := richCluster()
 	cluster := w.Obj()
 	opts := podspec.DefaultBuildOptions()
-	serve, err := BuildServeService(cluster)
+	serve, err := podspec.BuildServeService(cluster)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,8 +98,8 @@ func TestManagedByOnEveryObject(t *testing.T) {
 		"auth secret":       secret.Labels,
 		"head pod":          podspec.BuildHeadPod(cluster, opts).Labels,
 		"worker pod":        ptr.To(podspec.BuildWorkerPod(cluster, w.Group("cpu"), podspec.WorkerReplica{}, opts)).Labels,
-		"head service":      BuildHeadService(cluster, opts).Labels,
-		"headless service":  BuildHeadlessService(cluster).Labels,
+		"head service":      podspec.BuildHeadService(cluster, opts).Labels,
+		"headless service":  podspec.BuildHeadlessService(cluster).Labels,
 		"serve service":     serve.Labels,
 		"service account":   rbac.ServiceAccount.Labels,
 		"role":              rbac.Role.Labels,

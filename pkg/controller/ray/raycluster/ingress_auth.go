@@ -35,7 +35,7 @@ func IngressName(cluster *rayv1.RayCluster) string {
 // becomes spec.ingressClassName, and the deprecated annotation is not set
 // next to the field.
 func BuildHeadIngress(cluster *rayv1.RayCluster) *networkingv1.Ingress {
-	port := servicePortNumbers(cluster)[podspec.DashboardPortName]
+	port := podspec.ServicePortNumbers(cluster)[podspec.DashboardPortName]
 	if port == 0 {
 		port = podspec.DefaultDashboardPort
 	}

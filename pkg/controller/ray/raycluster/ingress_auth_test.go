@@ -1,6 +1,7 @@
 package raycluster
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -119,5 +120,17 @@ func TestEmptyAuthOptionsDoNotEnableAuth(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The Ingress routes to the head Service by its full name, which is never
+// shortened (podspec.TestServiceNamesAreNeverShortened).
+func TestIngressRoutesToTheUnshortenedHeadService(t *testing.T) {
+	for _, n := range []int{2, 41, validation.MaxRayClusterNameLength} {
+		name := "r" + strings.Repeat("c", n-1)
+		cluster := raytesting.MakeRayCluster(name, "default").WorkerGroup("cpu", 1).Obj()
+		if got := BuildHeadIngress(cluster).Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name; got != name+"-head-svc" {
+			t.Errorf("%d characters: Ingress backend %q", n, got)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
+	"github.com/gantry-dev/gantry/pkg/controller/ray/podspec"
 	"github.com/gantry-dev/gantry/pkg/framework/apply"
 )
 
@@ -95,7 +96,7 @@ func (r *Reconciler) reconcileAutoscalerRBAC(ctx context.Context, s *scope) erro
 }
 
 func (r *Reconciler) reconcileHeadService(ctx context.Context, s *scope) error {
-	svc := BuildHeadService(s.Object, r.cfg.Build)
+	svc := podspec.BuildHeadService(s.Object, r.cfg.Build)
 	recreated, err := r.deleteHeadServiceIfImmutable(ctx, svc)
 	if err != nil {
 		return err
@@ -121,10 +122,10 @@ func (r *Reconciler) reconcileHeadService(ctx context.Context, s *scope) error {
 }
 
 func (r *Reconciler) reconcileHeadlessService(ctx context.Context, s *scope) error {
-	if !NeedsHeadlessService(s.Object) {
+	if !podspec.NeedsHeadlessService(s.Object) {
 		return nil
 	}
-	svc := BuildHeadlessService(s.Object)
+	svc := podspec.BuildHeadlessService(s.Object)
 	created, err := r.applyOwned(ctx, svc)
 	if err == nil && created {
 		s.Events.Add(string(rayv1.CreatedService), "Created headless Service %s", svc.Name)
@@ -134,11 +135,11 @@ func (r *Reconciler) reconcileHeadlessService(ctx context.Context, s *scope) err
 
 func (r *Reconciler) reconcileServeService(ctx context.Context, s *scope) error {
 	cluster := s.Object
-	if !ServeServiceEnabled(cluster) {
+	if !podspec.ServeServiceEnabled(cluster) {
 		return nil
 	}
-	svc, err := BuildServeService(cluster)
-	if errors.Is(err, ErrNoServePort) {
+	svc, err := podspec.BuildServeService(cluster)
+	if errors.Is(err, podspec.ErrNoServePort) {
 		// KubeRay only creates the Serve Service when the head exposes a
 		// serve port; without one there is nothing to route to.
 		return nil

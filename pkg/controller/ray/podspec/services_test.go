@@ -1,4 +1,4 @@
-package raycluster
+package podspec
 
 import (
 	"errors"
@@ -11,8 +11,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
-	"github.com/gantry-dev/gantry/pkg/controller/ray/podspec"
-	"github.com/gantry-dev/gantry/pkg/controller/ray/validation"
 	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
 )
 
@@ -32,7 +30,7 @@ func TestBuildHeadService(t *testing.T) {
 	tests := []struct {
 		name          string
 		cluster       *rayv1.RayCluster
-		opts          func(*podspec.BuildOptions)
+		opts          func(*BuildOptions)
 		wantName      string
 		wantType      corev1.ServiceType
 		wantClusterIP string
@@ -48,7 +46,7 @@ func TestBuildHeadService(t *testing.T) {
 		{
 			name:      "cluster IP when configured",
 			cluster:   raytesting.MakeRayCluster("rc", "default").Obj(),
-			opts:      func(o *podspec.BuildOptions) { o.HeadClusterIPService = true },
+			opts:      func(o *BuildOptions) { o.HeadClusterIPService = true },
 			wantName:  "rc-head-svc",
 			wantPorts: defaultHeadPorts,
 		},
@@ -80,7 +78,7 @@ func TestBuildHeadService(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := podspec.DefaultBuildOptions()
+			opts := DefaultBuildOptions()
 			if tc.opts != nil {
 				tc.opts(&opts)
 			}
@@ -121,8 +119,8 @@ func TestHeadServiceSelectsTheHeadPod(t *testing.T) {
 	// KubeRay lets a template label override ray.io/identifier on the Pod;
 	// the Service must follow, or it selects nothing.
 	cluster := raytesting.MakeRayCluster("rc", "default").HeadTemplateLabel(rayv1.RayIDLabelKey, "custom").Obj()
-	pod := podspec.BuildHeadPod(cluster, podspec.DefaultBuildOptions())
-	svc := BuildHeadService(cluster, podspec.DefaultBuildOptions())
+	pod := BuildHeadPod(cluster, DefaultBuildOptions())
+	svc := BuildHeadService(cluster, DefaultBuildOptions())
 	for k, v := range svc.Spec.Selector {
 		if pod.Labels[k] != v {
 			t.Errorf("selector %s=%s does not match the head Pod's %q", k, v, pod.Labels[k])
@@ -153,7 +151,7 @@ func TestBuildHeadServiceWithUserService(t *testing.T) {
 		HeadService(user).
 		HeadServiceAnnotation("shared", "operator").
 		Obj()
-	svc := BuildHeadService(cluster, podspec.DefaultBuildOptions())
+	svc := BuildHeadService(cluster, DefaultBuildOptions())
 
 	if svc.Name != "my-head" || svc.Namespace != "ns" || svc.ResourceVersion != "" {
 		t.Errorf("metadata = %s/%s rv %q, want ns/my-head without resourceVersion", svc.Namespace, svc.Name, svc.ResourceVersion)
@@ -183,7 +181,7 @@ func TestBuildHeadServiceWithUserService(t *testing.T) {
 	if diff := cmp.Diff(wantPorts, svc.Spec.Ports); diff != "" {
 		t.Errorf("ports (-want +got):\n%s", diff)
 	}
-	if got := podspec.HeadServiceFQDN(cluster, "cluster.local"); got != "my-head.ns.svc.cluster.local" {
+	if got := HeadServiceFQDN(cluster, "cluster.local"); got != "my-head.ns.svc.cluster.local" {
 		t.Errorf("FQDN = %q, want the user's Service name", got)
 	}
 }
@@ -300,7 +298,7 @@ func TestHeadServicePortsAreTheContainersPlusMetrics(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			svc := BuildHeadService(tc.cluster, podspec.DefaultBuildOptions())
+			svc := BuildHeadService(tc.cluster, DefaultBuildOptions())
 			if diff := cmp.Diff(tc.wantPorts, svc.Spec.Ports); diff != "" {
 				t.Errorf("ports (-want +got):\n%s", diff)
 			}
@@ -365,10 +363,10 @@ func TestServeServicePorts(t *testing.T) {
 // of 41 to 53 characters a shortened name would be a second head Service
 // after a migration, and clients that build "<cluster>-head-svc" would miss.
 func TestServiceNamesAreNeverShortened(t *testing.T) {
-	for _, n := range []int{2, 40, 41, 45, validation.MaxRayClusterNameLength} {
+	for _, n := range []int{2, 40, 41, 45, maxClusterNameLength} {
 		name := "r" + strings.Repeat("c", n-1)
 		cluster := raytesting.MakeRayCluster(name, "default").WorkerGroup("cpu", 1).Obj()
-		if got, want := podspec.HeadServiceName(cluster), name+"-head-svc"; got != want {
+		if got, want := HeadServiceName(cluster), name+"-head-svc"; got != want {
 			t.Errorf("%d characters: head Service %q, want %q", n, got, want)
 		}
 		if got, want := ServeServiceName(cluster), name+"-serve-svc"; got != want {
@@ -381,16 +379,17 @@ func TestServiceNamesAreNeverShortened(t *testing.T) {
 		if err != nil || svc.Name != name+"-serve-svc" {
 			t.Errorf("%d characters: BuildServeService = %v, %v", n, svc.GetName(), err)
 		}
-		if head := BuildHeadService(cluster, podspec.BuildOptions{}); head.Name != name+"-head-svc" {
+		if head := BuildHeadService(cluster, BuildOptions{}); head.Name != name+"-head-svc" {
 			t.Errorf("%d characters: BuildHeadService named it %q", n, head.Name)
 		}
 		// Workers reach the head, and the Ingress routes, by that name.
-		worker := podspec.BuildWorkerPod(cluster, &cluster.Spec.WorkerGroupSpecs[0], podspec.WorkerReplica{}, podspec.DefaultBuildOptions())
-		if got := raytesting.EnvValue(t, &worker.Spec.Containers[0], podspec.EnvFQRayIP); got != name+"-head-svc.default.svc.cluster.local" {
-			t.Errorf("%d characters: worker %s=%q", n, podspec.EnvFQRayIP, got)
-		}
-		if got := BuildHeadIngress(cluster).Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name; got != name+"-head-svc" {
-			t.Errorf("%d characters: Ingress backend %q", n, got)
+		worker := BuildWorkerPod(cluster, &cluster.Spec.WorkerGroupSpecs[0], WorkerReplica{}, DefaultBuildOptions())
+		if got := raytesting.EnvValue(t, &worker.Spec.Containers[0], EnvFQRayIP); got != name+"-head-svc.default.svc.cluster.local" {
+			t.Errorf("%d characters: worker %s=%q", n, EnvFQRayIP, got)
 		}
 	}
 }
+
+// maxClusterNameLength is validation.MaxRayClusterNameLength, which this
+// package cannot import (validation imports it).
+const maxClusterNameLength = 53

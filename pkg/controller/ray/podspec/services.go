@@ -1,4 +1,4 @@
-package raycluster
+package podspec
 
 import (
 	"errors"
@@ -12,7 +12,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
-	"github.com/gantry-dev/gantry/pkg/controller/ray/podspec"
 	"github.com/gantry-dev/gantry/pkg/framework/builder"
 )
 
@@ -72,7 +71,7 @@ var headServiceSelectorKeys = []string{
 // nothing; reading them from the Pod's labels keeps the two in step.
 func headServiceSelector(cluster *rayv1.RayCluster) map[string]string {
 	head := &cluster.Spec.HeadGroupSpec
-	podLabels := podspec.RayPodLabels(cluster, rayv1.HeadNode, rayv1.RayNodeHeadGroupLabelValue, head.Template.Labels, head.Labels)
+	podLabels := RayPodLabels(cluster, rayv1.HeadNode, rayv1.RayNodeHeadGroupLabelValue, head.Template.Labels, head.Labels)
 	selector := make(map[string]string, len(headServiceSelectorKeys))
 	for _, k := range headServiceSelectorKeys {
 		selector[k] = podLabels[k]
@@ -87,7 +86,7 @@ func headServiceSelector(cluster *rayv1.RayCluster) map[string]string {
 // user-provided spec.headGroupSpec.headService is the starting point: its
 // selector is replaced, and operator ports, labels and the
 // headServiceAnnotations win over the user's on equal keys.
-func BuildHeadService(cluster *rayv1.RayCluster, opts podspec.BuildOptions) *corev1.Service {
+func BuildHeadService(cluster *rayv1.RayCluster, opts BuildOptions) *corev1.Service {
 	selector := headServiceSelector(cluster)
 	labels := maps.Clone(selector)
 	labels[builder.LabelManagedBy] = builder.ManagedByGantry
@@ -112,11 +111,11 @@ func BuildHeadService(cluster *rayv1.RayCluster, opts podspec.BuildOptions) *cor
 		}
 	}
 	svc.TypeMeta = serviceTypeMeta()
-	svc.Name = podspec.HeadServiceName(cluster)
+	svc.Name = HeadServiceName(cluster)
 	svc.Namespace = cluster.Namespace
 	svc.Labels = builder.MergeLabels(svc.Labels, labels)
 	svc.Annotations = builder.MergeLabels(svc.Annotations, cluster.Spec.HeadServiceAnnotations)
-	svc.OwnerReferences = []metav1.OwnerReference{podspec.OwnerReference(cluster)}
+	svc.OwnerReferences = []metav1.OwnerReference{OwnerReference(cluster)}
 	svc.Spec.Selector = selector
 	return svc
 }
@@ -128,7 +127,7 @@ func BuildHeadlessService(cluster *rayv1.RayCluster) *corev1.Service {
 	meta := builder.NewMetadata(HeadlessServiceName(cluster), cluster.Namespace).
 		WithLabels(map[string]string{rayv1.RayClusterHeadlessServiceLabelKey: cluster.Name}).
 		Build()
-	meta.OwnerReferences = []metav1.OwnerReference{podspec.OwnerReference(cluster)}
+	meta.OwnerReferences = []metav1.OwnerReference{OwnerReference(cluster)}
 	return builder.HeadlessService(builder.ServiceOptions{
 		Meta: meta,
 		Selector: map[string]string{
@@ -143,7 +142,7 @@ func BuildHeadlessService(cluster *rayv1.RayCluster) *corev1.Service {
 // RayCluster: every serving port of the head (isServingPort), sorted by
 // name, selecting every Pod of the cluster (each runs a Serve proxy).
 func BuildServeService(cluster *rayv1.RayCluster) (*corev1.Service, error) {
-	numbers := servicePortNumbers(cluster)
+	numbers := ServicePortNumbers(cluster)
 	var ports []corev1.ServicePort
 	for _, name := range slices.Sorted(maps.Keys(numbers)) {
 		if isServingPort(name) {
@@ -160,7 +159,7 @@ func BuildServeService(cluster *rayv1.RayCluster) (*corev1.Service, error) {
 			rayv1.RayClusterServingServiceLabelKey: cluster.Name + "-serve",
 		}).
 		Build()
-	meta.OwnerReferences = []metav1.OwnerReference{podspec.OwnerReference(cluster)}
+	meta.OwnerReferences = []metav1.OwnerReference{OwnerReference(cluster)}
 	return builder.Service(builder.ServiceOptions{
 		Meta:     meta,
 		Type:     cluster.Spec.HeadGroupSpec.ServiceType,
@@ -169,11 +168,11 @@ func BuildServeService(cluster *rayv1.RayCluster) (*corev1.Service, error) {
 	}), nil
 }
 
-// servicePortNumbers maps port names to numbers as KubeRay's
+// ServicePortNumbers maps port names to numbers as KubeRay's
 // getServicePorts: the head container's ports (an unnamed one as
 // "<port>-port"), or KubeRay's defaults when it declares none; then the
 // metrics port, unless one is named so.
-func servicePortNumbers(cluster *rayv1.RayCluster) map[string]int32 {
+func ServicePortNumbers(cluster *rayv1.RayCluster) map[string]int32 {
 	ports := map[string]int32{}
 	if cs := cluster.Spec.HeadGroupSpec.Template.Spec.Containers; len(cs) > 0 {
 		for _, p := range cs[0].Ports {
@@ -186,15 +185,15 @@ func servicePortNumbers(cluster *rayv1.RayCluster) map[string]int32 {
 	}
 	if len(ports) == 0 {
 		ports = map[string]int32{
-			podspec.ClientPortName:    podspec.DefaultClientPort,
-			podspec.GcsServerPortName: podspec.DefaultGcsServerPort,
-			podspec.DashboardPortName: podspec.DefaultDashboardPort,
-			podspec.MetricsPortName:   podspec.DefaultMetricsPort,
-			podspec.ServingPortName:   podspec.DefaultServingPort,
+			ClientPortName:    DefaultClientPort,
+			GcsServerPortName: DefaultGcsServerPort,
+			DashboardPortName: DefaultDashboardPort,
+			MetricsPortName:   DefaultMetricsPort,
+			ServingPortName:   DefaultServingPort,
 		}
 	}
-	if _, ok := ports[podspec.MetricsPortName]; !ok {
-		ports[podspec.MetricsPortName] = podspec.DefaultMetricsPort
+	if _, ok := ports[MetricsPortName]; !ok {
+		ports[MetricsPortName] = DefaultMetricsPort
 	}
 	return ports
 }
@@ -202,13 +201,13 @@ func servicePortNumbers(cluster *rayv1.RayCluster) map[string]int32 {
 // isServingPort reports whether a head port carries Ray Serve traffic:
 // KubeRay's "serve", or "serve-<protocol>" such as serve-grpc.
 func isServingPort(name string) bool {
-	return name == podspec.ServingPortName || strings.HasPrefix(name, podspec.ServingPortName+"-")
+	return name == ServingPortName || strings.HasPrefix(name, ServingPortName+"-")
 }
 
 // headServicePorts are the head Service's ports sorted by name, so that
 // the desired object is stable and an apply never reorders them.
 func headServicePorts(cluster *rayv1.RayCluster) []corev1.ServicePort {
-	numbers := servicePortNumbers(cluster)
+	numbers := ServicePortNumbers(cluster)
 	ports := make([]corev1.ServicePort, 0, len(numbers))
 	for _, name := range slices.Sorted(maps.Keys(numbers)) {
 		ports = append(ports, corev1.ServicePort{
