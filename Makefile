@@ -222,7 +222,7 @@ manifests: ## Generate CRDs, RBAC and webhook configuration into config/ and the
 	# replicatedJobs[].name): in full, as KubeRay and Trainer ship them (1.4
 	# and 2.4 MB, mostly the embedded Pod and JobSet templates), the chart's
 	# Helm release would pass the API server's 1 MiB Secret limit.
-	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths="./api/slinky/..." paths="./api/trainer/..." paths="./api/ray/..." \
+	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true,allowDangerousTypes=true paths="./api/slinky/..." paths="./api/trainer/..." paths="./api/ray/..." \
 		output:crd:artifacts:config=config/crd/bases
 	$(GO) run ./hack/crddesc -depth 5 config/crd/bases/trainer.kubeflow.org_*.yaml config/crd/bases/ray.io_*.yaml
 	hack/sync-chart.sh

@@ -20,7 +20,11 @@ var (
 const (
 	RayClusterKind     = "RayCluster"
 	RayClusterListKind = "RayClusterList"
+	RayJobKind         = "RayJob"
 )
 
 // RayClusterGroupVersionKind identifies the RayCluster kind.
 var RayClusterGroupVersionKind = GroupVersion.WithKind(RayClusterKind)
+
+// RayJobGroupVersionKind identifies the RayJob kind.
+var RayJobGroupVersionKind = GroupVersion.WithKind(RayJobKind)

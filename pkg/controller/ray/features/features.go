@@ -17,6 +17,18 @@ const (
 	// worker groups (RayJob's deletion policy uses it); beta and on by
 	// default since KubeRay 1.6.
 	RayJobDeletionPolicy featuregate.Feature = "RayJobDeletionPolicy"
+	// SidecarSubmitterRestart is KubeRay's (v1.7, alpha) gate that lets the
+	// SidecarMode submitter container restart on failure, up to
+	// submitterConfig.backoffLimit times (per-container restart rules,
+	// Kubernetes 1.35+), instead of failing the RayJob at once.
+	SidecarSubmitterRestart featuregate.Feature = "SidecarSubmitterRestart"
+	// RayDashboardURLOverride is Gantry's: the manager honours a
+	// RayCluster's gantry.dev/ray-dashboard-url annotation (which a RayJob
+	// passes on to its cluster), for a manager that runs outside the
+	// cluster (`make run`, the e2e tier) and cannot resolve the head
+	// Service's DNS name. Off by default: anyone who may edit a RayCluster
+	// could otherwise point the manager at a server of their choosing.
+	RayDashboardURLOverride featuregate.Feature = "RayDashboardURLOverride"
 )
 
 // FeatureGates are the gates the RayCluster controller reads, for the
@@ -26,5 +38,7 @@ func FeatureGates() map[featuregate.Feature]featuregate.FeatureSpec {
 		RayClusterStatusConditions: {Default: true, PreRelease: featuregate.Beta},
 		RayMultiHostIndexing:       {Default: true, PreRelease: featuregate.Beta},
 		RayJobDeletionPolicy:       {Default: true, PreRelease: featuregate.Beta},
+		SidecarSubmitterRestart:    {Default: false, PreRelease: featuregate.Alpha},
+		RayDashboardURLOverride:    {Default: false, PreRelease: featuregate.Alpha},
 	}
 }
