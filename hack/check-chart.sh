@@ -305,11 +305,13 @@ render crds-off --set crds.install=false
 eq "$(count CustomResourceDefinition)" 0 "CRDs"
 render crds-ray-off --set crds.ray=false
 eq "$(count CustomResourceDefinition rayclusters.ray.io)" 0 "ray CRDs"
+eq "$(count CustomResourceDefinition rayjobs.ray.io)" 0 "RayJob CRD"
 eq "$(count CustomResourceDefinition trainjobs.trainer.kubeflow.org)" 1 "trainer CRDs"
 render ray-only --set 'controllers={raycluster}'
 has '--controllers=raycluster' "$(docs Deployment)"
 eq "$(count CustomResourceDefinition rayclusters.ray.io)" 1 "ray CRD"
-eq "$(count CustomResourceDefinition)" 1 "CRDs (ray only)"
+eq "$(count CustomResourceDefinition rayjobs.ray.io)" 1 "RayJob CRD"
+eq "$(count CustomResourceDefinition)" 2 "CRDs (ray only: RayCluster, RayJob)"
 eq "$(count ClusterTrainingRuntime)" 0 "ClusterTrainingRuntimes without trainjob"
 render ray-only-served --set 'controllers={raycluster}' "${served[@]}"
 eq "$(count ClusterTrainingRuntime)" 0 "ClusterTrainingRuntimes without trainjob (CRD served)"

@@ -3,8 +3,8 @@
 # test/tools/kueue/go.mod pins, built into $BIN/kueue by `make bin/kueue`)
 # running on this machine beside a local control plane, its admission and
 # conversion webhooks called by the API server at
-# https://localhost:$KUEUE_WEBHOOK_PORT. Only the RayCluster and TrainJob
-# integrations are on, and only their webhooks (and Kueue's own) are
+# https://localhost:$KUEUE_WEBHOOK_PORT. Only the RayCluster, RayJob and
+# TrainJob integrations are on, and only their webhooks (and Kueue's own) are
 # installed: Kueue then never sits in the path of a Pod or a JobSet.
 #
 #   KUBECONFIG=... hack/kueue-local.sh up     apply Kueue's CRDs and webhook
@@ -24,7 +24,7 @@
 # kustomize, of which only the CRDs (conversion webhooks rewritten) and the
 # webhook configurations (rewritten by hack/webhookurl to this machine, kept
 # to the kueue.x-k8s.io, ray.io and trainer.kubeflow.org groups) are
-# applied. The RayCluster and TrainJob webhooks get an objectSelector on
+# applied. The Ray and TrainJob webhooks get an objectSelector on
 # the queue-name label: Kueue's TrainJob webhook otherwise validates every
 # TrainJob (queued or not) and answers first, in its own words. Kueue runs with the caller's admin kubeconfig, as a third-party
 # test dependency; Gantry's manager is the one held to its chart's RBAC.
@@ -83,6 +83,7 @@ manageJobsWithoutQueueName: false
 integrations:
   frameworks:
   - ray.io/raycluster
+  - ray.io/rayjob
   - trainer.kubeflow.org/trainjob
 CONFIG
 }

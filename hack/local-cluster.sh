@@ -199,7 +199,7 @@ helm_upgrade() {
     # the webhooks through the chart's Service.
     where=(--set replicas=1 --set-json 'nodeSelector={"gantry.dev/real-node":"true"}'
       --set-json 'tolerations=[{"key":"gantry.dev/real-node","operator":"Equal","value":"true","effect":"NoSchedule"}]'
-      --set featureGates.SlurmrestdURLOverride=true)
+      --set featureGates.SlurmrestdURLOverride=true --set featureGates.RayDashboardURLOverride=true)
   fi
   # shellcheck disable=SC2086
   "$BIN/helm" --kubeconfig "$KUBECONFIG" upgrade --install "$RELEASE" charts/gantry \
@@ -295,7 +295,8 @@ release_up() {
 # run_release_manager starts the release's manager with its Deployment's
 # flags. The manager runs outside the cluster, so it may take slurmrestd's
 # URL from a RestApi's gantry.dev/slurmrestd-url annotation
-# (SlurmrestdURLOverride; the chart leaves it off).
+# (SlurmrestdURLOverride; the chart leaves it off), and a Ray dashboard URL
+# from a RayCluster's gantry.dev/ray-dashboard-url (RayDashboardURLOverride).
 run_release_manager() {
   local deploy
   deploy=$(kubectl -n "$RELEASE_NS" get deployment -l "app.kubernetes.io/instance=$RELEASE" \
@@ -310,7 +311,7 @@ run_release_manager() {
   start_manager "${chart_args[@]}" --kubeconfig "$RSTATE/manager.kubeconfig" \
     --webhook-port="$WEBHOOK_PORT" --webhook-secret-namespace="$RELEASE_NS" \
     --webhook-dns-names=localhost --webhook-cert-write --webhook-cert-dir="$RSTATE/certs" \
-    --trainjob-status-port="$TRAINJOB_STATUS_PORT" --feature-gates=SlurmrestdURLOverride=true
+    --trainjob-status-port="$TRAINJOB_STATUS_PORT" --feature-gates=SlurmrestdURLOverride=true,RayDashboardURLOverride=true
   wait_manager_ready
 }
 

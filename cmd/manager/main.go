@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gantry-dev/gantry/cmd/manager/app"
-	"github.com/gantry-dev/gantry/pkg/controller/ray/raycluster"
+	"github.com/gantry-dev/gantry/pkg/controller/ray"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm"
 	"github.com/gantry-dev/gantry/pkg/controller/trainjob"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
@@ -26,7 +26,7 @@ import (
 // is one Register line here.
 func workloads() *workload.Registry {
 	reg := &workload.Registry{}
-	reg.MustRegister(raycluster.Integration())
+	reg.MustRegister(ray.Integration())
 	reg.MustRegister(trainjob.Integration())
 	reg.MustRegister(slurm.Integration())
 	return reg

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -127,6 +128,8 @@ func suspended(ctx context.Context, g Gomega, obj client.Object) bool {
 		return ptr.Deref(o.Spec.Suspend, false)
 	case *trainerv1alpha1.TrainJob:
 		return ptr.Deref(o.Spec.Suspend, false)
+	case *rayv1.RayJob:
+		return o.Spec.Suspend
 	}
 	panic(fmt.Sprintf("suspended: %T", obj))
 }
@@ -139,6 +142,13 @@ func podsOf(ctx context.Context, g Gomega, obj client.Object) []corev1.Pod {
 		return listPods(g, ctx, obj.GetNamespace(), clusterPodLabels(obj.GetName()))
 	case *trainerv1alpha1.TrainJob:
 		return listPods(g, ctx, obj.GetNamespace(), map[string]string{jobsetv1alpha2.JobSetNameKey: obj.GetName()})
+	case *rayv1.RayJob:
+		// The pods of the cluster it made (suspended() has just read it).
+		cluster := obj.(*rayv1.RayJob).Status.RayClusterName
+		if cluster == "" {
+			return nil
+		}
+		return listPods(g, ctx, obj.GetNamespace(), clusterPodLabels(cluster))
 	}
 	panic(fmt.Sprintf("podsOf: %T", obj))
 }
@@ -217,6 +227,36 @@ var _ = Describe("Kueue", Label(labelKueue), func() {
 			expectClusterPodsReady(g, ctx, next, 1)
 		}).Should(Succeed())
 		Eventually(ctx, func(g Gomega) { expectClusterReady(g, ctx, next, 1) }).Should(Succeed())
+	})
+
+	// The RayJob integration (ray.io/rayjob): Kueue suspends each RayJob
+	// on creation and admits the one that fits (its cluster and its
+	// submitter); Gantry makes a cluster only for that one, and the next
+	// once the first is deleted.
+	It("queues RayJobs: one admitted at a time, the next on deletion", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "kueue-rayjob")
+		queue := clusterQueue(ctx, ns, "3") // one job: a minimal cluster (2 CPU) and its submitter
+		jobs := make([]*rayv1.RayJob, 2)
+		for i, name := range []string{"job-a", "job-b"} {
+			rc := queuedRayCluster(ns, name, queue)
+			jobs[i] = &rayv1.RayJob{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{kueueQueueLabel: queue}},
+				Spec:       rayv1.RayJobSpec{Entrypoint: "python -c 'print(1)'", RayClusterSpec: &rc.Spec, ShutdownAfterJobFinishes: true},
+			}
+			createStrict(ctx, jobs[i])
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(jobs[i]), jobs[i])).To(Succeed())
+			Expect(jobs[i].Spec.Suspend).To(BeTrue(), "Kueue's webhook suspends %s on creation", name)
+		}
+		objs := []client.Object{jobs[0], jobs[1]}
+		first := expectAdmittedAlone(ctx, objs...).(*rayv1.RayJob)
+		Expect(first.Status.JobDeploymentStatus).NotTo(Equal(rayv1.JobDeploymentStatusSuspended))
+
+		Expect(k8s.Delete(ctx, first)).To(Succeed())
+		next := other(objs, first).(*rayv1.RayJob)
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(suspended(ctx, g, next)).To(BeFalse(), "%s admitted after %s was deleted", next.Name, first.Name)
+			g.Expect(podsOf(ctx, g, next)).NotTo(BeEmpty())
+		}).Should(Succeed())
 	})
 
 	// The TrainJob integration: the same queueing, and a finished job

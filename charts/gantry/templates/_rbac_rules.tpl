@@ -102,6 +102,13 @@
   - update
 - apiGroups:
   - ""
+  resources:
+  - services/proxy
+  verbs:
+  - create
+  - get
+- apiGroups:
+  - ""
   - events.k8s.io
   resources:
   - events
@@ -131,6 +138,8 @@
   - delete
   - get
   - list
+  - patch
+  - update
   - watch
 - apiGroups:
   - coordination.k8s.io
@@ -197,6 +206,8 @@
   resources:
   - rayclusters
   verbs:
+  - create
+  - delete
   - get
   - list
   - patch
@@ -206,16 +217,29 @@
   - ray.io
   resources:
   - rayclusters/finalizers
+  - rayjobs/finalizers
   verbs:
   - update
 - apiGroups:
   - ray.io
   resources:
   - rayclusters/status
+  - rayjobs/status
   verbs:
   - get
   - patch
   - update
+- apiGroups:
+  - ray.io
+  resources:
+  - rayjobs
+  verbs:
+  - delete
+  - get
+  - list
+  - patch
+  - update
+  - watch
 - apiGroups:
   - rbac.authorization.k8s.io
   resources:

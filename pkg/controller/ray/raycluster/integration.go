@@ -28,7 +28,8 @@ func IntegrationWith(f *Flags) workload.Integration {
 	return workload.Integration{Name: Name, AddToScheme: []func(*runtime.Scheme) error{rayv1.AddToScheme},
 		FeatureGates: features.FeatureGates(), Flags: f, SetupIndexes: setupIndexes,
 		Setup: func(ctx context.Context, mgr ctrl.Manager, opts workload.Options) error {
-			return setup(ctx, mgr, opts, f)
+			_, err := Setup(ctx, mgr, opts, f)
+			return err
 		}}
 }
 
@@ -76,13 +77,16 @@ func setupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 	return indexer.IndexField(ctx, &corev1.Pod{}, IndexPodCluster, podClusterIndex)
 }
 
-func setup(_ context.Context, mgr ctrl.Manager, opts workload.Options, f *Flags) error {
+// Setup starts the RayCluster controller with the flags f and KubeRay's
+// environment, and returns the configuration it runs with, for the other
+// Ray controllers to build alike.
+func Setup(_ context.Context, mgr ctrl.Manager, opts workload.Options, f *Flags) (Config, error) {
 	// KubeRay's environment variables are honoured, read once here.
 	cfg := ConfigFromEnv(os.Getenv, opts.Features)
 	if path := os.Getenv(ConfigFileEnv); path != "" {
 		ignored, err := LoadConfigFile(path, &cfg)
 		if err != nil {
-			return err
+			return Config{}, err
 		}
 		log := ctrl.Log.WithName(Name)
 		log.Info("read the KubeRay configuration file", "path", path, "headSidecars", len(cfg.Build.HeadSidecarContainers),
@@ -95,7 +99,7 @@ func setup(_ context.Context, mgr ctrl.Manager, opts workload.Options, f *Flags)
 	if cfg.Build.BatchScheduler == "" {
 		cfg.Build.BatchScheduler = f.BatchScheduler
 	} else if f.BatchScheduler != "" && f.BatchScheduler != cfg.Build.BatchScheduler {
-		return fmt.Errorf("--batch-scheduler=%s and the KubeRay configuration file's batch scheduler %s disagree; set one", f.BatchScheduler, cfg.Build.BatchScheduler)
+		return Config{}, fmt.Errorf("--batch-scheduler=%s and the KubeRay configuration file's batch scheduler %s disagree; set one", f.BatchScheduler, cfg.Build.BatchScheduler)
 	}
 	if cfg.Build.BatchScheduler != "" {
 		ctrl.Log.WithName(Name).Info("RayCluster Pods go to a batch scheduler", "batchScheduler", cfg.Build.BatchScheduler)
@@ -105,7 +109,7 @@ func setup(_ context.Context, mgr ctrl.Manager, opts workload.Options, f *Flags)
 	}
 	r, err := New(mgr, Options{Options: opts, Config: cfg})
 	if err != nil {
-		return err
+		return Config{}, err
 	}
-	return r.SetupWithManager(mgr)
+	return cfg, r.SetupWithManager(mgr)
 }

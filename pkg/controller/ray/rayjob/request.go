@@ -1,0 +1,37 @@
+package rayjob
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"sigs.k8s.io/yaml"
+
+	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
+	"github.com/gantry-dev/gantry/pkg/ray/dashboard"
+)
+
+// jobRequest is the HTTPMode submission of job, as KubeRay's dashboard
+// client builds it: the entrypoint under the RayJob's submission ID, with
+// its metadata, runtime environment and entrypoint resources.
+func jobRequest(job *rayv1.RayJob) (dashboard.JobRequest, error) {
+	req := dashboard.JobRequest{Entrypoint: job.Spec.Entrypoint, SubmissionID: job.Status.JobId, Metadata: job.Spec.Metadata}
+	if job.Spec.RuntimeEnvYAML != "" {
+		if err := yaml.Unmarshal([]byte(job.Spec.RuntimeEnvYAML), &req.RuntimeEnv); err != nil {
+			return req, fmt.Errorf("spec.runtimeEnvYAML is not YAML: %w", err)
+		}
+	}
+	if n := job.Spec.EntrypointNumCpus; n != 0 {
+		v := float64(n)
+		req.EntrypointNumCPUs = &v
+	}
+	if n := job.Spec.EntrypointNumGpus; n != 0 {
+		v := float64(n)
+		req.EntrypointNumGPUs = &v
+	}
+	if job.Spec.EntrypointResources != "" {
+		if err := json.Unmarshal([]byte(job.Spec.EntrypointResources), &req.EntrypointResources); err != nil {
+			return req, fmt.Errorf("spec.entrypointResources is not a JSON object of numbers: %w", err)
+		}
+	}
+	return req, nil
+}
