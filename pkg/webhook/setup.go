@@ -23,9 +23,10 @@ const (
 
 // Options carry what the validators need from the manager's configuration.
 type Options struct {
-	// Features are the manager's feature gates; the RayCluster webhook
-	// derives its spec options from them exactly as the RayCluster
-	// reconciler does (validation.SpecValidationOptionsFromGates).
+	// Features are the manager's feature gates; the RayCluster and RayJob
+	// webhooks derive their spec options from them exactly as their
+	// reconcilers do (validation.SpecValidationOptionsFromGates,
+	// validation.RayJobValidationOptionsFromGates).
 	Features featuregate.FeatureGate
 
 	// Reader reads the objects admission looks up: the runtime a TrainJob
@@ -62,6 +63,8 @@ func Setup(mgr ctrl.Manager, workloads []string, opts Options) error {
 		setup func(ctrl.Manager, Options) error
 	}{
 		{WorkloadRayCluster, setupRayCluster},
+		// The RayJob controller runs under --controllers=raycluster.
+		{WorkloadRayCluster, setupRayJob},
 		{WorkloadTrainJob, setupTrainer},
 		{WorkloadSlurm, setupSlurm},
 		{WorkloadSlurm, setupLoginSet},

@@ -23,7 +23,7 @@ import (
 
 // Paths, one per webhook, as config/webhook/manifests.yaml lists them.
 var (
-	rayPaths   = []string{"/validate-ray-io-v1-raycluster"}
+	rayPaths   = []string{"/validate-ray-io-v1-raycluster", "/validate-ray-io-v1-rayjob"}
 	slurmPaths = []string{
 		"/validate-slinky-slurm-net-v1beta1-accounting",
 		"/validate-slinky-slurm-net-v1beta1-controller",

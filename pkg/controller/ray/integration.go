@@ -13,6 +13,7 @@ import (
 	"github.com/gantry-dev/gantry/pkg/controller/ray/features"
 	"github.com/gantry-dev/gantry/pkg/controller/ray/raycluster"
 	"github.com/gantry-dev/gantry/pkg/controller/ray/rayjob"
+	"github.com/gantry-dev/gantry/pkg/controller/ray/validation"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 )
 
@@ -56,6 +57,7 @@ func IntegrationWith(f *Flags) workload.Integration {
 			cfg.SidecarSubmitterRestart = opts.Features.Enabled(features.SidecarSubmitterRestart)
 			dashboards.AllowOverride = opts.Features.Enabled(features.RayDashboardURLOverride)
 		}
+		cfg.Validation = validation.RayJobValidationOptionsFromGates(opts.Features)
 		if f.UseKubernetesProxy {
 			dashboards.ProxyHost = mgr.GetConfig().Host
 			dashboards.ProxyTransport = mgr.GetHTTPClient().Transport

@@ -7,6 +7,7 @@ import (
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
 	"github.com/gantry-dev/gantry/pkg/controller/ray/podspec"
+	"github.com/gantry-dev/gantry/pkg/controller/ray/validation"
 )
 
 // Config is what the RayJob controller reads once at start-up: KubeRay's
@@ -34,6 +35,9 @@ type Config struct {
 	DeletionPolicy bool
 	// SidecarSubmitterRestart is KubeRay's gate of that name.
 	SidecarSubmitterRestart bool
+	// Validation are the options of the RayJob rules (the gates they
+	// read), the webhook's.
+	Validation validation.RayJobValidationOptions
 }
 
 // The KubeRay defaults.
@@ -59,6 +63,7 @@ func ConfigFromEnv(getenv func(string) string) Config {
 		SubmitterFinishedTimeout:  DefaultSubmitterFinishedTimeout,
 		DeleteRayJobAfterFinishes: strings.EqualFold(strings.TrimSpace(getenv("DELETE_RAYJOB_CR_AFTER_JOB_FINISHES")), "true"),
 		DeletionPolicy:            true,
+		Validation:                validation.RayJobValidationOptions{AllowDeletionStrategy: true},
 	}
 }
 

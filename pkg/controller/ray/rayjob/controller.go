@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
+	"github.com/gantry-dev/gantry/pkg/controller/ray/validation"
 	"github.com/gantry-dev/gantry/pkg/framework/events"
 	"github.com/gantry-dev/gantry/pkg/framework/finalizers"
 	skeleton "github.com/gantry-dev/gantry/pkg/framework/reconcile"
@@ -148,13 +149,13 @@ func (r *Reconciler) Validate(_ context.Context, s *scope) error {
 	if verr == nil {
 		return nil
 	}
-	r.recorder.Warning(job, string(verr.reason), "%s/%s: %v", job.Namespace, job.Name, verr.err)
+	r.recorder.Warning(job, string(verr.EventReason()), "%s/%s: %v", job.Namespace, job.Name, verr.Err)
 	return verr
 }
 
 // UserError: an invalid RayJob waits for the user's edit.
 func (r *Reconciler) UserError(err error) bool {
-	var verr *invalidError
+	var verr *validation.RayJobValidationError
 	return errors.As(err, &verr)
 }
 

@@ -319,7 +319,7 @@ func TestDeleteWorkersRuleSuspendsEveryWorkerGroup(t *testing.T) {
 
 func TestSuspendedRayJobCreatesNothingUntilResumed(t *testing.T) {
 	ns := newNamespace(t)
-	job := create(t, makeJob("queued", ns, "true").Mode(rayv1.HTTPMode).Suspend(true).Obj())
+	job := create(t, makeJob("queued", ns, "true").Mode(rayv1.HTTPMode).ShutdownAfterJobFinishes(0).Suspend(true).Obj())
 	suspended := waitFor(t, job, rayv1.JobDeploymentStatusSuspended)
 	g := NewWithT(t)
 	g.Expect(suspended.Status.RayClusterName).To(BeEmpty())
@@ -338,7 +338,7 @@ func TestSuspendedRayJobCreatesNothingUntilResumed(t *testing.T) {
 
 func TestSuspendingARunningRayJobDeletesItsClusterAndSubmitter(t *testing.T) {
 	ns := newNamespace(t)
-	job := create(t, makeJob("suspend", ns, "sleep 60").Obj())
+	job := create(t, makeJob("suspend", ns, "sleep 60").ShutdownAfterJobFinishes(0).Obj())
 	cluster := readyCluster(t, job)
 	waitFor(t, job, rayv1.JobDeploymentStatusRunning)
 	g := NewWithT(t)
@@ -455,4 +455,21 @@ func TestSidecarModeEndsWhenTheSubmitterContainerExits(t *testing.T) {
 		g.Expect(k8s.Status().Update(context.Background(), p)).To(Succeed())
 	}, timeout).Should(Succeed())
 	waitFor(t, job, rayv1.JobDeploymentStatusComplete)
+}
+
+// An invalid RayJob (suspend without shutdownAfterJobFinishes, which Kueue
+// needs to free its quota) is ValidationFailed, with KubeRay's Warning,
+// and nothing is created for it.
+func TestInvalidRayJobIsValidationFailedAndCreatesNothing(t *testing.T) {
+	ns := newNamespace(t)
+	job := create(t, makeJob("invalid", ns, "true").Suspend(true).Obj())
+	failed := waitFor(t, job, rayv1.JobDeploymentStatusValidationFailed)
+	g := NewWithT(t)
+	g.Expect(failed.Status.Reason).To(Equal(rayv1.ValidationFailed))
+	g.Expect(failed.Status.Message).To(ContainSubstring("shutdownAfterJobFinishes"))
+	g.Eventually(func(g Gomega) { g.Expect(eventReasons(g, job)).To(ContainElement(string(rayv1.InvalidRayJobSpec))) }, timeout).Should(Succeed())
+	var clusters rayv1.RayClusterList
+	g.Expect(k8s.List(context.Background(), &clusters, client.InNamespace(ns))).To(Succeed())
+	g.Expect(clusters.Items).To(BeEmpty())
+	g.Expect(failed.Finalizers).To(BeEmpty())
 }

@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
+	"github.com/gantry-dev/gantry/pkg/controller/ray/validation"
 	"github.com/gantry-dev/gantry/pkg/framework/status"
 )
 
@@ -28,7 +29,7 @@ const staleRequeue = 100 * time.Millisecond
 // write happens only when a field its state machine keys on changed.
 func (r *Reconciler) Status(ctx context.Context, s *scope, err error) error {
 	job := s.Object
-	var verr *invalidError
+	var verr *validation.RayJobValidationError
 	switch {
 	case errors.As(err, &verr):
 		job.Status.JobDeploymentStatus = rayv1.JobDeploymentStatusValidationFailed
