@@ -5,6 +5,8 @@
 #
 #   pause.tar     gantry.local/pause:3.10   the pod sandbox: test/images/pause at /pause
 #   testbase.tar  gantry.local/testbase:1   Debian bookworm (debootstrap minbase) with
+#                                           python3 (also as `python`, as in Ray's
+#                                           images: KubeRay's submitter calls it),
 #                                           python3-torch, numpy, Open MPI with mpi4py,
 #                                           sshd set up like the MPI operator's images
 #                                           (user mpiuser 1000, port 2222,
@@ -50,7 +52,7 @@ OUT=${GANTRY_TEST_IMAGES_DIR:-$root/bin/images}
 BUILD=$OUT/.build
 mirror=${GANTRY_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 suite=bookworm
-testbase_packages=(bash wget procps iproute2 python3 python3-torch python3-numpy openmpi-bin python3-mpi4py openssh-server openssh-client netbase)
+testbase_packages=(bash wget procps iproute2 python3 python-is-python3 python3-torch python3-numpy openmpi-bin python3-mpi4py openssh-server openssh-client netbase)
 
 log() { echo "test-images: $*" >&2; }
 die() {
