@@ -28,6 +28,10 @@ var rules = []rule{
 		"the runtime framework is below the controllers that use it"},
 	{"./pkg/controller/ray/podspec/...", []string{"sigs.k8s.io/controller-runtime/pkg/client", "k8s.io/client-go/"},
 		"Ray's Pod builders are pure: they never call the API server"},
+	{"./pkg/controller/ray/submitter/...", []string{"sigs.k8s.io/controller-runtime/pkg/client", "k8s.io/client-go/"},
+		"what a RayJob submits is built without the API server; the controller decides when to create it"},
+	{"./pkg/controller/ray/raycluster/...", []string{module + "pkg/controller/ray/rayjob"},
+		"the RayCluster controller knows nothing of the RayJob that may own its cluster"},
 	{"./pkg/controller/ray/validation/...", []string{"sigs.k8s.io/controller-runtime/pkg/client", "k8s.io/client-go/", module + "pkg/controller/ray/raycluster"},
 		"the webhook imports Ray's validation, not the controller"},
 }
