@@ -233,8 +233,10 @@ func (r *Reconciler) Status(ctx context.Context, s *scope, reconcileErr error) e
 			return nil
 		}
 		// A user error: retrying cannot fix it and the user's next edit
-		// triggers a reconcile. The status says why nothing happens.
-		return r.writeInvalidStatus(ctx, cluster, verr)
+		// triggers a reconcile. As KubeRay, the Warning event (Validate)
+		// says why; the status is left as it is, since the Pods the
+		// cluster has keep running.
+		return nil
 	}
 	if reconcileErr != nil {
 		ctrl.LoggerFrom(ctx).Error(reconcileErr, "reconciling RayCluster")
@@ -330,19 +332,6 @@ type scope struct {
 // cached one, or the API server's when a Conflict made status.Update read
 // the cluster again (so a transition another reconcile already wrote is
 // not reported twice).
-// writeInvalidStatus shows a cluster whose metadata or spec is invalid as
-// failed, with the validation message as the reason: `kubectl get
-// raycluster` then says why nothing happens. "failed" is a state KubeRay's
-// API has; the next valid spec's status clears it (CalculateStatus).
-func (r *Reconciler) writeInvalidStatus(ctx context.Context, cluster *rayv1.RayCluster, verr *validation.ValidationError) error {
-	_, err := status.Update(ctx, r.client, cluster, func(c *rayv1.RayCluster) error {
-		InvalidStatus(&c.Status, c.Generation, verr, r.clock.Now())
-		return nil
-	}, status.WithEqual(func(old, updated *rayv1.RayCluster) bool {
-		return !InconsistentRayClusterStatus(old.Status, updated.Status)
-	}))
-	return err
-}
 
 // updateStatus writes the cluster's status when it changed, and returns
 // the status it last compared against (the cluster's, or the API server's

@@ -504,30 +504,52 @@ func TestInvalidSpecGetsWarningAndNoPods(t *testing.T) {
 	create(t, rc)
 	g.Eventually(func(g Gomega) []string { return eventMessages(g, rc, string(rayv1.InvalidRayClusterSpec)) }, timeout).
 		ShouldNot(BeEmpty())
-	g.Consistently(func(g Gomega) { g.Expect(pods(g, rc, nil)).To(BeEmpty()) }, 2*time.Second).Should(Succeed())
 	msgs := eventMessages(g, rc, string(rayv1.InvalidRayClusterSpec))
-	g.Expect(strings.Join(msgs, "\n")).To(ContainSubstring("conflict"))
+	g.Expect(strings.Join(msgs, "\n")).To(ContainSubstring("should not be set in both rayStartParams and Resources"))
+	// As KubeRay v1.7.0: the Warning only; no Pods and no status write.
+	g.Consistently(func(g Gomega) {
+		g.Expect(pods(g, rc, nil)).To(BeEmpty())
+		g.Expect(get(g, rc).Status.State).To(BeEmpty())
+	}, 2*time.Second).Should(Succeed())
 
-	// kubectl get shows why nothing happens: state failed (a value of
-	// KubeRay's API) with the validation message as the reason.
-	g.Eventually(func(g Gomega) {
-		st := get(g, rc).Status
-		g.Expect(st.State).To(Equal(rayv1.Failed))
-		g.Expect(st.Reason).To(ContainSubstring("should not be set in both rayStartParams and Resources"))
-	}, timeout).Should(Succeed())
-
-	// Fixed, the cluster leaves the failed state and becomes ready.
+	// Fixed, the cluster is built and becomes ready.
 	update(t, rc, func(c *rayv1.RayCluster) { delete(c.Spec.HeadGroupSpec.RayStartParams, "num-cpus") })
 	g.Eventually(func(g Gomega) {
 		g.Expect(pods(g, rc, nil)).To(HaveLen(2))
-		g.Expect(get(g, rc).Status.State).NotTo(Equal(rayv1.Failed))
-	}, timeout).Should(Succeed())
-	g.Eventually(func(g Gomega) {
 		markReady(g, rc)
 		st := get(g, rc).Status
 		g.Expect(st.State).To(Equal(rayv1.Ready))
 		g.Expect(st.Reason).To(BeEmpty())
 	}, timeout).Should(Succeed())
+}
+
+// A running cluster whose spec becomes invalid (the webhook off, or
+// admitted before) keeps its Pods and its status: its state does not turn
+// failed while Ray runs on (KubeRay only records the Warning).
+func TestInvalidSpecOnARunningClusterLeavesItsStatusAndPods(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	rc := create(t, raytesting.MakeRayCluster("running", ns).WorkerGroup("cpu", 1).Obj())
+	g.Eventually(func(g Gomega) {
+		g.Expect(pods(g, rc, nil)).To(HaveLen(2))
+		markReady(g, rc)
+		g.Expect(get(g, rc).Status.State).To(Equal(rayv1.Ready))
+	}, timeout).Should(Succeed())
+	update(t, rc, func(c *rayv1.RayCluster) {
+		if c.Spec.HeadGroupSpec.RayStartParams == nil {
+			c.Spec.HeadGroupSpec.RayStartParams = map[string]string{}
+		}
+		c.Spec.HeadGroupSpec.RayStartParams["num-cpus"] = "2"
+		c.Spec.HeadGroupSpec.Resources = map[string]string{"CPU": "2"}
+	})
+	g.Eventually(func(g Gomega) []string { return eventMessages(g, rc, string(rayv1.InvalidRayClusterSpec)) }, timeout).
+		ShouldNot(BeEmpty())
+	g.Consistently(func(g Gomega) {
+		st := get(g, rc).Status
+		g.Expect(st.State).To(Equal(rayv1.Ready))
+		g.Expect(st.Reason).To(BeEmpty())
+		g.Expect(pods(g, rc, nil)).To(HaveLen(2))
+	}, 3*time.Second).Should(Succeed())
 }
 
 func TestIngressAndAuthSecret(t *testing.T) {

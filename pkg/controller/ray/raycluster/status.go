@@ -12,7 +12,6 @@ import (
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
 	"github.com/gantry-dev/gantry/pkg/controller/ray/podspec"
-	"github.com/gantry-dev/gantry/pkg/controller/ray/validation"
 	"github.com/gantry-dev/gantry/pkg/framework/podcond"
 )
 
@@ -64,8 +63,8 @@ func CalculateStatus(cluster *rayv1.RayCluster, pods []corev1.Pod, headService *
 	status.DesiredGPU = sumGPUResources(desired)
 	status.DesiredTPU = desired[tpuResourceName]
 
-	// Failed is written only for an invalid spec (InvalidStatus); this
-	// spec is valid.
+	// Failed is never written: an earlier Gantry wrote it for an invalid
+	// spec. This spec is valid, so it goes.
 	if status.State == rayv1.Failed {
 		status.State, status.Reason = "", ""
 	}
@@ -105,23 +104,6 @@ func CalculateStatus(cluster *rayv1.RayCluster, pods []corev1.Pod, headService *
 		status.StateTransitionTimes[status.State] = &stamp
 	}
 	return status, nil
-}
-
-// InvalidStatus sets st to the status of a cluster of generation whose
-// metadata or spec failed validation: state failed, the validation message
-// as the reason.
-func InvalidStatus(st *rayv1.RayClusterStatus, generation int64, verr *validation.ValidationError, now time.Time) {
-	stamp := metav1.NewTime(now)
-	if st.State != rayv1.Failed {
-		if st.StateTransitionTimes == nil {
-			st.StateTransitionTimes = map[rayv1.ClusterState]*metav1.Time{}
-		}
-		st.StateTransitionTimes[rayv1.Failed] = &stamp
-	}
-	st.State = rayv1.Failed
-	st.Reason = verr.Error()
-	st.ObservedGeneration = generation
-	st.LastUpdateTime = &stamp
 }
 
 // InconsistentRayClusterStatus reports whether newStatus differs from
