@@ -302,32 +302,26 @@ func toSuspending(job *rayv1.RayJob) bool {
 }
 
 func (r *Reconciler) activeDeadlineExceeded(s *scope) bool {
-	job := s.Object
-	d := job.Spec.ActiveDeadlineSeconds
-	if d == nil || job.Status.StartTime == nil {
-		return false
-	}
-	deadline := job.Status.StartTime.Add(time.Duration(*d) * time.Second)
-	if s.now.Before(deadline) {
-		s.Requeue.After(deadline.Sub(s.now))
-		return false
-	}
-	fail(job, rayv1.DeadlineExceeded, fmt.Sprintf("The RayJob has passed the activeDeadlineSeconds. StartTime: %v. ActiveDeadlineSeconds: %d", job.Status.StartTime, *d))
-	return true
+	return deadlinePassed(s, s.Object.Spec.ActiveDeadlineSeconds, rayv1.DeadlineExceeded, "activeDeadlineSeconds", "ActiveDeadlineSeconds")
 }
 
 func preRunningDeadlineExceeded(s *scope) bool {
+	return deadlinePassed(s, s.Object.Spec.PreRunningDeadlineSeconds, rayv1.PreRunningDeadlineExceeded, "preRunningDeadlineSeconds", "PreRunningDeadlineSeconds")
+}
+
+// deadlinePassed fails the RayJob, with KubeRay's message, once seconds
+// have passed since it started; before that it asks to be back then.
+func deadlinePassed(s *scope, seconds *int32, reason rayv1.JobFailedReason, field, label string) bool {
 	job := s.Object
-	d := job.Spec.PreRunningDeadlineSeconds
-	if d == nil || job.Status.StartTime == nil {
+	if seconds == nil || job.Status.StartTime == nil {
 		return false
 	}
-	deadline := job.Status.StartTime.Add(time.Duration(*d) * time.Second)
+	deadline := job.Status.StartTime.Add(time.Duration(*seconds) * time.Second)
 	if s.now.Before(deadline) {
 		s.Requeue.After(deadline.Sub(s.now))
 		return false
 	}
-	fail(job, rayv1.PreRunningDeadlineExceeded, fmt.Sprintf("The RayJob has passed the preRunningDeadlineSeconds. StartTime: %v. PreRunningDeadlineSeconds: %d", job.Status.StartTime, *d))
+	fail(job, reason, fmt.Sprintf("The RayJob has passed the %s. StartTime: %v. %s: %d", field, job.Status.StartTime, label, *seconds))
 	return true
 }
 

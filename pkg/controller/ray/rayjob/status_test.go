@@ -113,3 +113,32 @@ func TestDeletionRulesRunTheMostDestructiveDueRule(t *testing.T) {
 		}
 	}
 }
+
+// The deadlines fail the RayJob with KubeRay's reasons once passed, and
+// ask to be back when they fall due.
+func TestDeadlines(t *testing.T) {
+	start := metav1.NewTime(time.Unix(1000, 0))
+	for _, tt := range []struct {
+		name   string
+		spec   rayv1.RayJobSpec
+		after  time.Duration
+		check  func(*scope) bool
+		want   rayv1.JobFailedReason
+		failed bool
+	}{
+		{"active before", rayv1.RayJobSpec{ActiveDeadlineSeconds: ptr.To[int32](60)}, 30 * time.Second, (&Reconciler{}).activeDeadlineExceeded, "", false},
+		{"active passed", rayv1.RayJobSpec{ActiveDeadlineSeconds: ptr.To[int32](60)}, 61 * time.Second, (&Reconciler{}).activeDeadlineExceeded, rayv1.DeadlineExceeded, true},
+		{"pre-running passed", rayv1.RayJobSpec{PreRunningDeadlineSeconds: ptr.To[int32](10)}, 10 * time.Second, preRunningDeadlineExceeded, rayv1.PreRunningDeadlineExceeded, true},
+		{"none set", rayv1.RayJobSpec{}, time.Hour, preRunningDeadlineExceeded, "", false},
+	} {
+		job := &rayv1.RayJob{Spec: tt.spec, Status: rayv1.RayJobStatus{StartTime: &start, JobDeploymentStatus: rayv1.JobDeploymentStatusInitializing}}
+		s := &scope{now: start.Add(tt.after)}
+		s.Object = job
+		if got := tt.check(s); got != tt.failed || job.Status.Reason != tt.want {
+			t.Errorf("%s: failed %v reason %q, want %v %q", tt.name, got, job.Status.Reason, tt.failed, tt.want)
+		}
+		if d, ok := s.Requeue.Duration(); !tt.failed && tt.spec.ActiveDeadlineSeconds != nil && (!ok || d != 30*time.Second) {
+			t.Errorf("%s: requeue %v %v, want in 30s", tt.name, d, ok)
+		}
+	}
+}
