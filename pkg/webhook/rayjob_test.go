@@ -5,38 +5,27 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	crwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/yaml"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
 	"github.com/gantry-dev/gantry/pkg/controller/ray/features"
 	"github.com/gantry-dev/gantry/pkg/controller/ray/validation"
-	"github.com/gantry-dev/gantry/test/testenv"
 	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
 )
 
@@ -272,15 +261,14 @@ func TestRayJobWebhookRegistered(t *testing.T) {
 }
 
 // TestRayJobAdmissionThroughAPIServer serves the RayJob webhook to a real
-// kube-apiserver with Gantry's RayJob CRD and a webhook configuration as
-// the marker describes it (config/webhook/manifests.yaml gains it with
-// `make manifests`, and TestAdmissionThroughAPIServer then covers it too):
-// every KubeRay v1.7.0 sample is created under strict field validation, an
-// invalid RayJob is denied by the webhook with its field, and updates are
-// held to the same rules.
+// kube-apiserver with Gantry's CRDs and config/webhook/manifests.yaml
+// (the vrayjob.ray.io entry the marker generates): every KubeRay v1.7.0
+// sample is created under strict field validation, an invalid RayJob is
+// denied by the webhook with its field, and updates are held to the same
+// rules.
 func TestRayJobAdmissionThroughAPIServer(t *testing.T) {
 	ctx := context.Background()
-	c := startRayJobAdmissionEnv(t)
+	c := startAdmissionEnv(t)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "rayjobs"}}
 	if err := c.Create(ctx, ns); err != nil {
 		t.Fatal(err)
@@ -364,92 +352,4 @@ func TestRayJobAdmissionThroughAPIServer(t *testing.T) {
 			t.Errorf("suspending: %v", err)
 		}
 	})
-}
-
-// startRayJobAdmissionEnv starts kube-apiserver with Gantry's CRDs and a
-// validating webhook for RayJobs served by a manager set up with Setup.
-func startRayJobAdmissionEnv(t *testing.T) client.Client {
-	t.Helper()
-	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-	assets, err := testenv.AssetsDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	scheme := apiruntime.NewScheme()
-	for _, add := range []func(*apiruntime.Scheme) error{clientgoscheme.AddToScheme, rayv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
-	failurePolicy := admissionregistrationv1.Fail
-	sideEffects := admissionregistrationv1.SideEffectClassNone
-	env := &envtest.Environment{
-		BinaryAssetsDirectory: assets,
-		CRDDirectoryPaths:     []string{filepath.Join(testenv.RepoRoot(), "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-		Scheme:                scheme,
-		WebhookInstallOptions: envtest.WebhookInstallOptions{
-			ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{{
-				ObjectMeta: metav1.ObjectMeta{Name: "rayjob-validation"},
-				Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-					Name:                    "vrayjob.ray.io",
-					AdmissionReviewVersions: []string{"v1"},
-					ClientConfig: admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
-						Name: "webhook-service", Namespace: "system", Path: ptr.To(rayJobPath),
-					}},
-					FailurePolicy: &failurePolicy,
-					SideEffects:   &sideEffects,
-					Rules: []admissionregistrationv1.RuleWithOperations{{
-						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-						Rule: admissionregistrationv1.Rule{
-							APIGroups: []string{"ray.io"}, APIVersions: []string{"v1"}, Resources: []string{"rayjobs"},
-						},
-					}},
-				}},
-			}},
-		},
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting kube-apiserver and etcd from %s: %v", assets, err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Logf("stopping the control plane: %v", err)
-		}
-	})
-	wh := env.WebhookInstallOptions
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  scheme,
-		Metrics: metricsserver.Options{BindAddress: "0"},
-		WebhookServer: crwebhook.NewServer(crwebhook.Options{
-			Host: wh.LocalServingHost, Port: wh.LocalServingPort, CertDir: wh.LocalServingCertDir,
-		}),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := Setup(mgr, []string{WorkloadRayCluster}, Options{Features: rayGates(t, nil)}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	started := mgr.GetWebhookServer().StartedChecker()
-	for deadline := time.Now().Add(time.Minute); started(&http.Request{}) != nil; time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the webhook server did not start")
-		}
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
 }

@@ -292,7 +292,8 @@ func startAdmissionEnv(t *testing.T) client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Setup(mgr, []string{WorkloadRayCluster, WorkloadTrainJob, WorkloadSlurm}, Options{}); err != nil {
+	// The Ray gates at their defaults, as the manager parses them.
+	if err := Setup(mgr, []string{WorkloadRayCluster, WorkloadTrainJob, WorkloadSlurm}, Options{Features: rayGates(t, nil)}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -49,7 +49,7 @@ func autoscalerContainer(cluster *rayv1.RayCluster, rayImage string, opts *Build
 		},
 	}
 	if AuthEnabled(&cluster.Spec) {
-		setTokenAuthEnv(&c, cluster)
+		SetTokenAuthEnv(&c, cluster)
 	}
 	o := cluster.Spec.AutoscalerOptions
 	if o == nil {

@@ -251,8 +251,10 @@ func AuthSecretName(cluster *rayv1.RayCluster) string {
 	return CheckName(cluster.Name)
 }
 
-// setTokenAuthEnv configures one container for Ray token authentication.
-func setTokenAuthEnv(c *corev1.Container, cluster *rayv1.RayCluster) {
+// SetTokenAuthEnv configures one container for Ray token authentication:
+// the mounted ServiceAccount token under Kubernetes token authentication,
+// else the cluster's shared token Secret. What the user set is kept.
+func SetTokenAuthEnv(c *corev1.Container, cluster *rayv1.RayCluster) {
 	c.Env = addEnvIfMissing(c.Env, corev1.EnvVar{Name: EnvRayAuthMode, Value: string(rayv1.AuthModeToken)})
 	if k8sTokenAuthEnabled(&cluster.Spec) {
 		c.Env = addEnvIfMissing(c.Env, corev1.EnvVar{Name: EnvRayEnableK8sTokenAuth, Value: "true"})
@@ -278,18 +280,28 @@ func configureTokenAuth(cluster *rayv1.RayCluster, spec *corev1.PodSpec) {
 	if !AuthEnabled(&cluster.Spec) {
 		return
 	}
-	setTokenAuthEnv(&spec.Containers[0], cluster)
+	SetTokenAuthEnv(&spec.Containers[0], cluster)
 	for i := range spec.InitContainers {
 		if spec.InitContainers[i].Name == WaitGCSReadyContainerName {
-			setTokenAuthEnv(&spec.InitContainers[i], cluster)
+			SetTokenAuthEnv(&spec.InitContainers[i], cluster)
 		}
 	}
-	if k8sTokenAuthEnabled(&cluster.Spec) && !hasVolume(spec.Volumes, rayTokenVolumeName) {
-		spec.Volumes = append(spec.Volumes, corev1.Volume{
-			Name: rayTokenVolumeName,
-			VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-				Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}},
-			}},
-		})
+	if k8sTokenAuthEnabled(&cluster.Spec) {
+		AddTokenVolume(spec)
 	}
+}
+
+// AddTokenVolume adds the projected ServiceAccount token volume that
+// Kubernetes token authentication mounts, unless the Pod has a volume of
+// that name.
+func AddTokenVolume(spec *corev1.PodSpec) {
+	if hasVolume(spec.Volumes, rayTokenVolumeName) {
+		return
+	}
+	spec.Volumes = append(spec.Volumes, corev1.Volume{
+		Name: rayTokenVolumeName,
+		VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}},
+		}},
+	})
 }

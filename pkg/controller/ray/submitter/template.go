@@ -16,13 +16,6 @@ import (
 // the Pod's log follows the job.
 const envPythonUnbuffered = "PYTHONUNBUFFERED"
 
-// The projected ServiceAccount token that Kubernetes token authentication
-// reads, as the Ray containers of the cluster mount it.
-const (
-	tokenVolumeName = "ray-token"
-	tokenMountPath  = "/var/run/secrets/ray.io/serviceaccount"
-)
-
 // Template is the Pod template of the K8sJobMode submitter Job: the user's
 // spec.submitterPodTemplate, or one container running the head's image with
 // a small fixed request and restartPolicy Never. Its first container runs
@@ -54,7 +47,7 @@ func Template(job *rayv1.RayJob, cluster *rayv1.RayCluster, opts Options) (corev
 	}
 	// KubeRay keys the volume on enableK8sTokenAuth alone, whatever the mode.
 	if k8sTokenAuth(cluster) {
-		addTokenVolume(&tmpl.Spec)
+		podspec.AddTokenVolume(&tmpl.Spec)
 	}
 	tmpl.Labels = originLabels(tmpl.Labels, job.Name)
 	return tmpl, nil
@@ -125,7 +118,7 @@ func (o Options) configure(c *corev1.Container, job *rayv1.RayJob, cluster *rayv
 		corev1.EnvVar{Name: rayv1.RayJobSubmissionIDEnv, Value: job.Status.JobId},
 	)
 	if podspec.AuthEnabled(&cluster.Spec) {
-		setTokenAuthEnv(c, cluster)
+		podspec.SetTokenAuthEnv(c, cluster)
 	}
 	return nil
 }
@@ -142,46 +135,6 @@ func (o Options) shell() []string {
 func k8sTokenAuth(cluster *rayv1.RayCluster) bool {
 	a := cluster.Spec.AuthOptions
 	return a != nil && a.EnableK8sTokenAuth != nil && *a.EnableK8sTokenAuth
-}
-
-// setTokenAuthEnv lets c authenticate to a token-auth cluster the way the
-// cluster's own Ray containers do: with the mounted ServiceAccount token
-// under Kubernetes token authentication, else with the cluster's shared
-// token Secret. Variables and the mount the user set are kept.
-func setTokenAuthEnv(c *corev1.Container, cluster *rayv1.RayCluster) {
-	addEnv(c, corev1.EnvVar{Name: podspec.EnvRayAuthMode, Value: string(rayv1.AuthModeToken)})
-	if !k8sTokenAuth(cluster) {
-		addEnv(c, corev1.EnvVar{Name: podspec.EnvRayAuthToken, ValueFrom: &corev1.EnvVarSource{
-			SecretKeyRef: &corev1.SecretKeySelector{
-				LocalObjectReference: corev1.LocalObjectReference{Name: podspec.AuthSecretName(cluster)},
-				Key:                  podspec.AuthTokenSecretKey,
-			},
-		}})
-		return
-	}
-	addEnv(c, corev1.EnvVar{Name: podspec.EnvRayEnableK8sTokenAuth, Value: "true"})
-	for _, m := range c.VolumeMounts {
-		if m.Name == tokenVolumeName {
-			return
-		}
-	}
-	c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: tokenVolumeName, MountPath: tokenMountPath, ReadOnly: true})
-}
-
-// addTokenVolume adds the projected ServiceAccount token volume unless the
-// Pod has a volume of that name.
-func addTokenVolume(spec *corev1.PodSpec) {
-	for _, v := range spec.Volumes {
-		if v.Name == tokenVolumeName {
-			return
-		}
-	}
-	spec.Volumes = append(spec.Volumes, corev1.Volume{
-		Name: tokenVolumeName,
-		VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}},
-		}},
-	})
 }
 
 func addEnv(c *corev1.Container, v corev1.EnvVar) {
