@@ -215,8 +215,16 @@ type node struct {
 // waits for its GCS, for at most envGCSWaitTimeout or until ctx ends.
 func startNode(ctx context.Context, o startOptions, log *logger) (*node, error) {
 	n := &node{opts: o, log: log, addrs: map[string]string{}, fatal: make(chan error, 1), done: make(chan struct{})}
+	var joined string
 	if !o.head {
 		if err := waitForGCS(ctx, o.address, durationEnv(envGCSWaitTimeout, defaultGCSWaitTimeout), log); err != nil {
+			return nil, err
+		}
+		// The cluster this worker joins: the GCS's id now, read before
+		// the worker serves anything, so that a worker seen serving has
+		// joined (a raylet registers with the GCS before it serves).
+		var err error
+		if joined, err = gcsClusterID(o.address, healthCheckBudget); err != nil {
 			return nil, err
 		}
 	}
@@ -225,12 +233,6 @@ func startNode(ctx context.Context, o startOptions, log *logger) (*node, error) 
 		return nil, err
 	}
 	if !o.head {
-		// The cluster this worker joins: the GCS's id now.
-		joined, err := gcsClusterID(o.address, healthCheckBudget)
-		if err != nil {
-			n.Close()
-			return nil, err
-		}
 		go n.watchGCS(o.address, joined, secondsEnv(envGCSReconnectTimeout, defaultGCSReconnectTimeout))
 	}
 	return n, nil
