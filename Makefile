@@ -224,7 +224,10 @@ manifests: ## Generate CRDs, RBAC and webhook configuration into config/ and the
 	# Helm release would pass the API server's 1 MiB Secret limit.
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true,allowDangerousTypes=true paths="./api/slinky/..." paths="./api/trainer/..." paths="./api/ray/..." \
 		output:crd:artifacts:config=config/crd/bases
-	$(GO) run ./hack/crddesc -depth 5 config/crd/bases/trainer.kubeflow.org_*.yaml config/crd/bases/ray.io_*.yaml
+	$(GO) run ./hack/crddesc -depth 5 config/crd/bases/trainer.kubeflow.org_*.yaml
+	# ray.io/v1alpha1 is served (deprecated, not stored) as in KubeRay's CRDs,
+	# so a KubeRay CRD whose storedVersions list it can be replaced.
+	$(GO) run ./hack/crddesc -depth 5 -serve-deprecated v1alpha1 config/crd/bases/ray.io_*.yaml
 	hack/sync-chart.sh
 
 .PHONY: verify

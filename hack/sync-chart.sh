@@ -93,8 +93,13 @@ for f in "$crd_dir"/*.yaml; do
       inmeta && /^  labels:/ { print FILENAME ": unexpected metadata.labels" > "/dev/stderr"; exit 1 }
       inmeta && /^  annotations:$/ { print; print "    {{- include \"gantry.crds.annotations\" . | nindent 4 }}"; ann = 1; next }
       inmeta && /^  name: / { print "  labels:"; print "    {{- include \"gantry.labels\" . | nindent 4 }}" }
+      /^spec:$/ { exit }
       { print esc($0) }
     ' "$f"
+    # The spec as one line of JSON (hack/crddesc: the Helm release size),
+    # written with no "{{" or "}}" for Helm to take as an action.
+    printf 'spec: '
+    go run ./hack/crddesc -spec-json "$f"
     echo '{{- end }}'
   } > "$tpl/crds/$base"
 done
@@ -210,7 +215,10 @@ if [ -f "$webhooks" ]; then
         if (k == "clientConfig") {
           line = "  clientConfig:\n    {{- include \"gantry.webhook.clientConfig\" (list . \"" path "\") | nindent 4 }}"
         } else if (k == "failurePolicy") {
-          line = "  failurePolicy: {{ .Values.webhook.failurePolicy }}"
+          # A webhook generated with Ignore fails open on purpose (the Ray
+          # kinds'' updates, pkg/webhook/doc.go): webhook.updateFailurePolicy.
+          if (body[k] ~ /Ignore$/) line = "  failurePolicy: {{ .Values.webhook.updateFailurePolicy }}"
+          else line = "  failurePolicy: {{ .Values.webhook.failurePolicy }}"
         } else if (k == "timeoutSeconds" || k == "namespaceSelector") {
           continue
         } else line = body[k]

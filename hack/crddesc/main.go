@@ -4,12 +4,31 @@
 // in every runtime) are dropped, which keeps the chart's Helm release under
 // the API server's 1 MiB Secret limit.
 //
-// Usage: go run ./hack/crddesc -depth N FILE...   (rewrites each file)
+// With -serve-deprecated VERSION it also adds VERSION to each CRD as a
+// served, deprecated, non-storage version with the storage version's schema
+// (without descriptions), subresources and columns. KubeRay's CRDs still
+// serve ray.io/v1alpha1 that way, and the API server refuses a CRD update
+// that drops a version listed in status.storedVersions: without it, a
+// long-lived KubeRay CRD could not be replaced by Gantry's. Objects read or
+// written as VERSION are stored as the storage version (conversion None).
+//
+// With -spec-json FILE it rewrites nothing and prints FILE's spec as one
+// line of compact JSON: hack/sync-chart.sh writes the chart's CRDs that way.
+// Helm stores every template base64-encoded in the release Secret, where
+// the YAML's deep indentation compresses badly; JSON (valid YAML) keeps the
+// release well under the API server's 1 MiB Secret limit.
+//
+// Usage: go run ./hack/crddesc -depth N [-serve-deprecated V] FILE...   (rewrites each file)
+//
+//	go run ./hack/crddesc -spec-json FILE
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 
 	"sigs.k8s.io/yaml"
@@ -17,16 +36,25 @@ import (
 
 func main() {
 	depth := flag.Int("depth", 4, "keep descriptions of fields at most this deep (spec is 1, spec.x is 2, ...)")
+	deprecated := flag.String("serve-deprecated", "", "also serve this version, deprecated, with the storage version's schema")
+	specJSON := flag.String("spec-json", "", "print this CRD's spec as compact JSON and exit")
 	flag.Parse()
+	if *specJSON != "" {
+		if err := printSpecJSON(os.Stdout, *specJSON); err != nil {
+			fmt.Fprintf(os.Stderr, "crddesc: %s: %v\n", *specJSON, err)
+			os.Exit(1)
+		}
+		return
+	}
 	for _, path := range flag.Args() {
-		if err := rewrite(path, *depth); err != nil {
+		if err := rewrite(path, *depth, *deprecated); err != nil {
 			fmt.Fprintf(os.Stderr, "crddesc: %s: %v\n", path, err)
 			os.Exit(1)
 		}
 	}
 }
 
-func rewrite(path string, depth int) error {
+func rewrite(path string, depth int, deprecated string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -46,11 +74,108 @@ func rewrite(path string, depth int) error {
 			prune(root, 0, depth)
 		}
 	}
+	if deprecated != "" {
+		v, err := deprecatedVersion(crd, versions, deprecated)
+		if err != nil {
+			return err
+		}
+		spec["versions"] = append(versions, v)
+	}
 	out, err := yaml.Marshal(crd)
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(path, append([]byte("---\n"), out...), 0o644)
+}
+
+func printSpecJSON(w io.Writer, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var crd map[string]any
+	if err := yaml.Unmarshal(data, &crd); err != nil {
+		return err
+	}
+	spec, ok := crd["spec"].(map[string]any)
+	if !ok {
+		return fmt.Errorf("not a CRD: no spec")
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(spec); err != nil {
+		return err
+	}
+	_, err = w.Write(templateSafe(buf.Bytes()))
+	return err
+}
+
+// templateSafe rewrites JSON so that it holds no "{{" or "}}", which Helm
+// would read as template actions: between tokens a space separates two
+// braces, and inside strings a brace is written as its \u escape. The JSON
+// means the same.
+func templateSafe(in []byte) []byte {
+	out := make([]byte, 0, len(in)+len(in)/50)
+	inString, escaped := false, false
+	for _, c := range in {
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case inString && c == '"':
+			inString = false
+		case inString && (c == '{' || c == '}'):
+			out = fmt.Appendf(out, "\\u%04x", c)
+			continue
+		case c == '"':
+			inString = true
+		case (c == '{' || c == '}') && len(out) > 0 && out[len(out)-1] == c:
+			out = append(out, ' ')
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// deprecatedVersion is the storage version copied under name, served and
+// deprecated, its schema without descriptions.
+func deprecatedVersion(crd map[string]any, versions []any, name string) (map[string]any, error) {
+	var storage map[string]any
+	for _, v := range versions {
+		m := v.(map[string]any)
+		if m["name"] == name {
+			return nil, fmt.Errorf("version %s is already generated", name)
+		}
+		if m["storage"] == true {
+			storage = m
+		}
+	}
+	if storage == nil {
+		return nil, fmt.Errorf("no storage version")
+	}
+	// A deep copy through JSON; the storage version keeps its descriptions.
+	data, err := yaml.Marshal(storage)
+	if err != nil {
+		return nil, err
+	}
+	var v map[string]any
+	if err := yaml.Unmarshal(data, &v); err != nil {
+		return nil, err
+	}
+	if root, ok := v["schema"].(map[string]any)["openAPIV3Schema"].(map[string]any); ok {
+		prune(root, 0, -1)
+	}
+	names, _ := crd["spec"].(map[string]any)["names"].(map[string]any)
+	group, _ := crd["spec"].(map[string]any)["group"].(string)
+	kind, _ := names["kind"].(string)
+	v["name"] = name
+	v["served"] = true
+	v["storage"] = false
+	v["deprecated"] = true
+	v["deprecationWarning"] = fmt.Sprintf("%s/%s %s is deprecated; use %s/%s %s.", group, name, kind, group, storage["name"], kind)
+	return v, nil
 }
 
 // prune drops the descriptions of properties deeper than max; d is the depth

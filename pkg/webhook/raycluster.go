@@ -11,7 +11,10 @@ import (
 	"github.com/gantry-dev/gantry/pkg/controller/ray/validation"
 )
 
-// +kubebuilder:webhook:path=/validate-ray-io-v1-raycluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=ray.io,resources=rayclusters,verbs=create;update,versions=v1,name=vraycluster.ray.io,admissionReviewVersions=v1
+// Two configurations call this one handler: creation fails closed, updates
+// fail open (see "Ray updates fail open" in the package doc).
+// +kubebuilder:webhook:path=/validate-ray-io-v1-raycluster,mutating=false,failurePolicy=fail,sideEffects=None,groups=ray.io,resources=rayclusters,verbs=create,versions=v1,name=vraycluster.ray.io,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-ray-io-v1-raycluster,mutating=false,failurePolicy=ignore,sideEffects=None,groups=ray.io,resources=rayclusters,verbs=update,versions=v1,name=vraycluster-update.ray.io,admissionReviewVersions=v1
 
 // RayClusterValidator admits RayClusters the RayCluster reconciler accepts:
 // it runs the reconciler's metadata, spec and upgrade-option checks with the

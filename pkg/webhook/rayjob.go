@@ -11,13 +11,13 @@ import (
 	"github.com/gantry-dev/gantry/pkg/controller/ray/validation"
 )
 
-// failurePolicy=fail, as on the RayCluster webhook and KubeRay's own: the
-// webhook refuses what the reconciler would fail as
-// ValidationFailed, so with Ignore a RayJob created while the webhook is
-// unreachable would be admitted and fail later, where the user no longer
-// looks. An unreachable webhook blocks RayJob writes (Kueue's suspend
-// toggles included) until it is back, as it does RayCluster writes.
-// +kubebuilder:webhook:path=/validate-ray-io-v1-rayjob,mutating=false,failurePolicy=fail,sideEffects=None,groups=ray.io,resources=rayjobs,verbs=create;update,versions=v1,name=vrayjob.ray.io,admissionReviewVersions=v1
+// As for RayClusters ("Ray updates fail open" in the package doc), creation
+// fails closed and updates fail open: a RayJob created while the webhook is
+// unreachable is refused rather than admitted to fail later as
+// ValidationFailed, where the user no longer looks; Kueue's suspend toggles
+// on an admitted RayJob never wait for Gantry.
+// +kubebuilder:webhook:path=/validate-ray-io-v1-rayjob,mutating=false,failurePolicy=fail,sideEffects=None,groups=ray.io,resources=rayjobs,verbs=create,versions=v1,name=vrayjob.ray.io,admissionReviewVersions=v1
+// +kubebuilder:webhook:path=/validate-ray-io-v1-rayjob,mutating=false,failurePolicy=ignore,sideEffects=None,groups=ray.io,resources=rayjobs,verbs=update,versions=v1,name=vrayjob-update.ray.io,admissionReviewVersions=v1
 
 // RayJobValidator admits RayJobs the RayJob reconciler accepts: it runs the
 // reconciler's metadata and spec checks (the embedded rayClusterSpec with

@@ -262,13 +262,15 @@ func TestRayJobWebhookRegistered(t *testing.T) {
 
 // TestRayJobAdmissionThroughAPIServer serves the RayJob webhook to a real
 // kube-apiserver with Gantry's CRDs and config/webhook/manifests.yaml
-// (the vrayjob.ray.io entry the marker generates): every KubeRay v1.7.0
-// sample is created under strict field validation, an invalid RayJob is
-// denied by the webhook with its field, and updates are held to the same
-// rules.
+// (the vrayjob.ray.io and vrayjob-update.ray.io entries the markers
+// generate): every KubeRay v1.7.0 sample is created under strict field
+// validation, an invalid RayJob is denied by the webhook with its field, and
+// updates are held to the same rules. Last, with the manager stopped, Ray
+// creations are refused and Ray updates admitted (package doc: "Ray updates
+// fail open").
 func TestRayJobAdmissionThroughAPIServer(t *testing.T) {
 	ctx := context.Background()
-	c := startAdmissionEnv(t)
+	c, stopManager := startAdmissionEnv(t)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "rayjobs"}}
 	if err := c.Create(ctx, ns); err != nil {
 		t.Fatal(err)
@@ -338,7 +340,7 @@ func TestRayJobAdmissionThroughAPIServer(t *testing.T) {
 		expectUpdateDenied(t, c, key, &rayv1.RayJob{}, func(j *rayv1.RayJob) {
 			j.Spec.TTLSecondsAfterFinished = 60
 			j.Spec.ShutdownAfterJobFinishes = false
-		}, `admission webhook "vrayjob.ray.io" denied the request`, "spec.ttlSecondsAfterFinished: Forbidden")
+		}, `admission webhook "vrayjob-update.ray.io" denied the request`, "spec.ttlSecondsAfterFinished: Forbidden")
 		// The CRD's own rule refuses this before the webhook sees it.
 		expectUpdateDenied(t, c, key, &rayv1.RayJob{}, func(j *rayv1.RayJob) {
 			j.Spec.ManagedBy = ptr.To(rayv1.KubeRayController)
@@ -350,6 +352,66 @@ func TestRayJobAdmissionThroughAPIServer(t *testing.T) {
 		got.Spec.Suspend = true
 		if err := c.Update(ctx, got); err != nil {
 			t.Errorf("suspending: %v", err)
+		}
+	})
+
+	t.Run("while the manager is down, Ray updates are admitted and creations refused", func(t *testing.T) {
+		rc := raytesting.MakeRayCluster("autoscaled", ns.Name).WorkerGroup("small", 1).Obj()
+		rc.UID = ""
+		job := raytesting.BaseRayJob()
+		job.Name, job.Namespace = "queued", ns.Name
+		for _, obj := range []client.Object{rc, job} {
+			if err := c.Create(ctx, obj); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A group name used twice, which the webhook refuses while it is up.
+		duplicateGroup := func(rc *rayv1.RayCluster) {
+			rc.Spec.WorkerGroupSpecs = append(rc.Spec.WorkerGroupSpecs, *rc.Spec.WorkerGroupSpecs[0].DeepCopy())
+		}
+		expectUpdateDenied(t, c, client.ObjectKeyFromObject(rc), &rayv1.RayCluster{}, duplicateGroup,
+			`admission webhook "vraycluster-update.ray.io" denied the request`)
+
+		stopManager()
+
+		// The Ray autoscaler's patch: replicas and workersToDelete.
+		patch := client.MergeFrom(rc.DeepCopy())
+		rc.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](3)
+		rc.Spec.WorkerGroupSpecs[0].ScaleStrategy.WorkersToDelete = []string{"autoscaled-small-worker-x"}
+		if err := c.Patch(ctx, rc, patch); err != nil {
+			t.Errorf("the autoscaler's patch while the manager is down: %v", err)
+		}
+		// Kueue's suspend toggle.
+		patch = client.MergeFrom(job.DeepCopy())
+		job.Spec.Suspend = true
+		if err := c.Patch(ctx, job, patch); err != nil {
+			t.Errorf("Kueue's suspend while the manager is down: %v", err)
+		}
+		// Unvalidated: the reconciler meets it as KubeRay's does without a
+		// webhook (pkg/controller/ray/raycluster TestInvalidSpecOnARunningClusterLeavesItsStatusAndPods).
+		got := &rayv1.RayCluster{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(rc), got); err != nil {
+			t.Fatal(err)
+		}
+		duplicateGroup(got)
+		if err := c.Update(ctx, got); err != nil {
+			t.Errorf("an update while the manager is down: %v", err)
+		}
+
+		for _, tc := range []struct {
+			obj  client.Object
+			hook string
+		}{
+			{raytesting.MakeRayCluster("new-cluster", ns.Name).Obj(), "vraycluster.ray.io"},
+			{raytesting.BaseRayJob(), "vrayjob.ray.io"},
+		} {
+			tc.obj.SetUID("")
+			tc.obj.SetName("created-while-down")
+			tc.obj.SetNamespace(ns.Name)
+			err := c.Create(ctx, tc.obj)
+			if err == nil || !strings.Contains(err.Error(), `failed calling webhook "`+tc.hook+`"`) {
+				t.Errorf("%T created while the manager is down: got %v, want a failure calling %s", tc.obj, err, tc.hook)
+			}
 		}
 	})
 }

@@ -2,12 +2,14 @@ package webhook
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,6 +33,7 @@ import (
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 	"github.com/gantry-dev/gantry/test/testenv"
+	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
 )
 
 // TestAdmissionThroughAPIServer installs config/webhook/manifests.yaml into
@@ -40,7 +43,7 @@ import (
 // kept, runtime patches stamped.
 func TestAdmissionThroughAPIServer(t *testing.T) {
 	ctx := context.Background()
-	c := startAdmissionEnv(t)
+	c, _ := startAdmissionEnv(t)
 
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "admission"}}
 	if err := c.Create(ctx, ns); err != nil {
@@ -68,6 +71,41 @@ func TestAdmissionThroughAPIServer(t *testing.T) {
 				t.Errorf("%s %s: %v", obj.GetKind(), obj.GetName(), err)
 			}
 		}
+	})
+
+	t.Run("KubeRay v1.7.0's RayCluster samples are admitted unchanged, but for the features Gantry lacks", func(t *testing.T) {
+		// The four that KubeRay v1.7.0 itself refuses unless an alpha gate
+		// is on (off by default); Gantry implements none of them and
+		// refuses them at admission, naming the field.
+		refused := map[string]string{
+			"raycluster-deny-all":        "spec.networkPolicy: Forbidden: spec.networkPolicy requires the RayClusterNetworkPolicy feature gate",
+			"raycluster-historyserver":   "spec.historyServerOptions: Forbidden: RayClusterHistoryServer feature gate is not enabled",
+			"raycluster-mtls":            "spec.tlsOptions: Forbidden: spec.tlsOptions requires the RayClusterMTLS feature gate",
+			"raycluster-embedded-gcs-ft": "spec.gcsFaultToleranceOptions.backend: Forbidden: the embedded RocksDB GCS fault tolerance backend",
+		}
+		admitted := 0
+		for i, doc := range raytesting.SampleClusters(t) {
+			obj := &unstructured.Unstructured{}
+			if err := obj.UnmarshalJSON(doc); err != nil {
+				t.Fatal(err)
+			}
+			sampleNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("kuberay-%d", i)}}
+			if err := c.Create(ctx, sampleNS); err != nil {
+				t.Fatal(err)
+			}
+			obj.SetNamespace(sampleNS.Name)
+			err := c.Create(ctx, obj, client.FieldValidation("Strict"))
+			want, refuse := refused[obj.GetName()]
+			switch {
+			case refuse && (err == nil || !strings.Contains(err.Error(), `admission webhook "vraycluster.ray.io" denied the request`) || !strings.Contains(err.Error(), want)):
+				t.Errorf("%s: got %v, want the webhook to refuse it with %q", obj.GetName(), err, want)
+			case !refuse && err != nil:
+				t.Errorf("%s: %v", obj.GetName(), err)
+			case !refuse:
+				admitted++
+			}
+		}
+		t.Logf("%d of KubeRay v1.7.0's RayCluster samples admitted, %d refused", admitted, len(refused))
 	})
 
 	t.Run("Slinky's own chart and Token example are admitted unchanged, nothing pruned", func(t *testing.T) {
@@ -243,8 +281,10 @@ spec:
 }
 
 // startAdmissionEnv starts kube-apiserver with the CRDs and the webhook
-// configurations, and a manager serving every webhook; it returns a client.
-func startAdmissionEnv(t *testing.T) client.Client {
+// configurations, and a manager serving every webhook; it returns a client
+// and a function that stops the manager (and with it the webhook server)
+// while the API server runs on.
+func startAdmissionEnv(t *testing.T) (client.Client, func()) {
 	t.Helper()
 	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 	assets, err := testenv.AssetsDir()
@@ -304,7 +344,8 @@ func startAdmissionEnv(t *testing.T) client.Client {
 			t.Errorf("manager: %v", err)
 		}
 	}()
-	t.Cleanup(func() { cancel(); <-done })
+	stop := sync.OnceFunc(func() { cancel(); <-done })
+	t.Cleanup(stop)
 
 	started := mgr.GetWebhookServer().StartedChecker()
 	deadline := time.Now().Add(time.Minute)
@@ -318,7 +359,7 @@ func startAdmissionEnv(t *testing.T) client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return c, stop
 }
 
 // manifestsIn reads every object under dir (one per file, kustomization

@@ -2,6 +2,7 @@ package v1_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -22,6 +24,7 @@ import (
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
 	"github.com/gantry-dev/gantry/test/testenv"
+	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
 )
 
 // One control plane for the whole file: starting kube-apiserver dominates
@@ -38,6 +41,9 @@ func TestRayClusterCRD(t *testing.T) {
 	t.Run("managedBy is immutable", func(t *testing.T) { testManagedByImmutable(t, c) })
 	t.Run("rayStartParams may be null", func(t *testing.T) { testRayStartParamsNull(t, c) })
 	t.Run("status is a subresource", func(t *testing.T) { testStatusSubresource(t, c) })
+	t.Run("KubeRay v1.7.0's samples are stored as written", func(t *testing.T) { testKubeRaySamples(t, c) })
+	t.Run("v1alpha1 is served and stored as v1", func(t *testing.T) { testV1alpha1Served(t, c) })
+	t.Run("a CRD that stored v1alpha1 can be replaced", func(t *testing.T) { testStoredVersionsTakeover(t, c) })
 	t.Run("kubectl explain raycluster.spec describes the fields", func(t *testing.T) {
 		// What `kubectl explain` shows; the CRD was generated without
 		// descriptions before (KubeRay's has them).
@@ -63,8 +69,22 @@ func testCRDShape(t *testing.T, c client.Client) {
 	if got := strings.Join(crd.Spec.Names.Categories, ","); got != "all" {
 		t.Errorf("categories = %q, want all (kubectl get all lists RayClusters)", got)
 	}
-	if len(crd.Spec.Versions) != 1 || crd.Spec.Versions[0].Name != "v1" {
-		t.Fatalf("versions = %+v, want only v1", crd.Spec.Versions)
+	// v1 stored; v1alpha1 served, deprecated, not stored, as in KubeRay
+	// v1.7.0's CRD (hack/crddesc -serve-deprecated).
+	if len(crd.Spec.Versions) != 2 || crd.Spec.Versions[0].Name != "v1" || crd.Spec.Versions[1].Name != "v1alpha1" {
+		var names []string
+		for _, v := range crd.Spec.Versions {
+			names = append(names, v.Name)
+		}
+		t.Fatalf("versions = %v, want [v1 v1alpha1]", names)
+	}
+	if v := crd.Spec.Versions[0]; !v.Served || !v.Storage || v.Deprecated {
+		t.Errorf("v1: served %v storage %v deprecated %v, want served and stored", v.Served, v.Storage, v.Deprecated)
+	}
+	if a := crd.Spec.Versions[1]; !a.Served || a.Storage || !a.Deprecated ||
+		ptr.Deref(a.DeprecationWarning, "") != "ray.io/v1alpha1 RayCluster is deprecated; use ray.io/v1 RayCluster." {
+		t.Errorf("v1alpha1: served %v storage %v deprecated %v warning %q, want served, deprecated, not stored, with KubeRay's warning",
+			a.Served, a.Storage, a.Deprecated, ptr.Deref(a.DeprecationWarning, ""))
 	}
 	v := crd.Spec.Versions[0]
 	if v.Subresources == nil || v.Subresources.Status == nil {
@@ -188,10 +208,13 @@ func testInvalidSpecs(t *testing.T, c client.Client) {
 			mutate:  setField("password", "spec", "authOptions", "mode"),
 			wantMsg: `spec.authOptions.mode: Unsupported value: "password"`,
 		},
+		// gcsFaultToleranceOptions without redisAddress passes the schema
+		// since KubeRay v1.7 (the rocksdb backend has none); Gantry's
+		// validation refuses it for the redis backend.
 		{
-			name:    "GCS fault tolerance without a Redis address",
-			mutate:  setField(map[string]any{"externalStorageNamespace": "ns"}, "spec", "gcsFaultToleranceOptions"),
-			wantMsg: "spec.gcsFaultToleranceOptions.redisAddress: Required value",
+			name:    "an unknown GCS fault tolerance backend",
+			mutate:  setField(map[string]any{"backend": "etcd"}, "spec", "gcsFaultToleranceOptions"),
+			wantMsg: `spec.gcsFaultToleranceOptions.backend: Unsupported value: "etcd"`,
 		},
 		{
 			name:    "head group without template",
@@ -360,6 +383,124 @@ func testStatusSubresource(t *testing.T, c client.Client) {
 	}
 	if after.Status.State != rayv1.Ready {
 		t.Errorf("main-resource update changed status.state to %q", after.Status.State)
+	}
+}
+
+// testKubeRaySamples creates every RayCluster of KubeRay v1.7.0's samples
+// (test/wrappers/ray/testdata/samples) with strict field validation, so a
+// field the schema lacks fails instead of being pruned, and checks every
+// field written is stored. The CRD alone: what Gantry's webhook and
+// reconciler refuse is pkg/webhook's test.
+func testKubeRaySamples(t *testing.T, c client.Client) {
+	ctx := context.Background()
+	samples := raytesting.SampleClusters(t)
+	for i, doc := range samples {
+		obj := map[string]any{}
+		if err := json.Unmarshal(doc, &obj); err != nil {
+			t.Fatal(err)
+		}
+		sample := &unstructured.Unstructured{Object: obj}
+		// Several samples share a name: a namespace each.
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("kuberay-sample-%d", i)}}
+		if err := c.Create(ctx, ns); err != nil {
+			t.Fatal(err)
+		}
+		sample.SetNamespace(ns.Name)
+		original := sample.DeepCopy()
+		if err := c.Create(ctx, sample, client.FieldValidation(metav1.FieldValidationStrict)); err != nil {
+			t.Errorf("sample %s: %v", original.GetName(), err)
+			continue
+		}
+		stored := &unstructured.Unstructured{}
+		stored.SetGroupVersionKind(rayv1.RayClusterGroupVersionKind)
+		if err := c.Get(ctx, client.ObjectKeyFromObject(sample), stored); err != nil {
+			t.Fatal(err)
+		}
+		if missing := missingLeaves(original.Object["spec"], stored.Object["spec"], ".spec"); len(missing) > 0 {
+			t.Errorf("sample %s: fields not stored as written:\n  %s", original.GetName(), strings.Join(missing, "\n  "))
+		}
+	}
+	t.Logf("%d RayClusters of KubeRay v1.7.0's samples stored", len(samples))
+	if len(samples) < 46 {
+		t.Errorf("%d RayCluster documents in the samples, want KubeRay v1.7.0's 46", len(samples))
+	}
+}
+
+// testV1alpha1Served: a RayCluster written as ray.io/v1alpha1 (clients of
+// KubeRay before 1.0) is admitted, stored as v1 and read back either way.
+func testV1alpha1Served(t *testing.T, c client.Client) {
+	ctx := context.Background()
+	sample := loadSample(t, "ray_v1_raycluster_minimal.yaml")
+	sample.SetAPIVersion("ray.io/v1alpha1")
+	sample.SetName("old-client")
+	sample.SetNamespace("default")
+	original := sample.DeepCopy()
+	if err := c.Create(ctx, sample, client.FieldValidation(metav1.FieldValidationStrict)); err != nil {
+		t.Fatalf("creating as v1alpha1: %v", err)
+	}
+	var rc rayv1.RayCluster
+	if err := c.Get(ctx, client.ObjectKeyFromObject(sample), &rc); err != nil {
+		t.Fatalf("reading as v1: %v", err)
+	}
+	if len(rc.Spec.WorkerGroupSpecs) != 1 || rc.Spec.HeadGroupSpec.Template.Spec.Containers[0].Image == "" {
+		t.Errorf("read as v1: %+v", rc.Spec)
+	}
+	back := &unstructured.Unstructured{}
+	back.SetAPIVersion("ray.io/v1alpha1")
+	back.SetKind("RayCluster")
+	if err := c.Get(ctx, client.ObjectKeyFromObject(sample), back); err != nil {
+		t.Fatalf("reading as v1alpha1: %v", err)
+	}
+	if missing := missingLeaves(original.Object["spec"], back.Object["spec"], ".spec"); len(missing) > 0 {
+		t.Errorf("fields not stored as written:\n  %s", strings.Join(missing, "\n  "))
+	}
+	// The schema is v1's: an unknown field is refused under strict
+	// validation, not stored.
+	bad := original.DeepCopy()
+	bad.SetName("old-client-typo")
+	if err := unstructured.SetNestedField(bad.Object, "x", "spec", "notAField"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, bad, client.FieldValidation(metav1.FieldValidationStrict)); err == nil || !strings.Contains(err.Error(), "notAField") {
+		t.Errorf("an unknown field through v1alpha1: %v, want it refused", err)
+	}
+}
+
+// testStoredVersionsTakeover: a CRD that KubeRay installed long ago lists
+// v1alpha1 in status.storedVersions. The API server refuses an update of
+// the CRD whose versions leave out a stored one; Gantry's keeps v1alpha1,
+// so applying it over such a CRD succeeds.
+func testStoredVersionsTakeover(t *testing.T, c client.Client) {
+	ctx := context.Background()
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := c.Get(ctx, client.ObjectKey{Name: "rayclusters.ray.io"}, &crd); err != nil {
+		t.Fatal(err)
+	}
+	crd.Status.StoredVersions = []string{"v1alpha1", "v1"}
+	if err := c.Status().Update(ctx, &crd); err != nil {
+		t.Fatalf("recording v1alpha1 as stored: %v", err)
+	}
+	// Gantry's CRD as generated, applied over it.
+	raw, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "crd", "bases", "ray.io_rayclusters.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ours apiextensionsv1.CustomResourceDefinition
+	if err := yaml.Unmarshal(raw, &ours); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Name: "rayclusters.ray.io"}, &crd); err != nil {
+		t.Fatal(err)
+	}
+	crd.Spec = ours.Spec
+	if err := c.Update(ctx, &crd); err != nil {
+		t.Errorf("updating a CRD that stored v1alpha1 with Gantry's: %v", err)
+	}
+	// The control: without v1alpha1 the same update is refused.
+	withoutAlpha := crd.DeepCopy()
+	withoutAlpha.Spec.Versions = withoutAlpha.Spec.Versions[:1]
+	if err := c.Update(ctx, withoutAlpha, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "storedVersions") {
+		t.Errorf("dropping v1alpha1 from a CRD that stored it: %v, want it refused for storedVersions", err)
 	}
 }
 

@@ -2,6 +2,8 @@ package v1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -51,6 +53,25 @@ type RayClusterSpec struct {
 	// the cluster survives a head Pod restart.
 	// +optional
 	GcsFaultToleranceOptions *GcsFaultToleranceOptions `json:"gcsFaultToleranceOptions,omitempty"`
+
+	// HistoryServerOptions adds KubeRay's history-server collector sidecar
+	// (KubeRay v1.7, alpha gate RayClusterHistoryServer). Gantry does not
+	// run the collector; admission refuses the field with a message.
+	// +optional
+	HistoryServerOptions *HistoryServerOptions `json:"historyServerOptions,omitempty"`
+
+	// NetworkPolicy asks for NetworkPolicies isolating the cluster's Pods
+	// (KubeRay v1.7, alpha gate RayClusterNetworkPolicy). Gantry does not
+	// create them yet; admission refuses the field with a message.
+	// +optional
+	NetworkPolicy *NetworkPolicyConfig `json:"networkPolicy,omitempty"`
+
+	// TLSOptions asks for mutual TLS between Ray nodes with certificates
+	// from cert-manager (KubeRay v1.7, alpha gate RayClusterMTLS). Gantry
+	// does not provision them yet; admission refuses the field with a
+	// message.
+	// +optional
+	TLSOptions *TLSOptions `json:"tlsOptions,omitempty"`
 
 	// HeadGroupSpec describes the single head Pod.
 	HeadGroupSpec HeadGroupSpec `json:"headGroupSpec"`
@@ -115,6 +136,14 @@ type AuthOptions struct {
 
 // GcsFaultToleranceOptions configures GCS fault tolerance backed by Redis.
 type GcsFaultToleranceOptions struct {
+	// Backend is where the GCS keeps its state: redis (the default, an
+	// external Redis) or rocksdb (an embedded store on a volume of the head
+	// Pod, KubeRay v1.7's alpha gate GCSFaultToleranceEmbeddedStorage,
+	// which Gantry refuses at admission). It cannot change once set.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="gcsFaultToleranceOptions.backend is immutable"
+	// +optional
+	Backend GcsFaultToleranceBackend `json:"backend,omitempty"`
+
 	// RedisUsername is the Redis ACL user, inline or from a Secret.
 	// +optional
 	RedisUsername *RedisCredential `json:"redisUsername,omitempty"`
@@ -128,8 +157,149 @@ type GcsFaultToleranceOptions struct {
 	// +optional
 	ExternalStorageNamespace string `json:"externalStorageNamespace,omitempty"`
 
-	// RedisAddress is host:port of the Redis server.
-	RedisAddress string `json:"redisAddress"`
+	// RedisAddress is host:port of the Redis server. Optional in the schema
+	// since KubeRay v1.7 (the rocksdb backend has none); Gantry's validation
+	// requires it for the redis backend.
+	// +optional
+	RedisAddress string `json:"redisAddress,omitempty"`
+
+	// Storage is the volume of the rocksdb backend; it does not apply to
+	// redis.
+	// +optional
+	Storage *GcsEmbeddedStorage `json:"storage,omitempty"`
+}
+
+// GcsFaultToleranceBackend names where the GCS keeps its fault-tolerant
+// state.
+// +kubebuilder:validation:Enum=redis;rocksdb
+type GcsFaultToleranceBackend string
+
+const (
+	// GcsFTBackendRedis keeps the GCS state in an external Redis.
+	GcsFTBackendRedis GcsFaultToleranceBackend = "redis"
+	// GcsFTBackendRocksDB keeps it in RocksDB on a volume of the head Pod.
+	GcsFTBackendRocksDB GcsFaultToleranceBackend = "rocksdb"
+)
+
+// GcsEmbeddedStorage is the PersistentVolumeClaim of the rocksdb backend:
+// an existing claim (ClaimName) or one the operator creates (Size,
+// StorageClassName, AccessModes).
+type GcsEmbeddedStorage struct {
+	// ClaimName is an existing claim the user owns.
+	// +optional
+	ClaimName string `json:"claimName,omitempty"`
+	// Size of the operator's claim (1Gi by default).
+	// +optional
+	Size *resource.Quantity `json:"size,omitempty"`
+	// StorageClassName of the operator's claim.
+	// +optional
+	StorageClassName *string `json:"storageClassName,omitempty"`
+	// AccessModes of the operator's claim (ReadWriteOnce by default).
+	// +optional
+	AccessModes []corev1.PersistentVolumeAccessMode `json:"accessModes,omitempty"`
+	// SubPath mounts a directory of the volume instead of its root.
+	// +optional
+	SubPath string `json:"subPath,omitempty"`
+	// DeletionPolicy says whether the operator's claim goes with the cluster.
+	// +optional
+	DeletionPolicy *GCSStorageDeletionPolicy `json:"deletionPolicy,omitempty"`
+}
+
+// GCSStorageDeletionPolicy is what happens to the operator's claim when
+// the cluster is deleted.
+// +kubebuilder:validation:Enum=DeleteWithCluster;Retain
+type GCSStorageDeletionPolicy string
+
+const (
+	// DeleteWithClusterGCSStorageDeletionPolicy deletes the claim with the
+	// cluster (the default).
+	DeleteWithClusterGCSStorageDeletionPolicy GCSStorageDeletionPolicy = "DeleteWithCluster"
+	// RetainGCSStorageDeletionPolicy keeps it.
+	RetainGCSStorageDeletionPolicy GCSStorageDeletionPolicy = "Retain"
+)
+
+// HistoryServerOptions configures KubeRay's history-server collector.
+type HistoryServerOptions struct {
+	// CollectorOptions configures the collector sidecar.
+	// +optional
+	CollectorOptions *CollectorOptions `json:"collectorOptions,omitempty"`
+}
+
+// CollectorOptions configures the history-server collector sidecar.
+type CollectorOptions struct {
+	// Image of the collector.
+	// +optional
+	Image *string `json:"image,omitempty"`
+	// ImagePullPolicy of the collector image.
+	// +optional
+	ImagePullPolicy *corev1.PullPolicy `json:"imagePullPolicy,omitempty"`
+	// Resources of the collector container.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// Env is added to the collector container.
+	// +optional
+	Env []corev1.EnvVar `json:"env,omitempty"`
+}
+
+// NetworkPolicyMode is which direction of traffic the policies deny.
+// +kubebuilder:validation:Enum=DenyAll;DenyAllIngress;DenyAllEgress
+type NetworkPolicyMode string
+
+const (
+	// NetworkPolicyDenyAll denies ingress and egress.
+	NetworkPolicyDenyAll NetworkPolicyMode = "DenyAll"
+	// NetworkPolicyDenyAllIngress denies ingress.
+	NetworkPolicyDenyAllIngress NetworkPolicyMode = "DenyAllIngress"
+	// NetworkPolicyDenyAllEgress denies egress.
+	NetworkPolicyDenyAllEgress NetworkPolicyMode = "DenyAllEgress"
+)
+
+// NetworkPolicyConfig is the isolation asked for the cluster's Pods; traffic
+// between the cluster's own Pods is always allowed.
+type NetworkPolicyConfig struct {
+	// Mode is DenyAll (the default), DenyAllIngress or DenyAllEgress.
+	// +kubebuilder:default=DenyAll
+	// +optional
+	Mode *NetworkPolicyMode `json:"mode,omitempty"`
+	// Head rules are added to the head Pod's policy.
+	// +optional
+	Head *NetworkPolicyRules `json:"head,omitempty"`
+	// Worker rules are added to every worker group's policy unless the
+	// group has its own entry in WorkerGroups.
+	// +optional
+	Worker *NetworkPolicyRules `json:"worker,omitempty"`
+	// WorkerGroups replace Worker for the groups they name.
+	// +listType=map
+	// +listMapKey=groupName
+	// +optional
+	WorkerGroups []WorkerGroupNetworkPolicyRules `json:"workerGroups,omitempty"`
+}
+
+// WorkerGroupNetworkPolicyRules are the rules of one worker group.
+type WorkerGroupNetworkPolicyRules struct {
+	// GroupName is the worker group's name.
+	// +kubebuilder:validation:Required
+	GroupName string `json:"groupName"`
+
+	NetworkPolicyRules `json:",inline"`
+}
+
+// NetworkPolicyRules are extra rules added to a policy.
+type NetworkPolicyRules struct {
+	// IngressRules are added when the mode denies ingress.
+	// +optional
+	IngressRules []networkingv1.NetworkPolicyIngressRule `json:"ingressRules,omitempty"`
+	// EgressRules are added when the mode denies egress; DNS is not allowed
+	// unless a rule here allows it.
+	// +optional
+	EgressRules []networkingv1.NetworkPolicyEgressRule `json:"egressRules,omitempty"`
+}
+
+// TLSOptions turns on mutual TLS between the cluster's Ray nodes.
+type TLSOptions struct {
+	// Enabled turns it on; unset means off.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
 }
 
 // RedisCredential is either a literal value or a reference to one, with the
@@ -155,6 +325,11 @@ type HeadGroupSpec struct {
 	// +optional
 	EnableIngress *bool `json:"enableIngress,omitempty"`
 
+	// IngressOptions sets the host, path and TLS of that Ingress
+	// (KubeRay v1.7).
+	// +optional
+	IngressOptions *IngressOptions `json:"ingressOptions,omitempty"`
+
 	// Resources are Ray logical resources for the head node; they take
 	// precedence over the same resources in rayStartParams and do not change
 	// the Pod's Kubernetes resources.
@@ -176,6 +351,36 @@ type HeadGroupSpec struct {
 	// ServiceType is the type of the head Service (ClusterIP by default).
 	// +optional
 	ServiceType corev1.ServiceType `json:"serviceType,omitempty"`
+}
+
+// IngressPathType is how the Ingress matches its path.
+// +kubebuilder:validation:Enum=Exact;Prefix;ImplementationSpecific
+type IngressPathType string
+
+const (
+	// IngressPathTypeExact matches the path exactly.
+	IngressPathTypeExact IngressPathType = "Exact"
+	// IngressPathTypePrefix matches the path as a prefix (the default).
+	IngressPathTypePrefix IngressPathType = "Prefix"
+	// IngressPathTypeImplementationSpecific leaves matching to the
+	// IngressClass.
+	IngressPathTypeImplementationSpecific IngressPathType = "ImplementationSpecific"
+)
+
+// IngressOptions shapes the head's dashboard Ingress.
+type IngressOptions struct {
+	// Host the rule matches; unset matches every host.
+	// +optional
+	Host *string `json:"host,omitempty"`
+	// Path routed to the dashboard; "/" when unset.
+	// +optional
+	Path *string `json:"path,omitempty"`
+	// PathType of Path; Prefix when unset.
+	// +optional
+	PathType *IngressPathType `json:"pathType,omitempty"`
+	// TLS of the Ingress.
+	// +optional
+	TLS []networkingv1.IngressTLS `json:"tls,omitempty"`
 }
 
 // WorkerGroupSpec describes one group of identical worker Pods.
@@ -208,6 +413,13 @@ type WorkerGroupSpec struct {
 	// v2 waits before removing an idle worker.
 	// +optional
 	IdleTimeoutSeconds *int32 `json:"idleTimeoutSeconds,omitempty"`
+
+	// Priority ranks this group for the autoscaler v2 (Ray >= 2.56) when
+	// several groups could take the same demand; higher goes first. The
+	// autoscaler reads it; the operator only checks it.
+	// +kubebuilder:default:=0
+	// +optional
+	Priority *int32 `json:"priority,omitempty"`
 
 	// Resources are Ray logical resources for this group's nodes; see
 	// HeadGroupSpec.Resources.
@@ -295,6 +507,16 @@ type AutoscalerOptions struct {
 	// VolumeMounts are added to the autoscaler container, e.g. TLS material.
 	// +optional
 	VolumeMounts []corev1.VolumeMount `json:"volumeMounts,omitempty"`
+
+	// Command replaces the autoscaler container's command (KubeRay v1.7).
+	// +optional
+	Command []string `json:"command,omitempty"`
+
+	// Args replace its args; they can run the generated start command as
+	// $KUBERAY_GEN_AUTOSCALER_START_CMD, e.g. "ulimit -n 65536;
+	// $KUBERAY_GEN_AUTOSCALER_START_CMD" (KubeRay v1.7).
+	// +optional
+	Args []string `json:"args,omitempty"`
 }
 
 // UpscalingMode is how eagerly the autoscaler adds workers. Default and

@@ -28,7 +28,7 @@ func samplesDir() string {
 }
 
 // The seeds of the RayCluster fuzz targets (validation and podspec) are KubeRay's own samples
-// (ray-operator/config/samples at v1.6.2, copied to testdata/samples), as
+// (ray-operator/config/samples at v1.7.0, copied to testdata/samples), as
 // JSON, plus a few hostile variants of the first one.
 
 // SampleClusters returns the RayCluster documents of testdata/samples as

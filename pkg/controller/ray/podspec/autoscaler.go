@@ -1,6 +1,8 @@
 package podspec
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -11,6 +13,10 @@ const (
 	// AutoscalerContainerName is the name of the autoscaler sidecar in the head Pod.
 	AutoscalerContainerName = "autoscaler"
 	autoscalerStartCommand  = "ray kuberay-autoscaler --cluster-name $(RAY_CLUSTER_NAME) --cluster-namespace $(RAY_CLUSTER_NAMESPACE)"
+	// EnvAutoscalerStartCmd holds the generated start command in the
+	// autoscaler container, so that autoscalerOptions.args can run it
+	// (KubeRay v1.7), as KUBERAY_GEN_RAY_START_CMD does for Ray's.
+	EnvAutoscalerStartCmd = "KUBERAY_GEN_AUTOSCALER_START_CMD"
 )
 
 // AutoscalerV2 reports whether the user asked for autoscaler v2 with
@@ -34,6 +40,7 @@ func autoscalerContainer(cluster *rayv1.RayCluster, rayImage string, opts *Build
 			fieldRefEnv(EnvRayClusterNamespace, "metadata.namespace"),
 			fieldRefEnv("RAY_HEAD_POD_NAME", "metadata.name"),
 			{Name: "KUBERAY_CRD_VER", Value: "v1"},
+			{Name: EnvAutoscalerStartCmd, Value: autoscalerStartCommand},
 		},
 		Command: opts.ContainerCommand(),
 		Args:    []string{autoscalerStartCommand},
@@ -75,6 +82,12 @@ func autoscalerContainer(cluster *rayv1.RayCluster, rayImage string, opts *Build
 	}
 	if o.SecurityContext != nil {
 		c.SecurityContext = o.SecurityContext.DeepCopy()
+	}
+	if len(o.Command) > 0 {
+		c.Command = slices.Clone(o.Command)
+	}
+	if len(o.Args) > 0 {
+		c.Args = slices.Clone(o.Args)
 	}
 	return c
 }

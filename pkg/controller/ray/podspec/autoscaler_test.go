@@ -42,6 +42,11 @@ func TestAutoscalerSidecar(t *testing.T) {
 	if e, ok := raytesting.EnvOf(as, EnvRayClusterName); !ok || e.ValueFrom.FieldRef.FieldPath != "metadata.labels['ray.io/cluster']" {
 		t.Errorf("RAY_CLUSTER_NAME = %+v", e)
 	}
+	// KubeRay v1.7.0: the generated command is also in the env, for custom
+	// args to run.
+	if got := raytesting.EnvValue(t, as, "KUBERAY_GEN_AUTOSCALER_START_CMD"); got != as.Args[0] {
+		t.Errorf("KUBERAY_GEN_AUTOSCALER_START_CMD = %q, want the generated args %q", got, as.Args[0])
+	}
 	if as.Resources.Limits.Cpu().String() != "500m" || as.Resources.Requests.Memory().String() != "512Mi" {
 		t.Errorf("resources = %+v, want 500m/512Mi", as.Resources)
 	}
@@ -92,6 +97,40 @@ func TestAutoscalerOverrides(t *testing.T) {
 	}
 	if pod.Spec.ServiceAccountName != "my-sa" {
 		t.Errorf("serviceAccountName = %q, want the template's my-sa", pod.Spec.ServiceAccountName)
+	}
+}
+
+// TestAutoscalerCommandAndArgs: KubeRay v1.7.0's autoscalerOptions.command
+// and args replace the container's, each only when set; the generated start
+// command stays reachable as $KUBERAY_GEN_AUTOSCALER_START_CMD.
+func TestAutoscalerCommandAndArgs(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		command, args        []string
+		wantCommand, wantArg []string
+	}{
+		{name: "args only", args: []string{"ulimit -n 65536; $KUBERAY_GEN_AUTOSCALER_START_CMD"},
+			wantCommand: []string{"/bin/bash", "-c", "--"}, wantArg: []string{"ulimit -n 65536; $KUBERAY_GEN_AUTOSCALER_START_CMD"}},
+		{name: "command only", command: []string{"/bin/sh", "-c"},
+			wantCommand: []string{"/bin/sh", "-c"}, wantArg: []string{autoscalerStartCommand}},
+		{name: "both", command: []string{"python"}, args: []string{"-m", "my.autoscaler"},
+			wantCommand: []string{"python"}, wantArg: []string{"-m", "my.autoscaler"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cluster := raytesting.MakeRayCluster("rc", "default").Autoscaling().
+				AutoscalerOptions(&rayv1.AutoscalerOptions{Command: tc.command, Args: tc.args}).Obj()
+			pod := BuildHeadPod(cluster, DefaultBuildOptions())
+			as := &pod.Spec.Containers[ContainerIndex(pod.Spec.Containers, AutoscalerContainerName)]
+			if diff := cmp.Diff(tc.wantCommand, as.Command); diff != "" {
+				t.Errorf("command (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantArg, as.Args); diff != "" {
+				t.Errorf("args (-want +got):\n%s", diff)
+			}
+			if got := raytesting.EnvValue(t, as, EnvAutoscalerStartCmd); got != autoscalerStartCommand {
+				t.Errorf("%s = %q, want %q", EnvAutoscalerStartCmd, got, autoscalerStartCommand)
+			}
+		})
 	}
 }
 

@@ -666,8 +666,10 @@ func TestIngressPathAndClassFollowKubeRay(t *testing.T) {
 	g.Expect(ing.Spec.IngressClassName).To(HaveValue(Equal("nginx")))
 	g.Expect(ing.Annotations).NotTo(HaveKey(raycluster.IngressClassAnnotationKey))
 	g.Expect(ing.Annotations).To(HaveKeyWithValue("nginx.ingress.kubernetes.io/rewrite-target", "/$1"))
-	g.Expect(ing.Spec.Rules[0].HTTP.Paths[0].Path).To(Equal("/dash/(.*)"))
-	g.Expect(ing.Spec.Rules[0].HTTP.Paths[0].PathType).To(HaveValue(Equal(networkingv1.PathTypeExact)))
+	// KubeRay v1.7.0's default: every path of every host.
+	g.Expect(ing.Spec.Rules[0].Host).To(BeEmpty())
+	g.Expect(ing.Spec.Rules[0].HTTP.Paths[0].Path).To(Equal("/"))
+	g.Expect(ing.Spec.Rules[0].HTTP.Paths[0].PathType).To(HaveValue(Equal(networkingv1.PathTypePrefix)))
 }
 
 // TestEmptyAuthOptionsLeavePodsUnauthenticated: authOptions {} does not

@@ -11,6 +11,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
@@ -27,9 +28,12 @@ func IngressName(cluster *rayv1.RayCluster) string {
 }
 
 // BuildHeadIngress returns the Ingress that exposes the head's dashboard,
-// as KubeRay's enableIngress does: one Exact path "/<cluster name>/(.*)",
-// whose capture group an ingress controller's rewrite annotation (nginx's
-// rewrite-target "/$1") passes on to the dashboard. The cluster's
+// as KubeRay v1.7's enableIngress does: one rule to the head Service's
+// dashboard port, shaped by headGroupSpec.ingressOptions: path "/" of type
+// Prefix unless it names others, its host (every host when unset) and TLS.
+// (KubeRay up to v1.6 used the Exact path "/<cluster name>/(.*)" for a
+// rewrite annotation; a cluster that relies on it sets ingressOptions.path
+// and pathType to those.) The cluster's
 // annotations are copied to it, so ingress-controller settings can be
 // given on the RayCluster, except kubernetes.io/ingress.class: its value
 // becomes spec.ingressClassName, and the deprecated annotation is not set
@@ -41,7 +45,17 @@ func BuildHeadIngress(cluster *rayv1.RayCluster) *networkingv1.Ingress {
 	}
 	annotations := maps.Clone(cluster.Annotations)
 	delete(annotations, IngressClassAnnotationKey)
-	pathType := networkingv1.PathTypeExact
+	opts := cluster.Spec.HeadGroupSpec.IngressOptions
+	if opts == nil {
+		opts = &rayv1.IngressOptions{}
+	}
+	pathType, path := networkingv1.PathTypePrefix, "/"
+	if opts.PathType != nil {
+		pathType = networkingv1.PathType(*opts.PathType)
+	}
+	if opts.Path != nil {
+		path = *opts.Path
+	}
 	ing := &networkingv1.Ingress{
 		TypeMeta: metav1.TypeMeta{APIVersion: networkingv1.SchemeGroupVersion.String(), Kind: "Ingress"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -58,9 +72,9 @@ func BuildHeadIngress(cluster *rayv1.RayCluster) *networkingv1.Ingress {
 			OwnerReferences: []metav1.OwnerReference{podspec.OwnerReference(cluster)},
 		},
 		Spec: networkingv1.IngressSpec{
-			Rules: []networkingv1.IngressRule{{IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+			Rules: []networkingv1.IngressRule{{Host: ptr.Deref(opts.Host, ""), IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
 				Paths: []networkingv1.HTTPIngressPath{{
-					Path:     "/" + cluster.Name + "/(.*)",
+					Path:     path,
 					PathType: &pathType,
 					Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
 						Name: podspec.HeadServiceName(cluster),
@@ -69,6 +83,9 @@ func BuildHeadIngress(cluster *rayv1.RayCluster) *networkingv1.Ingress {
 				}},
 			}}}},
 		},
+	}
+	for i := range opts.TLS {
+		ing.Spec.TLS = append(ing.Spec.TLS, *opts.TLS[i].DeepCopy())
 	}
 	if class, ok := cluster.Annotations[IngressClassAnnotationKey]; ok {
 		ing.Spec.IngressClassName = &class

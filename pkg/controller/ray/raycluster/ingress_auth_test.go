@@ -16,10 +16,11 @@ import (
 	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
 )
 
-// TestBuildHeadIngress follows KubeRay v1.6.2's BuildIngressForHeadService
-// (common/ingress.go): path "/<cluster>/(.*)" of type Exact, so that an
-// ingress controller's rewrite annotation (e.g. nginx's rewrite-target
-// "/$1") can use the capture; the cluster's annotations except
+// TestBuildHeadIngress follows KubeRay v1.7.0's BuildIngressForHeadService
+// (common/ingress.go): path "/" of type Prefix unless
+// headGroupSpec.ingressOptions names a path, type, host or TLS (v1.6.2 had
+// the fixed Exact path "/<cluster>/(.*)", which ingressOptions can still
+// ask for); the cluster's annotations except
 // kubernetes.io/ingress.class, whose value becomes spec.ingressClassName
 // (an API server refuses the two when they differ, and the annotation is
 // deprecated).
@@ -31,6 +32,10 @@ func TestBuildHeadIngress(t *testing.T) {
 		wantPort        int32
 		wantClass       *string
 		wantAnnotations map[string]string
+		// Defaults: path "/", Prefix, every host, no TLS.
+		wantPath, wantHost string
+		wantPathType       networkingv1.PathType
+		wantTLS            []networkingv1.IngressTLS
 	}{
 		{
 			name: "class annotation becomes ingressClassName and is not copied",
@@ -54,6 +59,36 @@ func TestBuildHeadIngress(t *testing.T) {
 			wantPort:        8266,
 			wantAnnotations: map[string]string{},
 		},
+		{
+			name: "ingressOptions: host, path, type and TLS",
+			cluster: func() *rayv1.RayCluster {
+				rc := raytesting.MakeRayCluster("rc", "ns").Obj()
+				rc.Spec.HeadGroupSpec.IngressOptions = &rayv1.IngressOptions{
+					Host:     ptr.To("ray.example.com"),
+					Path:     ptr.To("/rc/(.*)"),
+					PathType: ptr.To(rayv1.IngressPathTypeImplementationSpecific),
+					TLS:      []networkingv1.IngressTLS{{Hosts: []string{"ray.example.com"}, SecretName: "ray-tls"}},
+				}
+				return rc
+			}(),
+			wantPort:        podspec.DefaultDashboardPort,
+			wantAnnotations: map[string]string{},
+			wantHost:        "ray.example.com",
+			wantPath:        "/rc/(.*)",
+			wantPathType:    networkingv1.PathTypeImplementationSpecific,
+			wantTLS:         []networkingv1.IngressTLS{{Hosts: []string{"ray.example.com"}, SecretName: "ray-tls"}},
+		},
+		{
+			name: "ingressOptions with only a host keep the default path",
+			cluster: func() *rayv1.RayCluster {
+				rc := raytesting.MakeRayCluster("rc", "ns").Obj()
+				rc.Spec.HeadGroupSpec.IngressOptions = &rayv1.IngressOptions{Host: ptr.To("ray.example.com")}
+				return rc
+			}(),
+			wantPort:        podspec.DefaultDashboardPort,
+			wantAnnotations: map[string]string{},
+			wantHost:        "ray.example.com",
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -67,11 +102,16 @@ func TestBuildHeadIngress(t *testing.T) {
 			if diff := cmp.Diff(tc.wantAnnotations, ing.Annotations, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("annotations (-want +got):\n%s", diff)
 			}
-			exact := networkingv1.PathTypeExact
-			wantRules := []networkingv1.IngressRule{{IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
+			if tc.wantPath == "" {
+				tc.wantPath = "/"
+			}
+			if tc.wantPathType == "" {
+				tc.wantPathType = networkingv1.PathTypePrefix
+			}
+			wantRules := []networkingv1.IngressRule{{Host: tc.wantHost, IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{
 				Paths: []networkingv1.HTTPIngressPath{{
-					Path:     "/rc/(.*)",
-					PathType: &exact,
+					Path:     tc.wantPath,
+					PathType: &tc.wantPathType,
 					Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
 						Name: "rc-head-svc",
 						Port: networkingv1.ServiceBackendPort{Number: tc.wantPort},
@@ -80,6 +120,9 @@ func TestBuildHeadIngress(t *testing.T) {
 			}}}}
 			if diff := cmp.Diff(wantRules, ing.Spec.Rules); diff != "" {
 				t.Errorf("rules (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantTLS, ing.Spec.TLS); diff != "" {
+				t.Errorf("tls (-want +got):\n%s", diff)
 			}
 			if tc.wantClass != nil && tc.cluster.Annotations[IngressClassAnnotationKey] != *tc.wantClass {
 				t.Errorf("the builder removed the class annotation from the RayCluster")

@@ -223,7 +223,13 @@ func ValidateRayClusterSpec(spec *rayv1.RayClusterSpec, annotations map[string]s
 	if err := validateAutoscaler(spec); err != nil {
 		return err
 	}
-	return validateAuth(spec)
+	if err := validateHistoryServer(spec); err != nil {
+		return err
+	}
+	if err := validateAuth(spec); err != nil {
+		return err
+	}
+	return validateUnimplementedV17(spec)
 }
 
 func validateWorkerGroups(spec *rayv1.RayClusterSpec) error {
@@ -259,6 +265,9 @@ func validateWorkerGroups(spec *rayv1.RayClusterSpec) error {
 			return err
 		}
 		if err := validateGroupIdleTimeout(path, group, spec); err != nil {
+			return err
+		}
+		if err := validateGroupPriority(path, group, spec); err != nil {
 			return err
 		}
 	}
@@ -319,15 +328,97 @@ func validateGroupIdleTimeout(path *field.Path, group *rayv1.WorkerGroupSpec, sp
 	}
 	// Only autoscaler v2 reads a per-group idle timeout; under v1 it would
 	// be silently ignored.
-	if podspec.AutoscalerV2(spec) {
-		return nil
-	}
-	if env, _, ok := headEnv(spec, envEnableAutoscalerV2); ok && (env.Value == "1" || env.Value == "true") {
+	if autoscalerV2On(spec) {
 		return nil
 	}
 	return invalidf(path, *group.IdleTimeoutSeconds, "worker group %s: idleTimeoutSeconds is set, but autoscaler v2 is not enabled. "+
 		"Please set .spec.autoscalerOptions.version to 'v2' (or set %s environment variable to 'true' in the head pod if using KubeRay < 1.4.0)",
 		group.GroupName, envEnableAutoscalerV2)
+}
+
+var minRayVersionForGroupPriority = version.MustParseGeneric("2.56.0")
+
+// validateGroupPriority admits a worker group priority only where the
+// autoscaler that reads it runs: autoscaler v2 of Ray 2.56 or later. A
+// priority of 0 (the CRD's default) is no priority.
+func validateGroupPriority(path *field.Path, group *rayv1.WorkerGroupSpec, spec *rayv1.RayClusterSpec) error {
+	if group.Priority == nil || *group.Priority == 0 {
+		return nil
+	}
+	path = path.Child("priority")
+	versionPath := specPath.Child("rayVersion")
+	if spec.RayVersion == "" {
+		return requiredf(versionPath, "worker group %s: priority is set, but RayVersion was not specified. Ray version 2.56.0 or later is required", group.GroupName)
+	}
+	rayVersion, err := version.ParseGeneric(spec.RayVersion)
+	if err != nil {
+		return invalidf(versionPath, spec.RayVersion, "worker group %s: priority is set, but RayVersion format is invalid: %s, %v", group.GroupName, spec.RayVersion, err)
+	}
+	if rayVersion.LessThan(minRayVersionForGroupPriority) {
+		return invalidf(versionPath, spec.RayVersion, "worker group %s: priority is set, but minimum Ray version is 2.56.0, got %s", group.GroupName, spec.RayVersion)
+	}
+	if autoscalerV2On(spec) {
+		return nil
+	}
+	return invalidf(path, *group.Priority, "worker group %s: priority is set to %d, but autoscaler v2 is not enabled. Priority is only supported with autoscaler v2 enabled",
+		group.GroupName, *group.Priority)
+}
+
+// autoscalerV2On is KubeRay's test for the per-group autoscaler v2 fields:
+// autoscalerOptions.version v2, or the head's RAY_enable_autoscaler_v2.
+func autoscalerV2On(spec *rayv1.RayClusterSpec) bool {
+	if podspec.AutoscalerV2(spec) {
+		return true
+	}
+	env, _, ok := headEnv(spec, envEnableAutoscalerV2)
+	return ok && (env.Value == "1" || env.Value == "true")
+}
+
+// validateGCSBackend holds gcsFaultToleranceOptions to its backend. Gantry
+// runs the redis backend only: rocksdb is KubeRay v1.7's alpha
+// GCSFaultToleranceEmbeddedStorage, off by default there too.
+func validateGCSBackend(o *rayv1.GcsFaultToleranceOptions) error {
+	path := specPath.Child("gcsFaultToleranceOptions")
+	switch o.Backend {
+	case rayv1.GcsFTBackendRocksDB:
+		return forbiddenf(path.Child("backend"), "the embedded RocksDB GCS fault tolerance backend (GcsFaultToleranceOptions.Backend: 'rocksdb') "+
+			"requires KubeRay's GCSFaultToleranceEmbeddedStorage feature gate, which Gantry does not implement; use the redis backend")
+	case "", rayv1.GcsFTBackendRedis:
+		if o.Storage != nil {
+			return forbiddenf(path.Child("storage"), "cannot set GcsFaultToleranceOptions.Storage when backend is 'redis' - it only applies to the 'rocksdb' backend")
+		}
+		if o.RedisAddress == "" {
+			return requiredf(path.Child("redisAddress"), "GcsFaultToleranceOptions.RedisAddress is required with the redis backend")
+		}
+	}
+	return nil
+}
+
+// validateHistoryServer refuses KubeRay's history-server collector, which
+// Gantry does not run (KubeRay v1.7's alpha gate RayClusterHistoryServer,
+// off by default there too). KubeRay checks it after the autoscaler.
+func validateHistoryServer(spec *rayv1.RayClusterSpec) error {
+	if spec.HistoryServerOptions == nil {
+		return nil
+	}
+	return forbiddenf(specPath.Child("historyServerOptions"), "RayClusterHistoryServer feature gate is not enabled: "+
+		"Gantry does not implement KubeRay's history server collector; remove spec.historyServerOptions")
+}
+
+// validateUnimplementedV17 refuses the KubeRay v1.7 fields behind alpha
+// gates (off by default there too) that Gantry does not implement, in
+// KubeRay's order (after authentication), so none is admitted and then
+// silently ignored.
+func validateUnimplementedV17(spec *rayv1.RayClusterSpec) error {
+	if spec.NetworkPolicy != nil {
+		return forbiddenf(specPath.Child("networkPolicy"), "spec.networkPolicy requires the RayClusterNetworkPolicy feature gate to be enabled: "+
+			"Gantry does not create NetworkPolicies for a RayCluster; remove spec.networkPolicy")
+	}
+	if spec.TLSOptions != nil {
+		return forbiddenf(specPath.Child("tlsOptions"), "spec.tlsOptions requires the RayClusterMTLS feature gate to be enabled: "+
+			"Gantry does not provision mTLS certificates for a RayCluster; remove spec.tlsOptions")
+	}
+	return nil
 }
 
 // Environment variables of the head container that validation inspects.
@@ -369,6 +460,9 @@ func validateGCSFaultTolerance(spec *rayv1.RayClusterSpec, annotations map[strin
 		if annotations[rayv1.RayExternalStorageNSAnnotationKey] != "" {
 			return forbiddenf(annotationsPath.Key(rayv1.RayExternalStorageNSAnnotationKey), "cannot set `ray.io/external-storage-namespace` annotation when "+
 				"GcsFaultToleranceOptions is enabled - use GcsFaultToleranceOptions.ExternalStorageNamespace instead")
+		}
+		if err := validateGCSBackend(ftOptions); err != nil {
+			return err
 		}
 	}
 	const usernameMessage = "cannot set redis username in rayStartParams or environment variables" +
@@ -430,6 +524,16 @@ func validateAutoscaler(spec *rayv1.RayClusterSpec) error {
 	if o := spec.AutoscalerOptions; o != nil && o.IdleTimeoutSeconds != nil && *o.IdleTimeoutSeconds < 0 {
 		return invalidf(specPath.Child("autoscalerOptions", "idleTimeoutSeconds"), *o.IdleTimeoutSeconds,
 			"autoscalerOptions.idleTimeoutSeconds must be non-negative, got %d", *o.IdleTimeoutSeconds)
+	}
+	// The operator sets it (podspec) for custom args to call; a user value
+	// would shadow the generated command.
+	if o := spec.AutoscalerOptions; o != nil {
+		for i := range o.Env {
+			if o.Env[i].Name == podspec.EnvAutoscalerStartCmd {
+				return forbiddenf(specPath.Child("autoscalerOptions", "env").Index(i), "autoscalerOptions.env must not contain %s: "+
+					"it is managed by KubeRay and injected automatically into the autoscaler container", podspec.EnvAutoscalerStartCmd)
+			}
+		}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
@@ -43,6 +44,33 @@ func TestValidationNamesTheField(t *testing.T) {
 			name:      "suspend without the gate",
 			mutate:    func(c *rayv1.RayCluster) { c.Spec.WorkerGroupSpecs[0].Suspend = ptr.To(true) },
 			wantField: "spec.workerGroupSpecs[0].suspend", wantType: field.ErrorTypeForbidden,
+		},
+		{
+			name: "group priority without autoscaler v2",
+			mutate: func(c *rayv1.RayCluster) {
+				c.Spec.RayVersion = "2.56.0"
+				c.Spec.WorkerGroupSpecs[0].Priority = ptr.To[int32](1)
+			},
+			wantField: "spec.workerGroupSpecs[0].priority", wantType: field.ErrorTypeInvalid,
+		},
+		{
+			name: "the generated autoscaler command in autoscalerOptions.env",
+			mutate: func(c *rayv1.RayCluster) {
+				c.Spec.AutoscalerOptions = &rayv1.AutoscalerOptions{Env: []corev1.EnvVar{{Name: "A"}, {Name: "KUBERAY_GEN_AUTOSCALER_START_CMD"}}}
+			},
+			wantField: "spec.autoscalerOptions.env[1]", wantType: field.ErrorTypeForbidden,
+		},
+		{
+			name: "the rocksdb backend",
+			mutate: func(c *rayv1.RayCluster) {
+				c.Spec.GcsFaultToleranceOptions = &rayv1.GcsFaultToleranceOptions{Backend: rayv1.GcsFTBackendRocksDB}
+			},
+			wantField: "spec.gcsFaultToleranceOptions.backend", wantType: field.ErrorTypeForbidden,
+		},
+		{
+			name:      "networkPolicy",
+			mutate:    func(c *rayv1.RayCluster) { c.Spec.NetworkPolicy = &rayv1.NetworkPolicyConfig{} },
+			wantField: "spec.networkPolicy", wantType: field.ErrorTypeForbidden,
 		},
 		{
 			name:      "metadata",

@@ -437,6 +437,112 @@ func TestValidate(t *testing.T) {
 			},
 			layer: ValidationLayerMetadata, message: "RayCluster name should be a valid DNS1035 label: ...",
 		},
+
+		// KubeRay v1.7.0's fields and rules.
+		{
+			name:   "group priority 0 (the CRD default) is no priority",
+			mutate: func(c *rayv1.RayCluster) { c.Spec.WorkerGroupSpecs[0].Priority = ptr.To[int32](0) },
+		},
+		{
+			name: "group priority without rayVersion",
+			mutate: func(c *rayv1.RayCluster) {
+				c.Spec.RayVersion = ""
+				c.Spec.WorkerGroupSpecs[0].Priority = ptr.To[int32](2)
+			},
+			layer: ValidationLayerSpec, message: "worker group cpu: priority is set, but RayVersion was not specified. Ray version 2.56.0 or later is required",
+		},
+		{
+			name: "group priority on Ray before 2.56",
+			mutate: func(c *rayv1.RayCluster) {
+				c.Spec.RayVersion = "2.55.1"
+				c.Spec.WorkerGroupSpecs[0].Priority = ptr.To[int32](2)
+			},
+			layer: ValidationLayerSpec, message: "worker group cpu: priority is set, but minimum Ray version is 2.56.0, got 2.55.1",
+		},
+		{
+			name: "group priority without autoscaler v2",
+			mutate: func(c *rayv1.RayCluster) {
+				c.Spec.RayVersion = "2.56.0"
+				c.Spec.WorkerGroupSpecs[0].Priority = ptr.To[int32](2)
+			},
+			layer: ValidationLayerSpec, message: "worker group cpu: priority is set to 2, but autoscaler v2 is not enabled. Priority is only supported with autoscaler v2 enabled",
+		},
+		{
+			name: "group priority with autoscaler v2 on Ray 2.56",
+			mutate: func(c *rayv1.RayCluster) {
+				c.Spec.RayVersion = "2.56.0"
+				c.Spec.EnableInTreeAutoscaling = ptr.To(true)
+				c.Spec.AutoscalerOptions = &rayv1.AutoscalerOptions{Version: &v2}
+				c.Spec.WorkerGroupSpecs[0].Priority = ptr.To[int32](2)
+			},
+		},
+		{
+			name: "autoscalerOptions.env sets the generated start command",
+			mutate: func(c *rayv1.RayCluster) {
+				c.Spec.EnableInTreeAutoscaling = ptr.To(true)
+				c.Spec.AutoscalerOptions = &rayv1.AutoscalerOptions{Env: []corev1.EnvVar{{Name: "KUBERAY_GEN_AUTOSCALER_START_CMD", Value: "x"}}}
+			},
+			layer: ValidationLayerSpec, message: "autoscalerOptions.env must not contain KUBERAY_GEN_AUTOSCALER_START_CMD: " +
+				"it is managed by KubeRay and injected automatically into the autoscaler container",
+		},
+		{
+			name: "autoscalerOptions command and args",
+			mutate: func(c *rayv1.RayCluster) {
+				c.Spec.EnableInTreeAutoscaling = ptr.To(true)
+				c.Spec.AutoscalerOptions = &rayv1.AutoscalerOptions{Command: []string{"/bin/sh", "-c"}, Args: []string{"ulimit -n 65536; $KUBERAY_GEN_AUTOSCALER_START_CMD"}}
+			},
+		},
+		{
+			name: "the redis backend named",
+			mutate: func(c *rayv1.RayCluster) {
+				c.Spec.GcsFaultToleranceOptions = &rayv1.GcsFaultToleranceOptions{Backend: rayv1.GcsFTBackendRedis, RedisAddress: "redis:6379"}
+			},
+		},
+		{
+			name: "the redis backend without an address",
+			mutate: func(c *rayv1.RayCluster) {
+				c.Spec.GcsFaultToleranceOptions = &rayv1.GcsFaultToleranceOptions{ExternalStorageNamespace: "ns"}
+			},
+			layer: ValidationLayerSpec, message: "GcsFaultToleranceOptions.RedisAddress is required with the redis backend",
+		},
+		{
+			name: "the redis backend with storage",
+			mutate: func(c *rayv1.RayCluster) {
+				c.Spec.GcsFaultToleranceOptions = &rayv1.GcsFaultToleranceOptions{RedisAddress: "redis:6379", Storage: &rayv1.GcsEmbeddedStorage{ClaimName: "c"}}
+			},
+			layer: ValidationLayerSpec, message: "cannot set GcsFaultToleranceOptions.Storage when backend is 'redis' - it only applies to the 'rocksdb' backend",
+		},
+		{
+			name: "the rocksdb backend",
+			mutate: func(c *rayv1.RayCluster) {
+				c.Spec.GcsFaultToleranceOptions = &rayv1.GcsFaultToleranceOptions{Backend: rayv1.GcsFTBackendRocksDB}
+			},
+			layer: ValidationLayerSpec, message: "the embedded RocksDB GCS fault tolerance backend (GcsFaultToleranceOptions.Backend: 'rocksdb') requires KubeRay's GCSFaultToleranceEmbeddedStorage feature gate, ...",
+		},
+		{
+			name:   "historyServerOptions",
+			mutate: func(c *rayv1.RayCluster) { c.Spec.HistoryServerOptions = &rayv1.HistoryServerOptions{} },
+			layer:  ValidationLayerSpec, message: "RayClusterHistoryServer feature gate is not enabled: ...",
+		},
+		{
+			name:   "networkPolicy",
+			mutate: func(c *rayv1.RayCluster) { c.Spec.NetworkPolicy = &rayv1.NetworkPolicyConfig{} },
+			layer:  ValidationLayerSpec, message: "spec.networkPolicy requires the RayClusterNetworkPolicy feature gate to be enabled: ...",
+		},
+		{
+			name:   "tlsOptions, even disabled",
+			mutate: func(c *rayv1.RayCluster) { c.Spec.TLSOptions = &rayv1.TLSOptions{Enabled: ptr.To(false)} },
+			layer:  ValidationLayerSpec, message: "spec.tlsOptions requires the RayClusterMTLS feature gate to be enabled: ...",
+		},
+		{
+			name: "KubeRay's order: the history server before auth, auth before networkPolicy",
+			mutate: func(c *rayv1.RayCluster) {
+				c.Spec.NetworkPolicy = &rayv1.NetworkPolicyConfig{}
+				c.Spec.AuthOptions = &rayv1.AuthOptions{Mode: rayv1.AuthModeToken}
+				c.Spec.RayVersion = "2.40.0"
+			},
+			layer: ValidationLayerSpec, message: "authOptions.mode is 'token' but minimum Ray version is 2.52.0, got 2.40.0",
+		},
 		{
 			name: "spec is checked before upgrade options and status",
 			mutate: func(c *rayv1.RayCluster) {
