@@ -54,20 +54,28 @@ func main() {
 	}
 }
 
-func rewrite(path string, depth int, deprecated string) error {
+// readCRD reads a CRD and returns it and its spec.
+func readCRD(path string) (crd, spec map[string]any, err error) {
 	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := yaml.Unmarshal(data, &crd); err != nil {
+		return nil, nil, err
+	}
+	spec, _ = crd["spec"].(map[string]any)
+	if versions, _ := spec["versions"].([]any); len(versions) == 0 {
+		return nil, nil, fmt.Errorf("not a CRD: no spec.versions")
+	}
+	return crd, spec, nil
+}
+
+func rewrite(path string, depth int, deprecated string) error {
+	crd, spec, err := readCRD(path)
 	if err != nil {
 		return err
 	}
-	var crd map[string]any
-	if err := yaml.Unmarshal(data, &crd); err != nil {
-		return err
-	}
-	spec, _ := crd["spec"].(map[string]any)
-	versions, _ := spec["versions"].([]any)
-	if len(versions) == 0 {
-		return fmt.Errorf("not a CRD: no spec.versions")
-	}
+	versions := spec["versions"].([]any)
 	for _, v := range versions {
 		schema, _ := v.(map[string]any)["schema"].(map[string]any)
 		if root, ok := schema["openAPIV3Schema"].(map[string]any); ok {
@@ -89,17 +97,9 @@ func rewrite(path string, depth int, deprecated string) error {
 }
 
 func printSpecJSON(w io.Writer, path string) error {
-	data, err := os.ReadFile(path)
+	_, spec, err := readCRD(path)
 	if err != nil {
 		return err
-	}
-	var crd map[string]any
-	if err := yaml.Unmarshal(data, &crd); err != nil {
-		return err
-	}
-	spec, ok := crd["spec"].(map[string]any)
-	if !ok {
-		return fmt.Errorf("not a CRD: no spec")
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
