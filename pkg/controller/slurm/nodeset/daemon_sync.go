@@ -35,7 +35,7 @@ func (r *Reconciler) syncDaemonPods(ctx context.Context, n *slinkyv1beta1.NodeSe
 	var errs []error
 	errs = append(errs, forEachWorker(s.workers.ofAll(plan.finished), func(w *worker) error {
 		if w.pod.Status.Phase == corev1.PodFailed {
-			r.backoff.failed(daemonBackoffKey(n, plan.nodeOf[w.pod.Name]), r.clock.Now())
+			podFailed(r.backoff, daemonBackoffKey(n, plan.nodeOf[w.pod.Name]))
 		}
 		return r.deletePod(ctx, s, w, whyExited)
 	}))
@@ -85,7 +85,7 @@ func (r *Reconciler) createDaemonPods(ctx context.Context, n *slinkyv1beta1.Node
 	var toCreate []*corev1.Pod
 	var waiting []string
 	for _, node := range nodes[:min(len(nodes), burstReplicas)] {
-		if wait := r.backoff.wait(daemonBackoffKey(n, node.Name), r.clock.Now()); wait > 0 {
+		if wait := backoffWait(r.backoff, daemonBackoffKey(n, node.Name)); wait > 0 {
 			waiting = append(waiting, node.Name)
 			s.Requeue.After(wait)
 			continue

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	k8sevents "k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -73,8 +74,8 @@ type Reconciler struct {
 	skeleton.Skeleton[*slinkyv1beta1.NodeSet, *scope]
 	clients      ClientSource
 	expectations *expectations.Expectations
-	// backoff delays the replacement of failed pods.
-	backoff *failedPodBackoff
+	// backoff delays the replacement of failed pods (backoff.go).
+	backoff *flowcontrol.Backoff
 	// Images fill in container images the NodeSet leaves empty.
 	Images slinky.Images
 	// clock tells the time of pod failures, deadlines and conditions.
@@ -108,6 +109,10 @@ func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 	r.Images = o.Images.Or(r.Images)
 	r.Workers = o.Workers()
 	r.clock = o.ClockOrReal()
+	if c, ok := r.clock.(clock.Clock); ok {
+		// A pinned clock that can also wait times the back-off too.
+		r.backoff = newFailedPodBackoff(c)
+	}
 	r.metrics = o.Metrics
 	r.propagatedNodeConditions = o.PropagatedNodeConditions
 	return r, nil
@@ -122,7 +127,7 @@ func newReconciler(c client.Client, apiReader client.Reader, clients ClientSourc
 		Reconciler:   core.New(c, apiReader, recorder),
 		clients:      clients,
 		expectations: expectations.New(),
-		backoff:      newFailedPodBackoff(FailedPodBackoffInitial, FailedPodBackoffMax),
+		backoff:      newFailedPodBackoff(clock.RealClock{}),
 		Images:       slinky.DefaultImages(),
 		clock:        clock.RealClock{},
 	}

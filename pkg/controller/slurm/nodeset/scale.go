@@ -64,7 +64,7 @@ func (r *Reconciler) scaleOut(ctx context.Context, n *slinkyv1beta1.NodeSet, s *
 			continue
 		}
 		pod := BuildPod(n, ordinal, in)
-		if wait := r.backoff.wait(client.ObjectKeyFromObject(pod).String(), r.clock.Now()); wait > 0 {
+		if wait := backoffWait(r.backoff, client.ObjectKeyFromObject(pod).String()); wait > 0 {
 			waiting = append(waiting, pod.Name)
 			s.Requeue.After(wait)
 			continue
@@ -170,7 +170,7 @@ func (r *Reconciler) steadyState(ctx context.Context, n *slinkyv1beta1.NodeSet, 
 			// No slurmd runs in a finished pod, so nothing can be killed.
 			// A failed one comes back only after its back-off.
 			if pod.Status.Phase == corev1.PodFailed {
-				r.backoff.failed(client.ObjectKeyFromObject(pod).String(), r.clock.Now())
+				podFailed(r.backoff, client.ObjectKeyFromObject(pod).String())
 			}
 			return r.deletePod(ctx, s, w, whyExited)
 		}
