@@ -2,33 +2,29 @@ package loginset
 
 import (
 	"bytes"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
-	"encoding/base64"
-	"encoding/binary"
 	"encoding/pem"
 	"fmt"
-	"math/big"
+
+	"golang.org/x/crypto/ssh"
 )
 
 // The SSH host key files, as sshd looks for them in /etc/ssh: Slinky's
 // three key types (RSA 4096, ECDSA P-256, Ed25519), each with its public
 // half. They are also the keys of the host keys Secret.
 const (
-	HostKeyRSA          = "ssh_host_rsa_key"
-	HostKeyRSAPublic    = HostKeyRSA + ".pub"
-	HostKeyECDSA        = "ssh_host_ecdsa_key"
-	HostKeyECDSAPublic  = HostKeyECDSA + ".pub"
-	HostKeyEd25519      = "ssh_host_ed25519_key"
-	HostKeyEd25519Pub   = HostKeyEd25519 + ".pub"
-	rsaHostKeyBits      = 4096
-	opensshKeyMagic     = "openssh-key-v1\x00"
-	opensshPEMType      = "OPENSSH PRIVATE KEY"
-	opensshCipherNone   = "none"
-	opensshNoneBlockLen = 8
+	HostKeyRSA         = "ssh_host_rsa_key"
+	HostKeyRSAPublic   = HostKeyRSA + ".pub"
+	HostKeyECDSA       = "ssh_host_ecdsa_key"
+	HostKeyECDSAPublic = HostKeyECDSA + ".pub"
+	HostKeyEd25519     = "ssh_host_ed25519_key"
+	HostKeyEd25519Pub  = HostKeyEd25519 + ".pub"
+	rsaHostKeyBits     = 4096
 )
 
 // HostKeyFiles are the Secret keys (and file names) of the host keys, each
@@ -56,111 +52,48 @@ func GenerateHostKeys(comment string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("generating the RSA host key: %w", err)
 	}
-	rsaPub := sshString("ssh-rsa", mpint(big.NewInt(int64(rsaKey.E))), mpint(rsaKey.N))
-	rsaPriv := sshString("ssh-rsa",
-		mpint(rsaKey.N), mpint(big.NewInt(int64(rsaKey.E))), mpint(rsaKey.D),
-		mpint(rsaKey.Precomputed.Qinv), mpint(rsaKey.Primes[0]), mpint(rsaKey.Primes[1]))
-	out[HostKeyRSA], out[HostKeyRSAPublic] = opensshPrivateKey(rsaPub, rsaPriv, comment), authorizedKey("ssh-rsa", rsaPub, comment)
+	if out[HostKeyRSA], out[HostKeyRSAPublic], err = encodeHostKey(rsaKey, comment); err != nil {
+		return nil, fmt.Errorf("encoding the RSA host key: %w", err)
+	}
 
 	ecKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("generating the ECDSA host key: %w", err)
 	}
-	ecPoint, err := ecKey.PublicKey.Bytes() // uncompressed: 0x04 || X || Y
-	if err != nil {
+	if out[HostKeyECDSA], out[HostKeyECDSAPublic], err = encodeHostKey(ecKey, comment); err != nil {
 		return nil, fmt.Errorf("encoding the ECDSA host key: %w", err)
 	}
-	ecScalar, err := ecKey.Bytes()
-	if err != nil {
-		return nil, fmt.Errorf("encoding the ECDSA host key: %w", err)
-	}
-	const ecType, ecCurve = "ecdsa-sha2-nistp256", "nistp256"
-	ecPub := sshString(ecType, []byte(ecCurve), ecPoint)
-	ecPriv := sshString(ecType, []byte(ecCurve), ecPoint, mpint(new(big.Int).SetBytes(ecScalar)))
-	out[HostKeyECDSA], out[HostKeyECDSAPublic] = opensshPrivateKey(ecPub, ecPriv, comment), authorizedKey(ecType, ecPub, comment)
 
-	edPub, edPriv, err := ed25519.GenerateKey(rand.Reader)
+	_, edKey, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("generating the Ed25519 host key: %w", err)
 	}
-	edWirePub := sshString("ssh-ed25519", []byte(edPub))
-	// OpenSSH stores the 64-byte seed||public form of the private key.
-	edWirePriv := sshString("ssh-ed25519", []byte(edPub), []byte(edPriv))
-	out[HostKeyEd25519], out[HostKeyEd25519Pub] = opensshPrivateKey(edWirePub, edWirePriv, comment), authorizedKey("ssh-ed25519", edWirePub, comment)
+	if out[HostKeyEd25519], out[HostKeyEd25519Pub], err = encodeHostKey(edKey, comment); err != nil {
+		return nil, fmt.Errorf("encoding the Ed25519 host key: %w", err)
+	}
 	return out, nil
 }
 
-// opensshPrivateKey wraps one unencrypted key in OpenSSH's private key
-// format (PROTOCOL.key in OpenSSH's sources): magic, cipher and KDF "none",
-// one public key, and the private section — two equal check words, the key
-// fields, the comment, and padding 1, 2, 3, … to the cipher block size.
-func opensshPrivateKey(wirePub, privFields []byte, comment string) []byte {
-	check := make([]byte, 4)
-	_, _ = rand.Read(check)
-	var priv bytes.Buffer
-	priv.Write(check)
-	priv.Write(check)
-	priv.Write(privFields)
-	priv.Write(sshString(comment))
-	for i := byte(1); priv.Len()%opensshNoneBlockLen != 0; i++ {
-		priv.WriteByte(i)
+// encodeHostKey writes one key pair: the private key, unencrypted, in
+// OpenSSH's format (PROTOCOL.key in OpenSSH's sources) with comment stored
+// in it, and its public key as the one-line "<type> <base64> <comment>" of
+// authorized_keys, without the comment when it is empty — the line
+// `ssh-keygen -y` prints for the private key.
+func encodeHostKey(priv crypto.Signer, comment string) (privFile, pubFile []byte, err error) {
+	block, err := ssh.MarshalPrivateKey(priv, comment)
+	if err != nil {
+		return nil, nil, err
 	}
-
-	var blob bytes.Buffer
-	blob.WriteString(opensshKeyMagic)
-	// cipher name, KDF name, empty KDF options
-	blob.Write(sshString(opensshCipherNone, opensshCipherNone, ""))
-	_ = binary.Write(&blob, binary.BigEndian, uint32(1))
-	blob.Write(sshString(wirePub, priv.Bytes()))
-	return pem.EncodeToMemory(&pem.Block{Type: opensshPEMType, Bytes: blob.Bytes()})
-}
-
-// authorizedKey is the one-line public key form: "<type> <base64> <comment>".
-func authorizedKey(keyType string, wirePub []byte, comment string) []byte {
-	line := keyType + " " + base64.StdEncoding.EncodeToString(wirePub)
+	sshPub, err := ssh.NewPublicKey(priv.Public())
+	if err != nil {
+		return nil, nil, err
+	}
+	// MarshalAuthorizedKey writes no comment: the line ends in "\n".
+	pubFile = bytes.TrimSuffix(ssh.MarshalAuthorizedKey(sshPub), []byte("\n"))
 	if comment != "" {
-		line += " " + comment
+		pubFile = append(append(pubFile, ' '), comment...)
 	}
-	return []byte(line + "\n")
-}
-
-// sshString encodes each field as an SSH wire "string" (a big-endian
-// uint32 length, then the bytes) and concatenates them. A string field is
-// its text; []byte fields are taken as they are, except those made by
-// mpint, which are already encoded.
-func sshString(fields ...any) []byte {
-	var b bytes.Buffer
-	for _, f := range fields {
-		var data []byte
-		switch v := f.(type) {
-		case string:
-			data = []byte(v)
-		case []byte:
-			data = v
-		case encodedMpint:
-			b.Write(v)
-			continue
-		default:
-			panic(fmt.Sprintf("sshString: unsupported field %T", f))
-		}
-		_ = binary.Write(&b, binary.BigEndian, uint32(len(data)))
-		b.Write(data)
-	}
-	return b.Bytes()
-}
-
-// encodedMpint is an SSH "mpint", already length-prefixed.
-type encodedMpint []byte
-
-// mpint encodes a non-negative integer as an SSH mpint: big-endian two's
-// complement without leading zero bytes, plus one zero byte when the top
-// bit is set so it does not read as negative; zero is the empty string.
-func mpint(n *big.Int) encodedMpint {
-	mag := n.Bytes()
-	if len(mag) > 0 && mag[0]&0x80 != 0 {
-		mag = append([]byte{0}, mag...)
-	}
-	return encodedMpint(sshString(mag))
+	return pem.EncodeToMemory(block), append(pubFile, '\n'), nil
 }
 
 // missingHostKeys reports which of the host key files data lacks (or holds

@@ -4,31 +4,12 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/pem"
-	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 )
-
-func TestMpint(t *testing.T) {
-	tests := []struct {
-		n    int64
-		want []byte
-	}{
-		{0, []byte{0, 0, 0, 0}},
-		{0x7f, []byte{0, 0, 0, 1, 0x7f}},
-		// The top bit set: a zero byte keeps it positive.
-		{0x80, []byte{0, 0, 0, 2, 0, 0x80}},
-		{0x1234, []byte{0, 0, 0, 2, 0x12, 0x34}},
-	}
-	for _, tc := range tests {
-		if got := mpint(big.NewInt(tc.n)); !bytes.Equal(got, tc.want) {
-			t.Errorf("mpint(%#x) = %x, want %x", tc.n, []byte(got), tc.want)
-		}
-	}
-}
 
 // generated is one set of host keys shared by the tests below (an RSA 4096
 // key takes a while to make).
