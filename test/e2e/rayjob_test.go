@@ -13,10 +13,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
+	"github.com/gantry-dev/gantry/pkg/ray/dashboard"
 )
 
 // pointDashboard sets the RayJob's cluster's gantry.dev/ray-dashboard-url
@@ -28,18 +30,40 @@ func pointDashboard(ctx context.Context, job *rayv1.RayJob) string {
 	GinkgoHelper()
 	var cluster string
 	Eventually(ctx, func(g Gomega) {
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
-		cluster = job.Status.RayClusterName
-		g.Expect(cluster).NotTo(BeEmpty())
-		head := podOf(g, ctx, job.Namespace, cluster, "head")
-		g.Expect(head.Status.PodIP).NotTo(BeEmpty())
-		rc := &rayv1.RayCluster{}
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: cluster}, rc)).To(Succeed())
-		patch := client.MergeFrom(rc.DeepCopy())
-		metav1.SetMetaDataAnnotation(&rc.ObjectMeta, rayv1.AnnotationRayDashboardURL, fmt.Sprintf("http://%s:8265", head.Status.PodIP))
-		g.Expect(k8s.Patch(ctx, rc, patch)).To(Succeed())
+		cluster = pointCurrentCluster(g, ctx, job)
 	}).Should(Succeed())
 	return cluster
+}
+
+// pointCurrentCluster points the job's current cluster's dashboard URL at
+// its head Pod (see pointDashboard) unless it already is, and returns the
+// cluster's name. A retry gets a new cluster, so a loop that waits for a
+// retried job calls it on every poll.
+func pointCurrentCluster(g Gomega, ctx context.Context, job *rayv1.RayJob) string {
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
+	cluster := job.Status.RayClusterName
+	g.Expect(cluster).NotTo(BeEmpty())
+	rc := &rayv1.RayCluster{}
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: cluster}, rc)).To(Succeed())
+	if rc.Annotations[rayv1.AnnotationRayDashboardURL] != "" {
+		return cluster
+	}
+	head := podOf(g, ctx, job.Namespace, cluster, "head")
+	g.Expect(head.Status.PodIP).NotTo(BeEmpty())
+	patch := client.MergeFrom(rc.DeepCopy())
+	metav1.SetMetaDataAnnotation(&rc.ObjectMeta, rayv1.AnnotationRayDashboardURL, fmt.Sprintf("http://%s:8265", head.Status.PodIP))
+	g.Expect(k8s.Patch(ctx, rc, patch)).To(Succeed())
+	return cluster
+}
+
+// headOnlyRayCluster is realRayCluster without workers and with a smaller
+// head: a RayJob's entrypoint runs in the head, and several of these share
+// the real node at once.
+func headOnlyRayCluster(ns string) rayv1.RayClusterSpec {
+	spec := realRayCluster(ns).Spec
+	spec.WorkerGroupSpecs = nil
+	spec.HeadGroupSpec.Template.Spec.Containers[0].Resources = smallResources("200m", "256Mi")
+	return spec
 }
 
 var _ = Describe("A RayJob on the real node", Label(labelRay, labelReal), func() {
@@ -88,5 +112,163 @@ var _ = Describe("A RayJob on the real node", Label(labelRay, labelReal), func()
 			err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, &rayv1.RayCluster{})
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "cluster %s: %v", cluster, err)
 		}).Should(Succeed())
+	})
+
+	// The other ways in, at once on the real node: HTTPMode (the
+	// controller submits to the dashboard itself), SidecarMode (`ray job
+	// submit` in a container of the head Pod, against 127.0.0.1), and a
+	// failing entrypoint with backoffLimit 1, retried once on a new
+	// cluster, then Failed with both attempts counted.
+	It("runs HTTPMode and SidecarMode to Complete, and retries a failing job on a new cluster before it fails", func(ctx SpecContext) {
+		requireRealNode(ctx)
+		ns := newNamespace(ctx, "rayjob-modes")
+		newJob := func(name string, mode rayv1.JobSubmissionMode, entrypoint string) *rayv1.RayJob {
+			spec := headOnlyRayCluster(ns)
+			return &rayv1.RayJob{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				Spec: rayv1.RayJobSpec{
+					Entrypoint: entrypoint, SubmissionMode: mode, RayClusterSpec: &spec,
+					ShutdownAfterJobFinishes: true,
+				},
+			}
+		}
+		httpJob := newJob("http", rayv1.HTTPMode, `python3 -c "print('http-mode-ran')"`)
+		// The sidecar must outlive the head's readiness: a submitter that
+		// exits first leaves the head Pod unready for good (a finished
+		// container is never ready), so the cluster never turns ready and
+		// the RayJob stays Initializing. KubeRay v1.7.0 does the same (its
+		// SidecarMode waits for a ready cluster); real Ray jobs outlast the
+		// probes. docs/rayjob.md, known limits.
+		sidecarJob := newJob("sidecar", rayv1.SidecarMode, `python3 -c "import time; time.sleep(30); print('sidecar-mode-ran')"`)
+		failing := newJob("failing", rayv1.HTTPMode, `python3 -c "import sys; sys.exit(3)"`)
+		failing.Spec.BackoffLimit = ptr.To[int32](1)
+		for _, job := range []*rayv1.RayJob{httpJob, sidecarJob, failing} {
+			createStrict(ctx, job)
+		}
+
+		clusters := map[string]bool{}
+		Eventually(ctx, func(g Gomega) {
+			for _, job := range []*rayv1.RayJob{httpJob, sidecarJob, failing} {
+				if job.Status.JobDeploymentStatus == rayv1.JobDeploymentStatusComplete || job.Status.JobDeploymentStatus == rayv1.JobDeploymentStatusFailed {
+					continue
+				}
+				// SidecarMode submits from the head Pod itself; the
+				// controller still reads the job's state from the dashboard.
+				if cluster := pointCurrentCluster(g, ctx, job); job == failing {
+					clusters[cluster] = true
+				}
+			}
+			g.Expect(httpJob.Status.JobDeploymentStatus).To(Equal(rayv1.JobDeploymentStatusComplete), "http: %+v", httpJob.Status)
+			g.Expect(sidecarJob.Status.JobDeploymentStatus).To(Equal(rayv1.JobDeploymentStatusComplete), "sidecar: %+v", sidecarJob.Status)
+			g.Expect(failing.Status.JobDeploymentStatus).To(Equal(rayv1.JobDeploymentStatusFailed), "failing: %+v", failing.Status)
+		}).WithTimeout(6 * time.Minute).Should(Succeed())
+
+		Expect(httpJob.Status.JobStatus).To(Equal(rayv1.JobStatusSucceeded))
+		Expect(sidecarJob.Status.JobStatus).To(Equal(rayv1.JobStatusSucceeded))
+		// SidecarMode runs no submitter Job.
+		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(sidecarJob), &batchv1.Job{}))).To(BeTrue())
+
+		Expect(failing.Status.JobStatus).To(Equal(rayv1.JobStatusFailed))
+		Expect(failing.Status.Reason).To(Equal(rayv1.AppFailed))
+		Expect(ptr.Deref(failing.Status.Failed, 0)).To(BeEquivalentTo(2), "two attempts, both failed")
+		Expect(ptr.Deref(failing.Status.Succeeded, 0)).To(BeEquivalentTo(0))
+		Expect(clusters).To(HaveLen(2), "each attempt ran on a cluster of its own")
+	})
+
+	// `kubectl ray job submit` (KubeRay v1.7.0's kubectl plugin, without -f)
+	// server-side applies an InteractiveMode RayJob whose spec.jobId is the
+	// submission ID it then submits under, waits for status.rayClusterName
+	// and a ready cluster, submits through a port-forward to the head
+	// Service, and watches the RayJob to its end. The object below is the
+	// one its generation package builds (field manager ray-kubectl-plugin,
+	// --name, --image, --head-cpu 200m --head-memory 256Mi
+	// --worker-replicas 0 --worker-cpu 100m --worker-memory 128Mi,
+	// --head-node-selectors/--worker-node-selectors for the real node,
+	// --ttl-seconds-after-finished 5), plus the real node's toleration,
+	// which the plugin has no flag for. The submission goes straight to the
+	// head Pod's dashboard, as the port-forward would take it there.
+	It("runs a RayJob shaped as kubectl ray job submit makes it", func(ctx SpecContext) {
+		requireRealNode(ctx)
+		ns := newNamespace(ctx, "rayjob-kubectl")
+		const submissionID = "raysubmit_e2ekubectlray01"
+		podSpec := func(container string, cpu, memory string) map[string]any {
+			return map[string]any{
+				"nodeSelector": map[string]any{realNodeLabel: "true"},
+				"tolerations":  []any{map[string]any{"key": realNodeLabel, "operator": "Equal", "value": "true", "effect": "NoSchedule"}},
+				"containers": []any{map[string]any{
+					"name": container, "image": testBaseImage,
+					"resources": map[string]any{
+						"requests": map[string]any{"cpu": cpu, "memory": memory},
+						"limits":   map[string]any{"memory": memory},
+					},
+				}},
+			}
+		}
+		head := podSpec("ray-head", "200m", "256Mi")
+		head["containers"].([]any)[0].(map[string]any)["ports"] = []any{
+			map[string]any{"containerPort": int64(6379), "name": "gcs-server"},
+			map[string]any{"containerPort": int64(8265), "name": "dashboard"},
+			map[string]any{"containerPort": int64(10001), "name": "client"},
+		}
+		applied := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "ray.io/v1", "kind": "RayJob",
+			"metadata": map[string]any{"name": "kubectl-ray", "namespace": ns},
+			"spec": map[string]any{
+				"submissionMode":           "InteractiveMode",
+				"entrypoint":               `python3 -c "print('kubectl-ray-ran')"`,
+				"ttlSecondsAfterFinished":  int64(5),
+				"shutdownAfterJobFinishes": true,
+				"jobId":                    submissionID,
+				"rayClusterSpec": map[string]any{
+					"rayVersion":    "2.46.0",
+					"headGroupSpec": map[string]any{"template": map[string]any{"spec": head}},
+					"workerGroupSpecs": []any{map[string]any{
+						"groupName": "default-group", "replicas": int64(0),
+						"template": map[string]any{"spec": podSpec("ray-worker", "100m", "128Mi")},
+					}},
+				},
+			},
+		}}
+		Expect(k8s.Patch(ctx, applied, client.Apply, client.FieldOwner("ray-kubectl-plugin"))).To(Succeed())
+		job := &rayv1.RayJob{ObjectMeta: metav1.ObjectMeta{Name: "kubectl-ray", Namespace: ns}}
+
+		// What the plugin waits for before it submits: the cluster's name,
+		// then a ready cluster. The RayJob has its jobId already, so it
+		// passes Waiting at once and looks for that job until it appears.
+		var cluster string
+		Eventually(ctx, func(g Gomega) {
+			cluster = pointCurrentCluster(g, ctx, job)
+			rc := &rayv1.RayCluster{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, rc)).To(Succeed())
+			g.Expect(rc.Status.State).To(Equal(rayv1.Ready))
+		}).WithTimeout(3 * time.Minute).Should(Succeed())
+		Expect(job.Status.JobDeploymentStatus).To(BeElementOf(rayv1.JobDeploymentStatusInitializing, rayv1.JobDeploymentStatusWaiting, rayv1.JobDeploymentStatusRunning),
+			"before the submission: %+v", job.Status)
+
+		head0 := &corev1.Pod{}
+		Eventually(ctx, func(g Gomega) { *head0 = podOf(g, ctx, ns, cluster, "head") }).Should(Succeed())
+		dash, err := dashboard.New(dashboard.Config{URL: fmt.Sprintf("http://%s:8265", head0.Status.PodIP)})
+		Expect(err).NotTo(HaveOccurred())
+		id, err := dash.SubmitJob(ctx, dashboard.JobRequest{Entrypoint: job.Spec.Entrypoint, SubmissionID: submissionID})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(id).To(Equal(submissionID))
+		// Read while the cluster is there (it goes 5 s after the end).
+		Eventually(ctx, func(g Gomega) {
+			logs, err := dash.JobLogs(ctx, submissionID)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(logs).To(ContainSubstring("kubectl-ray-ran"))
+		}).WithTimeout(2 * time.Minute).Should(Succeed())
+
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
+			g.Expect(job.Status.JobDeploymentStatus).To(Equal(rayv1.JobDeploymentStatusComplete), "status: %+v", job.Status)
+		}).WithTimeout(3 * time.Minute).Should(Succeed())
+		Expect(job.Status.JobStatus).To(Equal(rayv1.JobStatusSucceeded))
+		Expect(job.Status.JobId).To(Equal(submissionID))
+		// --ttl-seconds-after-finished: the cluster goes after 5 s.
+		Eventually(ctx, func(g Gomega) {
+			err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, &rayv1.RayCluster{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "cluster %s: %v", cluster, err)
+		}).WithTimeout(time.Minute).Should(Succeed())
 	})
 })
