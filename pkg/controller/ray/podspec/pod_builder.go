@@ -1,11 +1,13 @@
 package podspec
 
 import (
+	"bytes"
 	"crypto/sha1" //nolint:gosec // a change fingerprint, not a security boundary
 	"encoding/base32"
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -484,11 +486,139 @@ func SpecHash(spec *rayv1.RayClusterSpec) string {
 		g.Template.Spec.SchedulingGates = nil
 	}
 	s.UpgradeStrategy = nil
-	raw, err := json.Marshal(s)
+	raw, err := kubeRaySpecJSON(s)
 	if err != nil {
 		// A RayClusterSpec holds only JSON-safe types.
 		panic(fmt.Sprintf("marshalling RayClusterSpec: %v", err))
 	}
 	sum := sha1.Sum(raw) //nolint:gosec // see import
 	return base32.HexEncoding.EncodeToString(sum[:])
+}
+
+// kubeRaySpecJSON is spec's JSON as KubeRay's types write it, so that
+// SpecHash gives KubeRay's hash for the same spec: a cluster or Pod that
+// KubeRay annotated is recognised as unchanged after a migration, and the
+// other way round. The field order is the same; the only difference is
+// that KubeRay's rayStartParams (head and worker groups), minReplicas and
+// maxReplicas have no omitempty, so they are written as null (or {}) where
+// Gantry's encoding leaves them out. The oracle test
+// (test/oracle/kuberay) checks the result against KubeRay's own hash.
+func kubeRaySpecJSON(spec *rayv1.RayClusterSpec) ([]byte, error) {
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	top, err := decodeObject(raw)
+	if err != nil {
+		return nil, err
+	}
+	if i := top.index("headGroupSpec"); i >= 0 {
+		head, err := decodeObject(top[i].value)
+		if err != nil {
+			return nil, err
+		}
+		head = head.insertBefore("rayStartParams", mapJSON(spec.HeadGroupSpec.RayStartParams), "serviceType")
+		top[i].value = head.encode()
+	}
+	if i := top.index("workerGroupSpecs"); i >= 0 {
+		var groups []json.RawMessage
+		if err := json.Unmarshal(top[i].value, &groups); err != nil {
+			return nil, err
+		}
+		for j := range groups {
+			g, err := decodeObject(groups[j])
+			if err != nil {
+				return nil, err
+			}
+			group := &spec.WorkerGroupSpecs[j]
+			g = g.insertBefore("minReplicas", ptrJSON(group.MinReplicas), "maxReplicas", "idleTimeoutSeconds", "priority", "resources", "labels", "rayStartParams", "template")
+			g = g.insertBefore("maxReplicas", ptrJSON(group.MaxReplicas), "idleTimeoutSeconds", "priority", "resources", "labels", "rayStartParams", "template")
+			g = g.insertBefore("rayStartParams", mapJSON(group.RayStartParams), "template")
+			groups[j] = g.encode()
+		}
+		if top[i].value, err = json.Marshal(groups); err != nil {
+			return nil, err
+		}
+	}
+	return top.encode(), nil
+}
+
+// jsonObject is a JSON object with its keys in order.
+type jsonObject []jsonField
+
+type jsonField struct {
+	key   string
+	value json.RawMessage
+}
+
+func decodeObject(raw []byte) (jsonObject, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, fmt.Errorf("not a JSON object: %v", err)
+	}
+	var out jsonObject
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, jsonField{key: tok.(string), value: v})
+	}
+	return out, nil
+}
+
+func (o jsonObject) index(key string) int {
+	for i, f := range o {
+		if f.key == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// insertBefore adds key unless present, before the first of next that is
+// present, else at the end.
+func (o jsonObject) insertBefore(key string, value json.RawMessage, next ...string) jsonObject {
+	if o.index(key) >= 0 {
+		return o
+	}
+	at := len(o)
+	for _, n := range next {
+		if i := o.index(n); i >= 0 {
+			at = i
+			break
+		}
+	}
+	return slices.Insert(o, at, jsonField{key: key, value: value})
+}
+
+func (o jsonObject) encode() json.RawMessage {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, f := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(f.key)
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(f.value)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// mapJSON is a map as encoding/json writes it without omitempty.
+func mapJSON(m map[string]string) json.RawMessage {
+	raw, _ := json.Marshal(m)
+	return raw
+}
+
+func ptrJSON(p *int32) json.RawMessage {
+	raw, _ := json.Marshal(p)
+	return raw
 }
