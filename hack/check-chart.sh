@@ -334,7 +334,7 @@ render ray-only --set 'controllers={raycluster}'
 has '--controllers=raycluster' "$(docs Deployment)"
 eq "$(count CustomResourceDefinition rayclusters.ray.io)" 1 "ray CRD"
 eq "$(count CustomResourceDefinition rayjobs.ray.io)" 1 "RayJob CRD"
-eq "$(count CustomResourceDefinition)" 2 "CRDs (ray only: RayCluster, RayJob)"
+eq "$(count CustomResourceDefinition)" 3 "CRDs (ray only: RayCluster, RayJob, RayService)"
 eq "$(count ClusterTrainingRuntime)" 0 "ClusterTrainingRuntimes without trainjob"
 render ray-only-served --set 'controllers={raycluster}' "${served[@]}"
 eq "$(count ClusterTrainingRuntime)" 0 "ClusterTrainingRuntimes without trainjob (CRD served)"

@@ -34,7 +34,7 @@ cluster_scoped="nodes namespaces persistentvolumes storageclasses priorityclasse
 namespaced="pods services endpoints configmaps secrets serviceaccounts persistentvolumeclaims events
   endpointslices controllerrevisions deployments statefulsets replicasets daemonsets jobs cronjobs
   leases ingresses networkpolicies poddisruptionbudgets roles rolebindings podgroups jobsets
-  rayclusters rayjobs trainjobs trainingruntimes controllers nodesets restapis tokens loginsets accountings servicemonitors"
+  rayclusters rayjobs rayservices trainjobs trainingruntimes controllers nodesets restapis tokens loginsets accountings servicemonitors"
 
 # Kubeflow Trainer v2.3's opt-out label: its chart gives the
 # ClusterTrainingRuntime and TrainingRuntime webhooks an objectSelector that

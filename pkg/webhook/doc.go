@@ -18,18 +18,20 @@ package webhook
 //
 // # Ray updates fail open
 //
-// The RayCluster and RayJob webhooks are two configurations each over one
-// handler: creation (vraycluster.ray.io, vrayjob.ray.io) with
-// failurePolicy Fail, and updates (vraycluster-update.ray.io,
-// vrayjob-update.ray.io) with failurePolicy Ignore. Updates to these kinds
-// come from other controllers that must not wait on Gantry: the Ray
+// The RayCluster, RayJob and RayService webhooks are two configurations
+// each over one handler: creation (vraycluster.ray.io, vrayjob.ray.io,
+// vrayservice.ray.io) with failurePolicy Fail, and updates
+// (vraycluster-update.ray.io, vrayjob-update.ray.io,
+// vrayservice-update.ray.io) with failurePolicy Ignore. Updates to these
+// kinds come from other controllers that must not wait on Gantry: the Ray
 // autoscaler patches replicas and workersToDelete, Kueue toggles suspend.
 // KubeRay ships no webhook by default, so its users' autoscalers and Kueue
 // never depend on the operator being up. While the manager is up, an
 // invalid update is refused with the same message as before; while it is
 // down, the update is admitted and the reconciler meets it as it does in
 // KubeRay without a webhook: a RayCluster gets a Warning event and nothing
-// else changes (its Pods run on), a RayJob turns ValidationFailed. A
+// else changes (its Pods run on), a RayJob turns ValidationFailed, a
+// RayService gets a Warning event and Ready=False (ValidationFailed). A
 // creation while the manager is down is refused, so nothing is admitted
 // that was never checked. The chart's webhook.updateFailurePolicy sets the
 // update policy (Fail restores fail-closed updates).

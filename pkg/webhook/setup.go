@@ -23,10 +23,11 @@ const (
 
 // Options carry what the validators need from the manager's configuration.
 type Options struct {
-	// Features are the manager's feature gates; the RayCluster and RayJob
-	// webhooks derive their spec options from them exactly as their
-	// reconcilers do (validation.SpecValidationOptionsFromGates,
-	// validation.RayJobValidationOptionsFromGates).
+	// Features are the manager's feature gates; the RayCluster, RayJob and
+	// RayService webhooks derive their spec options from them exactly as
+	// their reconcilers do (validation.SpecValidationOptionsFromGates,
+	// validation.RayJobValidationOptionsFromGates,
+	// validation.RayServiceValidationOptionsFromGates).
 	Features featuregate.FeatureGate
 
 	// Reader reads the objects admission looks up: the runtime a TrainJob
@@ -63,8 +64,10 @@ func Setup(mgr ctrl.Manager, workloads []string, opts Options) error {
 		setup func(ctrl.Manager, Options) error
 	}{
 		{WorkloadRayCluster, setupRayCluster},
-		// The RayJob controller runs under --controllers=raycluster.
+		// The RayJob and RayService controllers run under
+		// --controllers=raycluster.
 		{WorkloadRayCluster, setupRayJob},
+		{WorkloadRayCluster, setupRayService},
 		{WorkloadTrainJob, setupTrainer},
 		{WorkloadSlurm, setupSlurm},
 		{WorkloadSlurm, setupLoginSet},

@@ -21,6 +21,7 @@ const (
 	RayClusterKind     = "RayCluster"
 	RayClusterListKind = "RayClusterList"
 	RayJobKind         = "RayJob"
+	RayServiceKind     = "RayService"
 )
 
 // RayClusterGroupVersionKind identifies the RayCluster kind.
@@ -28,3 +29,6 @@ var RayClusterGroupVersionKind = GroupVersion.WithKind(RayClusterKind)
 
 // RayJobGroupVersionKind identifies the RayJob kind.
 var RayJobGroupVersionKind = GroupVersion.WithKind(RayJobKind)
+
+// RayServiceGroupVersionKind identifies the RayService kind.
+var RayServiceGroupVersionKind = GroupVersion.WithKind(RayServiceKind)

@@ -56,3 +56,10 @@ const (
 // outside the cluster. Gantry's; honoured only with
 // --feature-gates=RayDashboardURLOverride=true.
 const AnnotationRayDashboardURL = "gantry.dev/ray-dashboard-url"
+
+// AnnotationRayServeProxyURL on a RayCluster (a RayService passes its
+// annotations on to its clusters) is the base URL of the head's Serve
+// proxy, whose /-/healthz the RayService controller checks, instead of the
+// head Pod's IP. Gantry's; honoured only with
+// --feature-gates=RayDashboardURLOverride=true.
+const AnnotationRayServeProxyURL = "gantry.dev/ray-serve-proxy-url"

@@ -89,6 +89,12 @@
 - apiGroups:
   - ""
   resources:
+  - pods/proxy
+  verbs:
+  - get
+- apiGroups:
+  - ""
+  resources:
   - pods/resize
   verbs:
   - patch
@@ -152,6 +158,14 @@
   - list
   - patch
   - update
+  - watch
+- apiGroups:
+  - discovery.k8s.io
+  resources:
+  - endpointslices
+  verbs:
+  - get
+  - list
   - watch
 - apiGroups:
   - jobset.x-k8s.io
@@ -218,6 +232,7 @@
   resources:
   - rayclusters/finalizers
   - rayjobs/finalizers
+  - rayservices/finalizers
   verbs:
   - update
 - apiGroups:
@@ -225,6 +240,7 @@
   resources:
   - rayclusters/status
   - rayjobs/status
+  - rayservices/status
   verbs:
   - get
   - patch
@@ -235,6 +251,16 @@
   - rayjobs
   verbs:
   - delete
+  - get
+  - list
+  - patch
+  - update
+  - watch
+- apiGroups:
+  - ray.io
+  resources:
+  - rayservices
+  verbs:
   - get
   - list
   - patch

@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -50,6 +51,9 @@ func managedObjects() []client.Object {
 		// cached: they are watched each by its name (package refwatch)
 		// and read through the APIReader.
 		&corev1.Secret{}, &corev1.ConfigMap{},
+		// The Serve Service's EndpointSlices (RayService's endpoint
+		// count) carry its labels, Gantry's managed-by among them.
+		&discoveryv1.EndpointSlice{},
 	}
 }
 

@@ -1,6 +1,6 @@
-// Package ray registers the Ray family with the manager: the RayCluster and
-// RayJob controllers, run together under --controllers=raycluster, as
-// KubeRay's one operator runs them.
+// Package ray registers the Ray family with the manager: the RayCluster,
+// RayJob and RayService controllers, run together under
+// --controllers=raycluster, as KubeRay's one operator runs them.
 package ray
 
 import (
@@ -10,9 +10,11 @@ import (
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/gantry-dev/gantry/pkg/controller/ray/dashboards"
 	"github.com/gantry-dev/gantry/pkg/controller/ray/features"
 	"github.com/gantry-dev/gantry/pkg/controller/ray/raycluster"
 	"github.com/gantry-dev/gantry/pkg/controller/ray/rayjob"
+	"github.com/gantry-dev/gantry/pkg/controller/ray/rayservice"
 	"github.com/gantry-dev/gantry/pkg/controller/ray/validation"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 )
@@ -51,22 +53,32 @@ func IntegrationWith(f *Flags) workload.Integration {
 		}
 		cfg := rayjob.ConfigFromEnv(os.Getenv)
 		cfg.Build = clusterCfg.Build
-		dashboards := &rayjob.Dashboards{Secrets: mgr.GetAPIReader()}
+		dash := &dashboards.Clients{Secrets: mgr.GetAPIReader()}
 		if opts.Features != nil {
 			cfg.DeletionPolicy = opts.Features.Enabled(features.RayJobDeletionPolicy)
 			cfg.SidecarSubmitterRestart = opts.Features.Enabled(features.SidecarSubmitterRestart)
-			dashboards.AllowOverride = opts.Features.Enabled(features.RayDashboardURLOverride)
+			dash.AllowOverride = opts.Features.Enabled(features.RayDashboardURLOverride)
 		}
 		cfg.Validation = validation.RayJobValidationOptionsFromGates(opts.Features)
 		if f.UseKubernetesProxy {
-			dashboards.ProxyHost = mgr.GetConfig().Host
-			dashboards.ProxyTransport = mgr.GetHTTPClient().Transport
+			dash.ProxyHost = mgr.GetConfig().Host
+			dash.ProxyTransport = mgr.GetHTTPClient().Transport
 		}
-		r, err := rayjob.New(mgr, rayjob.Options{Options: opts, Config: cfg, Dashboards: dashboards})
+		r, err := rayjob.New(mgr, rayjob.Options{Options: opts, Config: cfg, Dashboards: dash})
 		if err != nil {
 			return err
 		}
-		return r.SetupWithManager(mgr)
+		if err := r.SetupWithManager(mgr); err != nil {
+			return err
+		}
+		svcCfg := rayservice.ConfigFromEnv(os.Getenv)
+		svcCfg.Build = clusterCfg.Build
+		svcCfg.Validation = validation.RayServiceValidationOptionsFromGates(opts.Features)
+		rs, err := rayservice.New(mgr, rayservice.Options{Options: opts, Config: svcCfg, Dashboards: dash})
+		if err != nil {
+			return err
+		}
+		return rs.SetupWithManager(mgr)
 	}
 	return in
 }

@@ -139,13 +139,13 @@ func BuildHeadlessService(cluster *rayv1.RayCluster) *corev1.Service {
 }
 
 // BuildServeService returns the Service for Ray Serve traffic on a plain
-// RayCluster: every serving port of the head (isServingPort), sorted by
+// RayCluster: every serving port of the head (IsServingPort), sorted by
 // name, selecting every Pod of the cluster (each runs a Serve proxy).
 func BuildServeService(cluster *rayv1.RayCluster) (*corev1.Service, error) {
 	numbers := ServicePortNumbers(cluster)
 	var ports []corev1.ServicePort
 	for _, name := range slices.Sorted(maps.Keys(numbers)) {
-		if isServingPort(name) {
+		if IsServingPort(name) {
 			ports = append(ports, corev1.ServicePort{Name: name, Port: numbers[name], Protocol: corev1.ProtocolTCP})
 		}
 	}
@@ -198,9 +198,9 @@ func ServicePortNumbers(cluster *rayv1.RayCluster) map[string]int32 {
 	return ports
 }
 
-// isServingPort reports whether a head port carries Ray Serve traffic:
+// IsServingPort reports whether a head port carries Ray Serve traffic:
 // KubeRay's "serve", or "serve-<protocol>" such as serve-grpc.
-func isServingPort(name string) bool {
+func IsServingPort(name string) bool {
 	return name == ServingPortName || strings.HasPrefix(name, ServingPortName+"-")
 }
 

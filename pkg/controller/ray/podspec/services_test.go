@@ -307,7 +307,7 @@ func TestHeadServicePortsAreTheContainersPlusMetrics(t *testing.T) {
 }
 
 // TestServeServicePorts follows KubeRay v1.6.2's BuildServeService and
-// isServingPort (common/service.go): every port named "serve" or
+// IsServingPort (common/service.go): every port named "serve" or
 // "serve-<something>" (e.g. serve-grpc), sorted by name here so the
 // object is stable; no serve port means no Serve Service.
 func TestServeServicePorts(t *testing.T) {

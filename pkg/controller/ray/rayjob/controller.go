@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
+	"github.com/gantry-dev/gantry/pkg/controller/ray/dashboards"
 	"github.com/gantry-dev/gantry/pkg/controller/ray/validation"
 	"github.com/gantry-dev/gantry/pkg/framework/events"
 	"github.com/gantry-dev/gantry/pkg/framework/finalizers"
@@ -50,7 +51,7 @@ type Reconciler struct {
 	client     client.Client
 	apiReader  client.Reader
 	recorder   events.Recorder
-	dashboards *Dashboards
+	dashboards *dashboards.Clients
 	metrics    *JobMetrics
 	cfg        Config
 	clock      clock.PassiveClock
@@ -61,7 +62,7 @@ type Reconciler struct {
 type Options struct {
 	workload.Options
 	Config     Config
-	Dashboards *Dashboards
+	Dashboards *dashboards.Clients
 }
 
 // New builds the RayJob reconciler for mgr.
@@ -78,9 +79,9 @@ func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 
 // newReconciler builds a reconciler from its parts, for New and for unit
 // tests without a manager; metrics may be nil.
-func newReconciler(c client.Client, apiReader client.Reader, recorder clientevents.EventRecorder, d *Dashboards, metrics *JobMetrics, cfg Config) *Reconciler {
+func newReconciler(c client.Client, apiReader client.Reader, recorder clientevents.EventRecorder, d *dashboards.Clients, metrics *JobMetrics, cfg Config) *Reconciler {
 	if d == nil {
-		d = &Dashboards{Secrets: apiReader}
+		d = &dashboards.Clients{Secrets: apiReader}
 	}
 	r := &Reconciler{
 		client:     c,

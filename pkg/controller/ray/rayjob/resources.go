@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
+	"github.com/gantry-dev/gantry/pkg/controller/ray/dashboards"
 	"github.com/gantry-dev/gantry/pkg/controller/ray/podspec"
 	"github.com/gantry-dev/gantry/pkg/controller/ray/submitter"
 	"github.com/gantry-dev/gantry/pkg/framework/builder"
@@ -59,7 +60,7 @@ func (r *Reconciler) dashboardAddressOf(ctx context.Context, cluster *rayv1.RayC
 	if err := r.client.Get(ctx, types.NamespacedName{Namespace: cluster.Namespace, Name: name}, svc); err != nil {
 		return "", fmt.Errorf("reading the head Service of ready RayCluster %s/%s: %w", cluster.Namespace, cluster.Name, err)
 	}
-	return dashboardAddress(svc, r.cfg.Build.ClusterDomain)
+	return dashboards.Address(svc, r.cfg.Build.ClusterDomain)
 }
 
 // ensureSubmitter creates the K8sJobMode submitter Job once.

@@ -1,4 +1,7 @@
-package rayjob
+// Package dashboards makes the clients of RayClusters' dashboards, the way
+// KubeRay's operator reaches them, for the RayJob and RayService
+// controllers.
+package dashboards
 
 import (
 	"context"
@@ -20,11 +23,11 @@ import (
 // slower than a direct request.
 const ProxyTimeout = 30 * time.Second
 
-// Dashboards makes the client of a RayCluster's dashboard, the way
+// Clients makes the client of a RayCluster's dashboard, the way
 // KubeRay's operator reaches it: http://<status.dashboardURL>, or through
 // the API server's services/proxy (--use-kubernetes-proxy), or, with
 // RayDashboardURLOverride, the cluster's gantry.dev/ray-dashboard-url.
-type Dashboards struct {
+type Clients struct {
 	// Secrets reads the cluster's auth token Secret (uncached).
 	Secrets client.Reader
 	// ProxyHost and ProxyTransport are the API server's URL and the
@@ -39,7 +42,7 @@ type Dashboards struct {
 
 // For returns the client of cluster's dashboard; address is host:port
 // (the RayJob's status.dashboardURL).
-func (d *Dashboards) For(ctx context.Context, cluster *rayv1.RayCluster, address string) (*dashboard.Client, error) {
+func (d *Clients) For(ctx context.Context, cluster *rayv1.RayCluster, address string) (*dashboard.Client, error) {
 	cfg := dashboard.Config{URL: "http://" + address, HTTPClient: &http.Client{Timeout: d.Timeout}}
 	if cfg.HTTPClient.Timeout == 0 {
 		cfg.HTTPClient.Timeout = dashboard.DefaultTimeout
@@ -68,7 +71,7 @@ func (d *Dashboards) For(ctx context.Context, cluster *rayv1.RayCluster, address
 	return dashboard.New(cfg)
 }
 
-func (d *Dashboards) authToken(ctx context.Context, cluster *rayv1.RayCluster) (string, error) {
+func (d *Clients) authToken(ctx context.Context, cluster *rayv1.RayCluster) (string, error) {
 	if d.Secrets == nil {
 		return "", fmt.Errorf("RayCluster %s/%s uses token auth, and no Secret reader is configured", cluster.Namespace, cluster.Name)
 	}
@@ -84,10 +87,10 @@ func (d *Dashboards) authToken(ctx context.Context, cluster *rayv1.RayCluster) (
 	return string(token), nil
 }
 
-// dashboardAddress is host:port of cluster's dashboard through its head
+// Address is host:port of cluster's dashboard through its head
 // Service, as KubeRay's FetchHeadServiceURL builds it: the Service's port
 // named "dashboard".
-func dashboardAddress(svc *corev1.Service, clusterDomain string) (string, error) {
+func Address(svc *corev1.Service, clusterDomain string) (string, error) {
 	for _, p := range svc.Spec.Ports {
 		if p.Name == podspec.DashboardPortName {
 			return fmt.Sprintf("%s.%s.svc.%s:%d", svc.Name, svc.Namespace, clusterDomain, p.Port), nil
