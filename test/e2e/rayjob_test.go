@@ -271,4 +271,76 @@ var _ = Describe("A RayJob on the real node", Label(labelRay, labelReal), func()
 			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "cluster %s: %v", cluster, err)
 		}).WithTimeout(time.Minute).Should(Succeed())
 	})
+
+	// Deletion policies in real containers (RayJobDeletionPolicy, on by
+	// default): deletionRules that first delete the workers when the job
+	// succeeds and the whole cluster 15 s later, and the legacy
+	// onSuccess/onFailure pair whose onFailure deletes the RayJob itself.
+	It("deletes the workers then the cluster by deletionRules, and itself by onFailure", func(ctx SpecContext) {
+		requireRealNode(ctx)
+		ns := newNamespace(ctx, "rayjob-deletion")
+		withWorker := realRayCluster(ns).Spec
+		withWorker.HeadGroupSpec.Template.Spec.Containers[0].Resources = smallResources("200m", "256Mi")
+		withWorker.WorkerGroupSpecs[0].Template.Spec.Containers[0].Resources = smallResources("100m", "128Mi")
+		succeeded, failed := rayv1.JobStatusSucceeded, rayv1.JobStatusFailed
+		rules := &rayv1.RayJob{
+			ObjectMeta: metav1.ObjectMeta{Name: "rules", Namespace: ns},
+			Spec: rayv1.RayJobSpec{
+				Entrypoint: `python3 -c "print('rules-ran')"`, SubmissionMode: rayv1.HTTPMode, RayClusterSpec: &withWorker,
+				DeletionStrategy: &rayv1.DeletionStrategy{DeletionRules: []rayv1.DeletionRule{
+					{Policy: rayv1.DeleteWorkers, Condition: rayv1.DeletionCondition{JobStatus: &succeeded}},
+					{Policy: rayv1.DeleteCluster, Condition: rayv1.DeletionCondition{JobStatus: &succeeded, TTLSeconds: 15}},
+					{Policy: rayv1.DeleteSelf, Condition: rayv1.DeletionCondition{JobStatus: &failed}},
+				}},
+			},
+		}
+		headOnly := headOnlyRayCluster(ns)
+		legacy := &rayv1.RayJob{
+			ObjectMeta: metav1.ObjectMeta{Name: "legacy", Namespace: ns},
+			Spec: rayv1.RayJobSpec{
+				Entrypoint: `python3 -c "import sys; sys.exit(1)"`, SubmissionMode: rayv1.HTTPMode, RayClusterSpec: &headOnly,
+				DeletionStrategy: &rayv1.DeletionStrategy{
+					OnSuccess: &rayv1.DeletionPolicy{Policy: ptr.To(rayv1.DeleteCluster)},
+					OnFailure: &rayv1.DeletionPolicy{Policy: ptr.To(rayv1.DeleteSelf)},
+				},
+			},
+		}
+		createStrict(ctx, rules)
+		createStrict(ctx, legacy)
+
+		var cluster string
+		sawWorkersGone := false
+		Eventually(ctx, func(g Gomega) {
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(legacy), legacy); err == nil && legacy.Status.JobDeploymentStatus != rayv1.JobDeploymentStatusFailed {
+				pointCurrentCluster(g, ctx, legacy)
+			}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(rules), rules)).To(Succeed())
+			if rules.Status.JobDeploymentStatus != rayv1.JobDeploymentStatusComplete {
+				cluster = pointCurrentCluster(g, ctx, rules)
+			}
+			g.Expect(rules.Status.JobDeploymentStatus).To(Equal(rayv1.JobDeploymentStatusComplete), "rules: %+v", rules.Status)
+			// DeleteWorkers: the head stays, the workers go.
+			g.Expect(listPods(g, ctx, ns, map[string]string{rayv1.RayClusterLabelKey: cluster, rayv1.RayNodeTypeLabelKey: "worker"})).To(BeEmpty())
+			g.Expect(listPods(g, ctx, ns, map[string]string{rayv1.RayClusterLabelKey: cluster, rayv1.RayNodeTypeLabelKey: "head"})).To(HaveLen(1))
+			sawWorkersGone = true
+		}).WithTimeout(4 * time.Minute).Should(Succeed())
+		Expect(sawWorkersGone).To(BeTrue())
+		rc := &rayv1.RayCluster{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, rc)).To(Succeed())
+		Expect(rc.Spec.WorkerGroupSpecs[0].Suspend).To(HaveValue(BeTrue()), "the workers' group is suspended")
+
+		// DeleteCluster 15 s after the end; the RayJob stays.
+		Eventually(ctx, func(g Gomega) {
+			err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: cluster}, &rayv1.RayCluster{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "cluster %s: %v", cluster, err)
+		}).WithTimeout(2 * time.Minute).Should(Succeed())
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(rules), rules)).To(Succeed())
+
+		// onFailure DeleteSelf: the failed RayJob is gone, and its cluster
+		// with it.
+		Eventually(ctx, func(g Gomega) {
+			err := k8s.Get(ctx, client.ObjectKeyFromObject(legacy), &rayv1.RayJob{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "legacy: %v", err)
+		}).WithTimeout(4 * time.Minute).Should(Succeed())
+	})
 })
