@@ -206,7 +206,9 @@ func (r *Reconciler) Load(ctx context.Context, s *scope) error { return r.loadPo
 // stops the reconcile, as KubeRay's chain does. A Service or Ingress that
 // fails (a quota, an immutable field, a webhook) must not hold up the
 // Pods: it gets its Warning event and the Pods are reconciled anyway;
-// workers wait for the head on their own.
+// workers wait for the head on their own. A head or headless Service name
+// held by an object the cluster does not control (a user's) does hold
+// them up, as in KubeRay: the workers would reach whatever it selects.
 func (r *Reconciler) Steps(*scope) []syncsteps.Step[*scope] {
 	return []syncsteps.Step[*scope]{
 		// Its Warning is KubeRay's AutoscalerServiceAccountNotFound.
@@ -218,7 +220,10 @@ func (r *Reconciler) Steps(*scope) []syncsteps.Step[*scope] {
 		{Name: "HeadlessService", Sync: r.reconcileHeadlessService, FailureReason: string(rayv1.FailedToCreateService)},
 		{Name: "ServeService", Sync: r.reconcileServeService, FailureReason: string(rayv1.FailedToCreateService)},
 		// Pod failures emit their own KubeRay-named Warning events.
-		{Name: "Pods", Sync: r.reconcilePods, ReportsOwnFailure: true},
+		// Skipped while a user's object holds the head or headless
+		// Service's name (resources.go, reconcileHeadService).
+		{Name: "Pods", Sync: r.reconcilePods, ReportsOwnFailure: true,
+			Skip: func(s *scope) bool { return s.servicesNotOwned }},
 	}
 }
 
@@ -323,6 +328,10 @@ type scope struct {
 	// podEvents are the Pods created and deleted in bulk, moved into
 	// Events (one message per reason) when the Pods are done.
 	podEvents podEvents
+	// servicesNotOwned is set when the head or headless Service's name is
+	// held by an object the cluster does not control: the Pods step is
+	// skipped, as KubeRay's reconcile ends at the failed Service.
+	servicesNotOwned bool
 }
 
 // updateStatus computes the status from the cached Pods and writes it when

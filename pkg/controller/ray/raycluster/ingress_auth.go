@@ -125,9 +125,12 @@ func (r *Reconciler) reconcileIngress(ctx context.Context, s *scope) error {
 		return nil
 	}
 	ing := BuildHeadIngress(cluster)
-	created, err := r.applyOwned(ctx, ing)
+	created, err := r.ensureOwned(ctx, "Ingress", ing)
 	if err != nil {
-		return err
+		// KubeRay v1.7.0's reconcileIngressKubernetes leaves an Ingress
+		// of that name it does not control as it is, with this Warning,
+		// and goes on.
+		return r.warnNotOwned(s, string(rayv1.FailedToCreateIngress), err)
 	}
 	if created {
 		s.Events.Add(string(rayv1.CreatedIngress), "Created Ingress %s", ing.Name)

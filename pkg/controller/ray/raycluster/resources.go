@@ -15,16 +15,56 @@ import (
 	"github.com/gantry-dev/gantry/pkg/framework/apply"
 )
 
-// applyOwned server-side applies an object the cluster owns wholesale
-// (Services, autoscaler RBAC, Ingress; their builders label them
-// managed-by=gantry, which the manager's cache needs), sending nothing when
-// the cached object already matches, and reports whether the object was
-// new. Beyond KubeRay, whose objects are create-only, a changed annotation
-// or port reaches the cluster and edits by others to fields Gantry owns are
-// taken back.
-func (r *Reconciler) applyOwned(ctx context.Context, desired client.Object) (created bool, err error) {
-	res, _, err := r.applier.Ensure(ctx, desired)
+// ensureOwned writes an object the cluster owns wholesale (a Service or the
+// Ingress; their builders label them managed-by=gantry, which the manager's
+// cache needs) only when it is missing or this cluster controls it,
+// sending nothing when the live object already matches, and reports
+// whether the object was new. Beyond KubeRay, whose objects are
+// create-only, a changed annotation or port reaches the cluster and edits
+// by others to fields Gantry owns are taken back.
+//
+// An object of that name the cluster does not control (a user's own
+// Service or Ingress, or another cluster's) is never modified, as in
+// KubeRay: taking it over would rewrite it and, through the owner
+// reference, garbage-collect it with the cluster. ensureOwned then returns
+// a *notOwnedError naming it. The cache holds only managed objects, so a
+// miss there is asked of the API server before anything is written: one a
+// user made, or one KubeRay made before the migration (the cluster's
+// owner reference, no managed-by label; it is the cluster's and is
+// updated), is seen before the apply.
+func (r *Reconciler) ensureOwned(ctx context.Context, kind string, desired client.Object) (created bool, err error) {
+	a := r.applier
+	a.Uncached = r.apiReader
+	res, _, err := a.EnsureOwn(ctx, desired)
+	if err == nil && res == apply.Foreign {
+		return false, &notOwnedError{kind: kind, key: client.ObjectKeyFromObject(desired)}
+	}
 	return res == apply.Created, err
+}
+
+// notOwnedError says that an object the cluster would own exists and is
+// not the cluster's, in the words of KubeRay v1.7.0's Warning for such an
+// Ingress (reconcileIngressKubernetes).
+type notOwnedError struct {
+	kind string
+	key  client.ObjectKey
+}
+
+func (e *notOwnedError) Error() string {
+	return fmt.Sprintf("%s %s already exists and is not owned by this RayCluster; not modifying it", e.kind, e.key)
+}
+
+// warnNotOwned records err as a Warning with reason on the cluster and
+// returns nil when it is a *notOwnedError (the object is left as it is and
+// the reconcile goes on, as KubeRay does for the Ingress and the Serve
+// Service); any other error is returned.
+func (r *Reconciler) warnNotOwned(s *scope, reason string, err error) error {
+	var notOwned *notOwnedError
+	if !errors.As(err, &notOwned) {
+		return err
+	}
+	r.recorder.Warning(s.Object, reason, "%s", notOwned.Error())
+	return nil
 }
 
 // ensureOwnRBAC writes the autoscaler's ServiceAccount, Role or RoleBinding
@@ -101,8 +141,16 @@ func (r *Reconciler) reconcileHeadService(ctx context.Context, s *scope) error {
 	if err != nil {
 		return err
 	}
-	created, err := r.applyOwned(ctx, svc)
+	created, err := r.ensureOwned(ctx, "Service", svc)
 	if err != nil {
+		var notOwned *notOwnedError
+		if errors.As(err, &notOwned) {
+			// KubeRay v1.7.0's createService fails with AlreadyExists and
+			// the reconcile ends before reconcilePods: no Pods while the
+			// name is held, since workers would dial whatever the user's
+			// Service selects. Pods already running are left as they are.
+			s.servicesNotOwned = true
+		}
 		return err
 	}
 	switch {
@@ -126,7 +174,14 @@ func (r *Reconciler) reconcileHeadlessService(ctx context.Context, s *scope) err
 		return nil
 	}
 	svc := podspec.BuildHeadlessService(s.Object)
-	created, err := r.applyOwned(ctx, svc)
+	created, err := r.ensureOwned(ctx, "Service", svc)
+	var notOwned *notOwnedError
+	if errors.As(err, &notOwned) {
+		// As the head Service: KubeRay's createService fails and the
+		// multi-host Pods, which address each other through this
+		// Service, are not created.
+		s.servicesNotOwned = true
+	}
 	if err == nil && created {
 		s.Events.Add(string(rayv1.CreatedService), "Created headless Service %s", svc.Name)
 	}
@@ -147,11 +202,13 @@ func (r *Reconciler) reconcileServeService(ctx context.Context, s *scope) error 
 	if err != nil {
 		return err
 	}
-	created, err := r.applyOwned(ctx, svc)
+	created, err := r.ensureOwned(ctx, "Service", svc)
 	if err == nil && created {
 		s.Events.Add(string(rayv1.CreatedService), "Created serve Service %s", svc.Name)
 	}
-	return err
+	// KubeRay v1.7.0's reconcileServeService uses any Service of that
+	// name as it is and goes on; Gantry says so in a Warning.
+	return r.warnNotOwned(s, string(rayv1.FailedToCreateService), err)
 }
 
 // deleteHeadServiceIfImmutable deletes the live head Service when desired
@@ -161,11 +218,19 @@ func (r *Reconciler) reconcileServeService(ctx context.Context, s *scope) error 
 // did not). The caller applies desired at once, creating the new Service.
 func (r *Reconciler) deleteHeadServiceIfImmutable(ctx context.Context, desired *corev1.Service) (string, error) {
 	live := &corev1.Service{}
-	if err := r.client.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
+	err := r.client.Get(ctx, client.ObjectKeyFromObject(desired), live)
+	if apierrors.IsNotFound(err) {
+		// Outside the cache: one KubeRay made before the migration, or
+		// none at all.
+		err = r.apiReader.Get(ctx, client.ObjectKeyFromObject(desired), live)
+	}
+	if err != nil {
 		return "", client.IgnoreNotFound(err)
 	}
 	why := immutableServiceChange(live, desired)
-	if why == "" || !live.DeletionTimestamp.IsZero() || !apply.MayTakeOver(live, desired) {
+	// Only the cluster's own Service is ever deleted; one that is not
+	// (a user's) is reported by ensureOwned and left alone.
+	if why == "" || !live.DeletionTimestamp.IsZero() || !controlledBySame(live, desired) {
 		return "", nil
 	}
 	if err := r.client.Delete(ctx, live, client.Preconditions{UID: &live.UID}); client.IgnoreNotFound(err) != nil {
@@ -175,7 +240,7 @@ func (r *Reconciler) deleteHeadServiceIfImmutable(ctx context.Context, desired *
 	// while; an apply now would patch the terminating one. Its deletion
 	// event brings the next reconcile, which creates the new one.
 	gone := &corev1.Service{}
-	err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(live), gone)
+	err = r.apiReader.Get(ctx, client.ObjectKeyFromObject(live), gone)
 	switch {
 	case apierrors.IsNotFound(err) || (err == nil && gone.UID != live.UID):
 		return why, nil
@@ -202,4 +267,11 @@ func immutableServiceChange(live, desired *corev1.Service) string {
 		return fmt.Sprintf("it was headless (clusterIP None) and type %s needs a cluster IP", desired.Spec.Type)
 	}
 	return ""
+}
+
+// controlledBySame reports whether live has desired's controller (by UID),
+// as apply.EnsureOwn decides whether an object is the cluster's.
+func controlledBySame(live, desired client.Object) bool {
+	owner, want := metav1.GetControllerOfNoCopy(live), metav1.GetControllerOfNoCopy(desired)
+	return owner != nil && want != nil && owner.UID == want.UID
 }

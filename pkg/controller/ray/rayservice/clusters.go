@@ -277,7 +277,8 @@ func (d *deletionSchedule) forget(key types.NamespacedName) {
 // handleSuspend runs spec.suspend (KubeRay v1.7.0's state machine):
 // Suspending is written first; then every owned RayCluster and Service is
 // deleted, whatever spec.suspend says by then; then Suspended; clearing
-// spec.suspend resumes. stop means the rest of the pass is skipped.
+// spec.suspend resumes in the same pass. stop means the rest of the pass is
+// skipped.
 func (r *Reconciler) handleSuspend(ctx context.Context, s *scope) (stop bool, err error) {
 	svc := s.Object
 	st := &svc.Status
@@ -295,7 +296,8 @@ func (r *Reconciler) handleSuspend(ctx context.Context, s *scope) (stop bool, er
 		s.setCondition(rayv1.RayServiceReady, metav1.ConditionFalse, rayv1.RayServiceInitializing, "RayService is initializing after resuming from suspend.")
 		meta.RemoveStatusCondition(&st.Conditions, string(rayv1.UpgradeInProgress))
 		s.setCondition(rayv1.UpgradeInProgress, metav1.ConditionFalse, rayv1.RayServiceInitializing, "RayService is initializing after resuming from suspend.")
-		return true, nil
+		// Resumed: the rest of the pass runs now (a new cluster is named).
+		return false, nil
 	case !suspending:
 		if !svc.Spec.Suspend {
 			return false, nil

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
 	"github.com/gantry-dev/gantry/pkg/controller/ray/dashboards"
@@ -109,9 +110,11 @@ func newReconciler(c client.Client, apiReader client.Reader, recorder clienteven
 }
 
 // SetupWithManager registers the controller and its watches: the
-// RayService, and the RayClusters and Services it owns.
+// RayService (its spec, labels and annotations, as KubeRay: its own status
+// writes wake nothing), and the RayClusters and Services it owns.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return workload.NewController(mgr, Name, &rayv1.RayService{}, r.workers).
+	changed := predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{})
+	return workload.NewController(mgr, Name, &rayv1.RayService{}, r.workers, changed).
 		Owns(&rayv1.RayCluster{}).
 		Owns(&corev1.Service{}).
 		Complete(r)
