@@ -473,3 +473,62 @@ func TestInvalidRayJobIsValidationFailedAndCreatesNothing(t *testing.T) {
 	g.Expect(clusters.Items).To(BeEmpty())
 	g.Expect(failed.Finalizers).To(BeEmpty())
 }
+
+// setHeadContainers gives the RayJob's head Pod these container states, as
+// a kubelet would, and leaves the Pod not Ready: a submitter container
+// that has ended is never ready again.
+func setHeadContainers(t *testing.T, job *rayv1.RayJob, ray, sub corev1.ContainerState) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		name := get(g, job).Status.RayClusterName
+		g.Expect(name).NotTo(BeEmpty())
+		var pods corev1.PodList
+		g.Expect(k8s.List(context.Background(), &pods, client.InNamespace(job.Namespace),
+			client.MatchingLabels{rayv1.RayClusterLabelKey: name, rayv1.RayNodeTypeLabelKey: "head"})).To(Succeed())
+		g.Expect(pods.Items).To(HaveLen(1))
+		p := &pods.Items[0]
+		g.Expect(p.Spec.Containers[len(p.Spec.Containers)-1].Name).To(Equal(rayv1.SubmitterContainerName))
+		p.Status.Phase = corev1.PodRunning
+		p.Status.PodIP = "10.0.1.2"
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", LastTransitionTime: metav1.Now()}}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{
+			{Name: p.Spec.Containers[0].Name, Image: "x", State: ray, Ready: ray.Running != nil, Started: ptr.To(ray.Running != nil)},
+			{Name: rayv1.SubmitterContainerName, Image: "x", State: sub},
+		}
+		g.Expect(k8s.Status().Update(context.Background(), p)).To(Succeed())
+	}, timeout).Should(Succeed())
+}
+
+// SidecarMode, a deliberate difference from KubeRay v1.7.0: a submitter
+// container that ended before the head Pod was Ready keeps the cluster
+// from ever being ready; once it has ended and the head's Ray container
+// runs, the RayJob stops waiting for a ready cluster and follows the Ray
+// job to the end.
+func TestSidecarModeSubmitterEndedBeforeTheHeadWasReadyCompletes(t *testing.T) {
+	ns := newNamespace(t)
+	job := create(t, makeJob("sidecar-short", ns, "echo hi").Mode(rayv1.SidecarMode).Obj())
+	g := NewWithT(t)
+	var id string
+	g.Eventually(func(g Gomega) {
+		id = get(g, job).Status.JobId
+		g.Expect(id).NotTo(BeEmpty())
+	}, timeout).Should(Succeed())
+	// What the sidecar's `ray job submit` did before it exited.
+	_, err := dash.SubmitJob(context.Background(), dashboard.JobRequest{Entrypoint: "echo hi", SubmissionID: id})
+	g.Expect(err).NotTo(HaveOccurred())
+	exited := corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", StartedAt: metav1.Now(), FinishedAt: metav1.Now()}}
+
+	// The Ray container does not run yet: the dashboard is not up, wait.
+	setHeadContainers(t, job, corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}, exited)
+	g.Consistently(func(g Gomega) {
+		g.Expect(get(g, job).Status.JobDeploymentStatus).To(Equal(rayv1.JobDeploymentStatusInitializing))
+	}, 4*time.Second).Should(Succeed())
+
+	setHeadContainers(t, job, corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}, exited)
+	done := waitFor(t, job, rayv1.JobDeploymentStatusComplete)
+	g.Expect(done.Status.JobStatus).To(Equal(rayv1.JobStatusSucceeded))
+	g.Expect(done.Status.DashboardURL).To(Equal(done.Status.RayClusterName + "-head-svc." + ns + ".svc.cluster.local:8265"))
+	g.Expect(done.Status.StartTime).NotTo(BeNil())
+	g.Expect(done.Status.RayJobStatusInfo.StartTime).NotTo(BeNil())
+	g.Expect(done.Status.RayClusterStatus.State).NotTo(Equal(rayv1.Ready), "the head Pod never was Ready")
+}

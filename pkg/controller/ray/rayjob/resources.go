@@ -58,7 +58,7 @@ func (r *Reconciler) dashboardAddressOf(ctx context.Context, cluster *rayv1.RayC
 	}
 	svc := &corev1.Service{}
 	if err := r.client.Get(ctx, types.NamespacedName{Namespace: cluster.Namespace, Name: name}, svc); err != nil {
-		return "", fmt.Errorf("reading the head Service of ready RayCluster %s/%s: %w", cluster.Namespace, cluster.Name, err)
+		return "", fmt.Errorf("reading the head Service of RayCluster %s/%s: %w", cluster.Namespace, cluster.Name, err)
 	}
 	return dashboards.Address(svc, r.cfg.Build.ClusterDomain)
 }
@@ -230,24 +230,92 @@ func submissionFailed(job *rayv1.RayJob, message string) {
 	job.Status.Message = message
 }
 
-// checkSidecar reads the submitter container in the head Pod.
-func (r *Reconciler) checkSidecar(ctx context.Context, s *scope, cluster *rayv1.RayCluster) (bool, *time.Time, error) {
-	job := s.Object
+// headPod is the cluster's head Pod, nil when there is none.
+func (r *Reconciler) headPod(ctx context.Context, cluster *rayv1.RayCluster) (*corev1.Pod, error) {
 	pods := &corev1.PodList{}
 	if err := r.client.List(ctx, pods, client.InNamespace(cluster.Namespace),
 		client.MatchingLabels{rayv1.RayClusterLabelKey: cluster.Name, rayv1.RayNodeTypeLabelKey: string(rayv1.HeadNode)}); err != nil {
-		return false, nil, err
+		return nil, err
 	}
 	if len(pods.Items) == 0 {
+		return nil, nil
+	}
+	return &pods.Items[0], nil
+}
+
+// containerStatus is the status of pod's container name, nil before the
+// kubelet reported one.
+func containerStatus(pod *corev1.Pod, name string) *corev1.ContainerStatus {
+	for i := range pod.Status.ContainerStatuses {
+		if cs := &pod.Status.ContainerStatuses[i]; cs.Name == name {
+			return cs
+		}
+	}
+	return nil
+}
+
+// submitterBackoffLimit is how many restarts a SidecarSubmitterRestart
+// submitter container gets (submitterConfig.backoffLimit, 2).
+func submitterBackoffLimit(job *rayv1.RayJob) int32 {
+	if c := job.Spec.SubmitterConfig; c != nil && c.BackoffLimit != nil {
+		return *c.BackoffLimit
+	}
+	return 2
+}
+
+// sidecarEndedFirst tells whether a SidecarMode RayJob whose cluster is
+// not ready may stop waiting for it: the head Pod's submitter container
+// has ended for good, so the Pod, which needs every container ready, never
+// turns Ready; and the head's Ray container runs, so its dashboard can
+// tell the Ray job's status. KubeRay v1.7.0 waits for a ready cluster (a
+// deliberate difference: its RayJob stays Initializing although the Ray
+// job ran). The Running state then reads the Ray job and the submitter's
+// end as it does after a ready cluster.
+func (r *Reconciler) sidecarEndedFirst(ctx context.Context, s *scope, cluster *rayv1.RayCluster) (bool, error) {
+	job := s.Object
+	if mode(job) != rayv1.SidecarMode {
+		return false, nil
+	}
+	pod, err := r.headPod(ctx, cluster)
+	if err != nil || pod == nil || len(pod.Spec.Containers) == 0 || pod.DeletionTimestamp != nil {
+		return false, err
+	}
+	ray := containerStatus(pod, pod.Spec.Containers[0].Name)
+	if ray == nil || ray.State.Running == nil {
+		return false, nil
+	}
+	sub := containerStatus(pod, rayv1.SubmitterContainerName)
+	return sub != nil && r.submitterEnded(job, sub), nil
+}
+
+// submitterEnded: the submitter container will not run again. Under the
+// Pod's restartPolicy Never any end is the last; with
+// SidecarSubmitterRestart the container restarts on failure, so only an
+// exit 0 or a failure past its restarts (which checkSidecar turns into a
+// failed RayJob) is.
+func (r *Reconciler) submitterEnded(job *rayv1.RayJob, status *corev1.ContainerStatus) bool {
+	terminated, last := status.State.Terminated, status.LastTerminationState.Terminated
+	if !r.cfg.SidecarSubmitterRestart {
+		return terminated != nil || last != nil
+	}
+	if terminated != nil && terminated.ExitCode == 0 {
+		return true
+	}
+	return last != nil && status.RestartCount >= submitterBackoffLimit(job)
+}
+
+// checkSidecar reads the submitter container in the head Pod.
+func (r *Reconciler) checkSidecar(ctx context.Context, s *scope, cluster *rayv1.RayCluster) (bool, *time.Time, error) {
+	job := s.Object
+	pod, err := r.headPod(ctx, cluster)
+	if err != nil {
+		return false, nil, err
+	}
+	if pod == nil {
 		fail(job, rayv1.AppFailed, "Ray head pod not found.")
 		return true, nil, nil
 	}
-	var status *corev1.ContainerStatus
-	for i := range pods.Items[0].Status.ContainerStatuses {
-		if cs := &pods.Items[0].Status.ContainerStatuses[i]; cs.Name == rayv1.SubmitterContainerName {
-			status = cs
-		}
-	}
+	status := containerStatus(pod, rayv1.SubmitterContainerName)
 	if status == nil {
 		return false, nil, nil
 	}
@@ -263,10 +331,7 @@ func (r *Reconciler) checkSidecar(ctx context.Context, s *scope, cluster *rayv1.
 		}
 		return false, finishedAt, nil
 	}
-	limit := int32(2)
-	if c := job.Spec.SubmitterConfig; c != nil && c.BackoffLimit != nil {
-		limit = *c.BackoffLimit
-	}
+	limit := submitterBackoffLimit(job)
 	succeeded := status.State.Terminated != nil && status.State.Terminated.ExitCode == 0
 	if status.LastTerminationState.Terminated != nil && !succeeded && status.RestartCount >= limit {
 		submissionFailed(job, fmt.Sprintf("Ray head pod submitter container %s terminated after exceeding the maximum restart count", status.Name))

@@ -19,7 +19,9 @@ import (
 // (rayjob_controller.go, v1.7.0):
 //
 //	New → Initializing (names chosen, clock started)
-//	Initializing → Running (cluster ready, submitted) | Waiting (InteractiveMode)
+//	Initializing → Running (cluster ready, submitted; in SidecarMode also
+//	               a submitter that ended before the head was Ready, Gantry's)
+//	             | Waiting (InteractiveMode)
 //	Waiting → Running (spec.jobId set)
 //	Running → Complete | Failed (the Ray job and its submitter ended)
 //	Initializing | Running → Suspending → Suspended → New (spec.suspend)
@@ -91,7 +93,9 @@ func (r *Reconciler) initStatus(s *scope) {
 }
 
 // initializing creates the cluster, waits for it to be ready and submits
-// the job (K8sJobMode) or waits for the user (InteractiveMode).
+// the job (K8sJobMode) or waits for the user (InteractiveMode). In
+// SidecarMode a submitter container that ended before the head Pod was
+// Ready ends the wait (see sidecarEndedFirst).
 func (r *Reconciler) initializing(ctx context.Context, s *scope) error {
 	job := s.Object
 	if toSuspending(job) || r.activeDeadlineExceeded(s) || preRunningDeadlineExceeded(s) {
@@ -103,8 +107,14 @@ func (r *Reconciler) initializing(ctx context.Context, s *scope) error {
 	}
 	if job.Status.DashboardURL == "" {
 		if cluster.Status.State != rayv1.Ready {
-			job.Status.RayClusterStatus = cluster.Status
-			return nil
+			ended, err := r.sidecarEndedFirst(ctx, s, cluster)
+			if err != nil {
+				return err
+			}
+			if !ended {
+				job.Status.RayClusterStatus = cluster.Status
+				return nil
+			}
 		}
 		address, err := r.dashboardAddressOf(ctx, cluster)
 		if err != nil {

@@ -484,3 +484,30 @@ func TestRayServiceLeavesAUsersServiceOfItsNameAlone(t *testing.T) {
 	g.Expect(got.OwnerReferences).To(BeEmpty())
 	g.Expect(get(g, rs).Status.ActiveServiceStatus.RayClusterName).To(BeEmpty())
 }
+
+// A changed serveConfigV2 alone is applied to the running cluster: no new
+// cluster, the new application reported.
+func TestRayServiceAppliesAChangedServeConfigToTheRunningCluster(t *testing.T) {
+	ns := newNamespace(t)
+	svc, cluster := startService(t, makeService("cfg", ns))
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
+		cur := get(g, svc)
+		cur.Spec.ServeConfigV2 = serveConfig + `  - name: veggie_app
+    import_path: veggie.app
+    route_prefix: /veggie
+    deployments:
+      - name: Carrot
+`
+		g.Expect(k8s.Update(context.Background(), cur)).To(Succeed())
+	}, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		cur := get(g, svc)
+		g.Expect(cur.Status.ActiveServiceStatus.Applications).To(HaveKey("veggie_app"))
+		g.Expect(cur.Status.ActiveServiceStatus.RayClusterName).To(Equal(cluster))
+		g.Expect(cur.Status.PendingServiceStatus.RayClusterName).To(BeEmpty())
+	}, timeout).Should(Succeed())
+	details, err := dash.ServeDetails(context.Background())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(details.Applications).To(HaveKey("veggie_app"))
+}
