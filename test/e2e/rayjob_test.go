@@ -133,13 +133,13 @@ var _ = Describe("A RayJob on the real node", Label(labelRay, labelReal), func()
 			}
 		}
 		httpJob := newJob("http", rayv1.HTTPMode, `python3 -c "print('http-mode-ran')"`)
-		// The sidecar must outlive the head's readiness: a submitter that
-		// exits first leaves the head Pod unready for good (a finished
-		// container is never ready), so the cluster never turns ready and
-		// the RayJob stays Initializing. KubeRay v1.7.0 does the same (its
-		// SidecarMode waits for a ready cluster); real Ray jobs outlast the
-		// probes. docs/rayjob.md, known limits.
-		sidecarJob := newJob("sidecar", rayv1.SidecarMode, `python3 -c "import time; time.sleep(30); print('sidecar-mode-ran')"`)
+		// The sidecar's entrypoint ends at once, before the head Pod has
+		// passed its readiness probe: the Pod, whose finished submitter
+		// container is never ready again, never turns Ready. KubeRay
+		// v1.7.0 would wait in Initializing for good; Gantry goes on once
+		// the submitter has ended and the Ray container runs
+		// (docs/rayjob.md, differences).
+		sidecarJob := newJob("sidecar", rayv1.SidecarMode, `python3 -c "print('sidecar-mode-ran')"`)
 		failing := newJob("failing", rayv1.HTTPMode, `python3 -c "import sys; sys.exit(3)"`)
 		failing.Spec.BackoffLimit = ptr.To[int32](1)
 		for _, job := range []*rayv1.RayJob{httpJob, sidecarJob, failing} {
