@@ -2,10 +2,7 @@ package raytesting
 
 import (
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -57,35 +54,9 @@ var RayServiceSamplesRefused = map[string]string{
 // testdata/rayservice-samples (KubeRay v1.7.0's 16).
 func SampleRayServices(tb testing.TB) []RayServiceSample {
 	tb.Helper()
-	dir := rayServiceSamplesDir()
-	separator := regexp.MustCompile(`(?m)^---\s*$`)
 	var out []RayServiceSample
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || filepath.Ext(path) != ".yaml" {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, path)
-		if err != nil {
-			return err
-		}
-		for _, doc := range separator.Split(string(data), -1) {
-			var meta struct{ Kind string }
-			if yaml.Unmarshal([]byte(doc), &meta) != nil || meta.Kind != rayv1.RayServiceKind {
-				continue
-			}
-			out = append(out, RayServiceSample{File: filepath.ToSlash(rel), YAML: []byte(doc)})
-		}
-		return nil
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if len(out) == 0 {
-		tb.Fatal("no RayService in testdata/rayservice-samples")
+	for _, d := range sampleDocs(tb, rayServiceSamplesDir(), rayv1.RayServiceKind) {
+		out = append(out, RayServiceSample{File: d.file, YAML: d.yaml})
 	}
 	return out
 }

@@ -152,9 +152,26 @@ func (s RayJobSample) Decode() (*rayv1.RayJob, error) {
 // SampleRayJobs returns every RayJob document of testdata/rayjob-samples.
 func SampleRayJobs(tb testing.TB) []RayJobSample {
 	tb.Helper()
-	dir := rayJobSamplesDir()
-	separator := regexp.MustCompile(`(?m)^---\s*$`)
 	var out []RayJobSample
+	for _, d := range sampleDocs(tb, rayJobSamplesDir(), rayv1.RayJobKind) {
+		out = append(out, RayJobSample{File: d.file, YAML: d.yaml})
+	}
+	return out
+}
+
+// sampleDoc is one document of a sample file: its path under the samples
+// folder and its YAML, unchanged.
+type sampleDoc struct {
+	file string
+	yaml []byte
+}
+
+// sampleDocs returns every document of kind in the YAML files under dir,
+// its folders included; none is a test failure.
+func sampleDocs(tb testing.TB, dir, kind string) []sampleDoc {
+	tb.Helper()
+	separator := regexp.MustCompile(`(?m)^---\s*$`)
+	var out []sampleDoc
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || filepath.Ext(path) != ".yaml" {
 			return err
@@ -169,10 +186,10 @@ func SampleRayJobs(tb testing.TB) []RayJobSample {
 		}
 		for _, doc := range separator.Split(string(data), -1) {
 			var meta struct{ Kind string }
-			if yaml.Unmarshal([]byte(doc), &meta) != nil || meta.Kind != rayv1.RayJobKind {
+			if yaml.Unmarshal([]byte(doc), &meta) != nil || meta.Kind != kind {
 				continue
 			}
-			out = append(out, RayJobSample{File: filepath.ToSlash(rel), YAML: []byte(doc)})
+			out = append(out, sampleDoc{file: filepath.ToSlash(rel), yaml: []byte(doc)})
 		}
 		return nil
 	})
@@ -180,7 +197,7 @@ func SampleRayJobs(tb testing.TB) []RayJobSample {
 		tb.Fatal(err)
 	}
 	if len(out) == 0 {
-		tb.Fatal("no RayJob in testdata/rayjob-samples")
+		tb.Fatalf("no %s in %s", kind, dir)
 	}
 	return out
 }

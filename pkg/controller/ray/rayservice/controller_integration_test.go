@@ -416,9 +416,9 @@ func TestRayServiceDeletionDeletesItsClusters(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(clusterGone(g, ns, cluster)).To(BeTrue())
 	}, timeout).Should(Succeed())
-	// envtest has no garbage collector: the finalizer waits only for the
-	// cluster's deletion to be requested and the cluster to go; remove the
-	// RayCluster controller's own finalizers, if any, as the GC would.
+	// The cluster has no finalizer of its own, so it goes at once (envtest
+	// has no garbage collector for its Pods, which do not matter here); the
+	// RayService's finalizer is then removed.
 	g.Eventually(func(g Gomega) {
 		err := k8s.Get(context.Background(), client.ObjectKeyFromObject(svc), &rayv1.RayService{})
 		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "RayService still there: %v", err)
