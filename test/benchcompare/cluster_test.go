@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -82,11 +83,20 @@ func (cl *cluster) apply(t *testing.T, args ...string) {
 	}
 }
 
-// waitEstablished waits until every CRD in the cluster is served.
+// waitEstablished waits until every CRD in the cluster is served. A CRD
+// created a moment before has no conditions yet, and kubectl wait then
+// fails at once ("<nil> is of the type <nil>"); it is asked again.
 func (cl *cluster) waitEstablished(t *testing.T) {
 	t.Helper()
 	args := []string{"--kubeconfig", cl.kubeconfig, "wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"}
-	if out, err := exec.Command(bin("kubectl"), args...).CombinedOutput(); err != nil {
-		t.Fatalf("CRDs not established: %v\n%s", err, out)
+	for attempt := 1; ; attempt++ {
+		out, err := exec.Command(bin("kubectl"), args...).CombinedOutput()
+		if err == nil {
+			return
+		}
+		if attempt == 5 || !strings.Contains(string(out), "is of the type <nil>") {
+			t.Fatalf("CRDs not established: %v\n%s", err, out)
+		}
+		time.Sleep(time.Second)
 	}
 }

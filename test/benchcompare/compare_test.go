@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -69,6 +70,9 @@ type pairing struct {
 	// setup creates what the objects need (not counted), before the
 	// operator starts; nil for none.
 	setup func(ctx context.Context, c client.Client) error
+	// prepare starts what the run needs beside the cluster (a stand-in
+	// Ray dashboard), stopped when the run ends; nil for none.
+	prepare func(t *testing.T, cl *cluster)
 	// objects is how many objects a run of size n creates; nil means n.
 	objects func(n int) int
 	// create makes object i of a run of size n.
@@ -114,6 +118,7 @@ func pairings() []pairing {
 				}},
 			},
 		},
+		rayJobPairing(),
 		{
 			name: "trainjob", unit: "job", upstream: trainer(), gantry: gantry("trainjob"), podsPer: 2, jobSet: true,
 			create: func(i, _ int) client.Object {
@@ -225,7 +230,7 @@ func atLeast(ctx context.Context, c client.Client, listKind schema.GroupVersionK
 }
 
 // TestCompare runs each selected pairing (BENCH_COMPARE, default all:
-// "ray,trainjob,nodeset") for BENCH_COMPARE_ROUNDS rounds (default 3) of upstream
+// "ray,rayjob,trainjob,nodeset") for BENCH_COMPARE_ROUNDS rounds (default 3) of upstream
 // then Gantry, each on a fresh cluster, with GANTRY_BENCH_N objects
 // (default 100), and prints the table. BENCH_COMPARE_ONLY=gantry (or
 // upstream) runs one side only, for sizes where both would not fit in one
@@ -286,6 +291,7 @@ type sample struct {
 	phases    []time.Duration
 	writes    float64 // per object
 	reads     float64 // GETs and LISTs per object (watches not counted)
+	proxied   float64 // calls through services/proxy per object (a Ray dashboard)
 	rssMiB    float64 // the operator's VmHWM
 	idleMiB   float64 // its VmHWM once ready, before the first object
 	cpuSecond float64
@@ -293,9 +299,9 @@ type sample struct {
 }
 
 func (s sample) String() string {
-	return fmt.Sprintf("phases %v, %.2f writes and %.2f reads per object, peak RSS %.0f MiB (%.0f MiB idle), %.1f CPU s, "+
+	return fmt.Sprintf("phases %v, %.2f writes, %.2f reads and %.2f proxied calls per object, peak RSS %.0f MiB (%.0f MiB idle), %.1f CPU s, "+
 		"%.0f reconciles (%.0f errors, %.0f requeues), reconcile p50/p99 %.1f/%.1f ms, %.1f s reconciling, mean queue wait %.2f s",
-		s.phases, s.writes, s.reads, s.rssMiB, s.idleMiB, s.cpuSecond, s.reconciles, s.errors, s.requeues,
+		s.phases, s.writes, s.reads, s.proxied, s.rssMiB, s.idleMiB, s.cpuSecond, s.reconciles, s.errors, s.requeues,
 		s.reconcileP50*1000, s.reconcileP99*1000, s.reconcileSeconds, s.queueMean)
 }
 
@@ -313,6 +319,9 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 		if err := p.setup(ctx, cl.c); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if p.prepare != nil {
+		p.prepare(t, cl)
 	}
 	counter := &testenv.WriteCounter{}
 	proxy, err := counter.Proxy(cl.cfg)
@@ -341,7 +350,7 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 	if pprofAddr != "" {
 		saveHeapProfile(t, pprofAddr, clusterName+"-0")
 	}
-	before, readsBefore := counter.Total(), proxy.Reads.Total()
+	before, readsBefore, proxiedBefore := counter.Total(), proxy.Reads.Total(), proxy.Proxied.Total()
 	start := time.Now()
 	objects := n
 	if p.objects != nil {
@@ -377,6 +386,7 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 	counter.WaitQuiet(3*time.Second, 2*time.Minute)
 	s.writes = float64(counter.Total()-before) / float64(n)
 	s.reads = float64(proxy.Reads.Total()-readsBefore) / float64(n)
+	s.proxied = float64(proxy.Proxied.Total()-proxiedBefore) / float64(n)
 	s.rssMiB = proc.PeakRSSMiB()
 	anon, file = proc.RSSMiB()
 	t.Logf("%s at the end: RSS %.1f MiB anonymous, %.1f MiB of files", op.name, anon, file)
@@ -386,8 +396,30 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 		t.Errorf("%s: its metrics: %v", op.name, err)
 	}
 	bench.LogWrites(t, counter, n, p.unit)
+	logEventReasons(ctx, t, cl.c, n, p.unit)
 	bench.LogWrites(t, &proxy.Reads, n, p.unit)
+	if s.proxied > 0 {
+		bench.LogWrites(t, &proxy.Proxied, n, p.unit)
+	}
 	return s
+}
+
+// logEventReasons logs the run's Events by reason and the kind of object
+// they are about: which of the writes they are.
+func logEventReasons(ctx context.Context, t *testing.T, c client.Client, n int, unit string) {
+	t.Helper()
+	var events corev1.EventList
+	if err := c.List(ctx, &events, client.InNamespace(namespace)); err != nil {
+		t.Logf("events: %v", err)
+		return
+	}
+	counts := map[string]int32{}
+	for _, e := range events.Items {
+		counts[fmt.Sprintf("event %s %s", e.InvolvedObject.Kind, e.Reason)] += max(e.Count, 1)
+	}
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
+		t.Logf("%-40s %6d (%.2f per %s)", k, counts[k], float64(counts[k])/float64(n), unit)
+	}
 }
 
 // settle waits until proc's start is over: /readyz can answer before an

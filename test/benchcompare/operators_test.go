@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +53,14 @@ type operator struct {
 	pprofFlag string
 	// unlimited: the operator cannot be given the client rate limit.
 	unlimited bool
+	// extra are flags a pairing adds to the operator's command line.
+	extra []string
+}
+
+// with is op with the flags extra added to its command line.
+func (op operator) with(extra ...string) operator {
+	op.extra = append(slices.Clone(op.extra), extra...)
+	return op
 }
 
 // start runs op against kubeconfig (the counting proxy) and waits until its
@@ -65,7 +74,7 @@ func (op operator) start(t *testing.T, kubeconfig []byte, extraArgs ...string) (
 	}
 	probe, metrics := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	binPath, args, env := op.args(t, path, dir, probe, metrics)
-	args = append(args, extraArgs...)
+	args = append(append(args, op.extra...), extraArgs...)
 	proc, err := testenv.StartProcess(binPath, args, append(env, "KUBECONFIG="+path), filepath.Join(dir, "operator.log"))
 	if err != nil {
 		t.Fatal(err)

@@ -37,6 +37,9 @@ func table(p pairing, n, rounds int, results map[string][]sample) string {
 	}
 	row("writes per "+p.unit, "%.2f", func(s sample) float64 { return s.writes })
 	row("reads per "+p.unit, "%.2f", func(s sample) float64 { return s.reads })
+	if slices.ContainsFunc(append(slices.Clone(up), ga...), func(s sample) bool { return s.proxied > 0 }) {
+		row("dashboard calls per "+p.unit+" (services/proxy)", "%.2f", func(s sample) float64 { return s.proxied })
+	}
 	row("peak RSS (MiB)", "%.0f", func(s sample) float64 { return s.rssMiB })
 	row("idle RSS (MiB)", "%.0f", func(s sample) float64 { return s.idleMiB })
 	row("RSS per "+p.unit+" (KiB)", "%.0f", func(s sample) float64 { return (s.rssMiB - s.idleMiB) * 1024 / float64(n) })

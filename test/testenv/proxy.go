@@ -23,6 +23,11 @@ type CountingProxy struct {
 	// Reads counts the GET requests that are not watches, by resource:
 	// they spend the same client rate limit as writes.
 	Reads WriteCounter
+	// Proxied counts the requests of any verb through the proxy
+	// subresource (a Ray dashboard reached through services/proxy):
+	// neither reads nor writes of the API server's objects, so counted
+	// apart.
+	Proxied WriteCounter
 }
 
 // Proxy starts a CountingProxy in front of cfg's API server that counts
@@ -55,8 +60,11 @@ current-context: proxy
 `, ln.Addr()),
 	}
 	p.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
-		if req.Method == http.MethodGet && req.URL.Query().Get("watch") != "true" {
-			resource, ns := resourceOf(req.URL.Path)
+		resource, ns := resourceOf(req.URL.Path)
+		switch {
+		case isProxy(resource):
+			p.Proxied.count(req.Method+" "+resource, ns, ns+": "+req.Method+" "+resource)
+		case req.Method == http.MethodGet && req.URL.Query().Get("watch") != "true":
 			p.Reads.count("GET "+resource, ns, ns+": GET "+resource)
 		}
 		rp.ServeHTTP(rw, req)

@@ -141,6 +141,12 @@ func (w *WriteCounter) Wrap(cfg *rest.Config) *rest.Config {
 				if w.IgnoreLeases && resource == "leases" {
 					break
 				}
+				if isProxy(resource) {
+					// A call through services/proxy or pods/proxy (a
+					// Ray job submitted to a dashboard) reaches a Pod,
+					// not the API server's storage.
+					break
+				}
 				key := req.Method + " " + resource
 				w.count(key, ns, ns+": "+key)
 			}
@@ -186,6 +192,10 @@ func resourceOf(path string) (resource, namespace string) {
 	}
 	return path, ""
 }
+
+// isProxy reports whether resource is the proxy subresource of a Service,
+// Pod or Node.
+func isProxy(resource string) bool { return strings.HasSuffix(resource, "/proxy") }
 
 // WaitQuiet returns once no write was counted for quiet, or after max has
 // passed; it reports whether the manager went quiet. Only a time window can

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -95,5 +96,46 @@ func TestWrapCountsLeasesUnlessIgnored(t *testing.T) {
 		if got := w.Total(); got != want {
 			t.Errorf("IgnoreLeases=%v: %d writes counted, want %d: %v", ignore, got, want, w.ByVerb())
 		}
+	}
+}
+
+// TestProxyCountsProxiedCallsApart: a call through services/proxy (a Ray
+// job submitted to a dashboard, then read back) is neither a write nor a
+// read of the API server's objects; the proxy counts it apart.
+func TestProxyCountsProxiedCallsApart(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	defer srv.Close()
+	w := &WriteCounter{}
+	p, err := w.Proxy(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(p.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const svc = "/api/v1/namespaces/x/services/rc-head-svc:dashboard/proxy/api/jobs/"
+	for _, r := range []struct{ method, path string }{
+		{http.MethodPost, svc},
+		{http.MethodGet, svc + "raysubmit_1"},
+		{http.MethodPost, "/api/v1/namespaces/x/pods"},
+		{http.MethodGet, "/api/v1/namespaces/x/pods"},
+	} {
+		req, _ := http.NewRequest(r.method, cfg.Host+r.path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+	}
+	if got := w.Total(); got != 1 {
+		t.Errorf("%d writes, want 1 (the Pod): %v", got, w.ByVerb())
+	}
+	if got := p.Reads.Total(); got != 1 {
+		t.Errorf("%d reads, want 1 (the Pod list): %v", got, p.Reads.ByVerb())
+	}
+	if got := p.Proxied.ByVerb(); got["POST services/proxy"] != 1 || got["GET services/proxy"] != 1 || len(got) != 2 {
+		t.Errorf("proxied calls %v, want one POST and one GET of services/proxy", got)
 	}
 }
