@@ -146,6 +146,10 @@ var _ = Describe("A RayService on the real node", Label(labelRay, labelReal), fu
 	// one (the switch is a selector update once the new cluster serves).
 	It("serves, upgrades to a new cluster with no time without ready Serve endpoints, and deletes the old one", func(ctx SpecContext) {
 		requireRealNode(ctx)
+		// KubeRay's Grafana panel of upgrading RayServices is checked
+		// against a real Prometheus scraping the manager, where one can.
+		prom, why := prometheusForManager(ctx)
+		start := time.Now()
 		ns := newNamespace(ctx, "rayservice-real")
 		spec := realRayCluster(ns).Spec
 		head := &spec.HeadGroupSpec.Template.Spec.Containers[0]
@@ -238,5 +242,13 @@ var _ = Describe("A RayService on the real node", Label(labelRay, labelReal), fu
 		Expect(clusters).To(HaveKey(first), "the samples saw the old cluster serve")
 		Expect(clusters).To(HaveKey(second), "the samples saw the new cluster serve")
 		Expect(longest).To(BeZero(), "the Serve Service had no ready endpoint for %s during the upgrade", longest)
+
+		if prom == nil {
+			GinkgoWriter.Printf("KubeRay's UpgradeInProgress panel not checked: %s\n", why)
+			return
+		}
+		panels := kubeRayPanels("kuberay_service_condition_upgrade_in_progress")
+		Expect(panels).To(HaveLen(1))
+		prom.expectPanelsHaveData(ctx, panels, ns, start)
 	})
 })
