@@ -51,6 +51,11 @@ func (a Applier) Ensure(ctx context.Context, desired client.Object) (Result, cli
 	if err != nil {
 		return "", nil, err
 	}
+	return a.ensureFrom(ctx, desired, live)
+}
+
+// ensureFrom is Ensure with the live object already read (nil: none).
+func (a Applier) ensureFrom(ctx context.Context, desired, live client.Object) (Result, client.Object, error) {
 	if live != nil && !MayTakeOver(live, desired) {
 		owner := metav1.GetControllerOfNoCopy(live)
 		return "", live, fmt.Errorf("%w: %s %s is controlled by %s %s", ErrOwnedByOtherController,
@@ -94,7 +99,9 @@ func (a Applier) EnsureOwn(ctx context.Context, desired client.Object) (Result, 
 			return Foreign, live, nil
 		}
 	}
-	return a.Ensure(ctx, desired)
+	// The same read decides the write: reading again would cost an
+	// uncached object a second request to the API server.
+	return a.ensureFrom(ctx, desired, live)
 }
 
 // MayTakeOver reports whether desired may be written over live: live has

@@ -118,3 +118,45 @@ func TestEnsureOwnLeavesOthersObjects(t *testing.T) {
 		t.Fatalf("the user's object changed: %v %v, %v", stored.Data, stored.OwnerReferences, err)
 	}
 }
+
+// countingReader counts the Gets it passes to Reader.
+type countingReader struct {
+	client.Reader
+	gets int
+}
+
+func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c.gets++
+	return c.Reader.Get(ctx, key, obj, opts...)
+}
+
+// TestEnsureOwnReadsOnce: EnsureOwn reads the live object once, then
+// decides and writes from that read. A cache that does not hold the object
+// (a new one) sends the API server one uncached Get per EnsureOwn, not one
+// for the ownership check and another for the write.
+func TestEnsureOwnReadsOnce(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{WithoutCRDs: true})
+	ctx := context.Background()
+	uncached := &countingReader{Reader: env.Client}
+	a := Applier{Client: env.Client, FieldOwner: FieldOwnerRayCluster, Reader: seesNothing{}, Uncached: uncached}
+	desired := func(data string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "once", Namespace: "default", OwnerReferences: []metav1.OwnerReference{
+				{APIVersion: "ray.io/v1", Kind: "RayCluster", Name: "rc", UID: "uid-1", Controller: ptr.To(true)}}},
+			Data: map[string]string{"k": data},
+		}
+	}
+	for i, want := range []Result{Created, Unchanged, Updated} {
+		data := "a"
+		if want == Updated {
+			data = "b"
+		}
+		before := uncached.gets
+		if got, _, err := a.EnsureOwn(ctx, desired(data)); err != nil || got != want {
+			t.Fatalf("EnsureOwn %d: %s, %v; want %s", i, got, err, want)
+		}
+		if n := uncached.gets - before; n != 1 {
+			t.Errorf("EnsureOwn %d (%s) read the object %d times through Uncached, want 1", i, want, n)
+		}
+	}
+}
