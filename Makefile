@@ -129,7 +129,8 @@ test-chaos: test-assets manager ## Fault tier: manager kills, leader failover, A
 bench: test-assets manager ## Benchmarks against a real API server (GANTRY_BENCH_N objects, default 100).
 	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$(BIN)}" $(GO) test ./test/bench/ -run '^$$' -bench '$(BENCH)' -benchtime=1x -timeout 60m -v $(GOTEST_FLAGS)
 
-# BENCH_COMPARE selects pairings (ray, trainjob; default all),
+# BENCH_COMPARE selects pairings (ray, rayjob, trainjob, nodeset; default all;
+# rayjob needs root: it routes the simulated Pod CIDRs to loopback),
 # BENCH_COMPARE_ROUNDS the rounds (default 3), GANTRY_BENCH_N the objects,
 # BENCH_COMPARE_ONLY=gantry|upstream one side only, BENCH_COMPARE_PHASES=k
 # the first k phases only.
