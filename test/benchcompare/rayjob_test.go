@@ -23,8 +23,8 @@ import (
 
 // useProxy is KubeRay's flag, and Gantry's, that reaches Ray dashboards
 // through the API server's services/proxy: the simulated Pods' addresses
-// are then reached by the API server, which dashboardRoute points at the
-// stand-in dashboard.
+// are then reached by the API server, and serveDashboard routes them to
+// the stand-in dashboard.
 const useProxy = "--use-kubernetes-proxy"
 
 // rayJobPairing is a RayJob's whole life under KubeRay's operator and
