@@ -93,6 +93,14 @@ func (a Applier) EnsureOwn(ctx context.Context, desired client.Object) (Result, 
 	if err != nil {
 		return "", nil, err
 	}
+	return a.EnsureOwnFrom(ctx, desired, live)
+}
+
+// EnsureOwnFrom is EnsureOwn for a caller that has already read the live
+// object (nil: it does not exist), as Reader then Uncached would have, so
+// that a step which looks at it first does not make the API server answer
+// twice.
+func (a Applier) EnsureOwnFrom(ctx context.Context, desired, live client.Object) (Result, client.Object, error) {
 	if live != nil {
 		owner, want := metav1.GetControllerOfNoCopy(live), metav1.GetControllerOfNoCopy(desired)
 		if owner == nil || want == nil || owner.UID != want.UID {

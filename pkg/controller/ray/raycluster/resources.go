@@ -36,6 +36,18 @@ func (r *Reconciler) ensureOwned(ctx context.Context, kind string, desired clien
 	a := r.applier
 	a.Uncached = r.apiReader
 	res, _, err := a.EnsureOwn(ctx, desired)
+	return r.owned(kind, desired, res, err)
+}
+
+// ensureOwnedFrom is ensureOwned with the live object already read, from
+// the cache or else the API server (nil: none).
+func (r *Reconciler) ensureOwnedFrom(ctx context.Context, kind string, desired, live client.Object) (created bool, err error) {
+	res, _, err := r.applier.EnsureOwnFrom(ctx, desired, live)
+	return r.owned(kind, desired, res, err)
+}
+
+// owned turns EnsureOwn's result into ensureOwned's.
+func (r *Reconciler) owned(kind string, desired client.Object, res apply.Result, err error) (bool, error) {
 	if err == nil && res == apply.Foreign {
 		return false, &notOwnedError{kind: kind, key: client.ObjectKeyFromObject(desired)}
 	}
@@ -137,11 +149,28 @@ func (r *Reconciler) reconcileAutoscalerRBAC(ctx context.Context, s *scope) erro
 
 func (r *Reconciler) reconcileHeadService(ctx context.Context, s *scope) error {
 	svc := podspec.BuildHeadService(s.Object, r.cfg.Build)
-	recreated, err := r.deleteHeadServiceIfImmutable(ctx, svc)
+	// One read, from the cache or else the API server, serves both the
+	// immutable-field check and the ownership check.
+	live, err := r.liveService(ctx, client.ObjectKeyFromObject(svc))
 	if err != nil {
 		return err
 	}
-	created, err := r.ensureOwned(ctx, "Service", svc)
+	recreated, err := r.deleteHeadServiceIfImmutable(ctx, svc, live)
+	if err != nil {
+		return err
+	}
+	if recreated != "" {
+		// Deleted and gone; whatever holds the name now (normally
+		// nothing) is read again before the apply.
+		if live, err = r.liveService(ctx, client.ObjectKeyFromObject(svc)); err != nil {
+			return err
+		}
+	}
+	var liveObj client.Object
+	if live != nil {
+		liveObj = live
+	}
+	created, err := r.ensureOwnedFrom(ctx, "Service", svc, liveObj)
 	if err != nil {
 		var notOwned *notOwnedError
 		if errors.As(err, &notOwned) {
@@ -216,16 +245,9 @@ func (r *Reconciler) reconcileServeService(ctx context.Context, s *scope) error 
 // headless Service becoming NodePort after a serviceType edit): the apply
 // would fail on every reconcile. It returns why it deleted it ("" when it
 // did not). The caller applies desired at once, creating the new Service.
-func (r *Reconciler) deleteHeadServiceIfImmutable(ctx context.Context, desired *corev1.Service) (string, error) {
-	live := &corev1.Service{}
-	err := r.client.Get(ctx, client.ObjectKeyFromObject(desired), live)
-	if apierrors.IsNotFound(err) {
-		// Outside the cache: one KubeRay made before the migration, or
-		// none at all.
-		err = r.apiReader.Get(ctx, client.ObjectKeyFromObject(desired), live)
-	}
-	if err != nil {
-		return "", client.IgnoreNotFound(err)
+func (r *Reconciler) deleteHeadServiceIfImmutable(ctx context.Context, desired, live *corev1.Service) (string, error) {
+	if live == nil {
+		return "", nil
 	}
 	why := immutableServiceChange(live, desired)
 	// Only the cluster's own Service is ever deleted; one that is not
@@ -240,7 +262,7 @@ func (r *Reconciler) deleteHeadServiceIfImmutable(ctx context.Context, desired *
 	// while; an apply now would patch the terminating one. Its deletion
 	// event brings the next reconcile, which creates the new one.
 	gone := &corev1.Service{}
-	err = r.apiReader.Get(ctx, client.ObjectKeyFromObject(live), gone)
+	err := r.apiReader.Get(ctx, client.ObjectKeyFromObject(live), gone)
 	switch {
 	case apierrors.IsNotFound(err) || (err == nil && gone.UID != live.UID):
 		return why, nil
@@ -248,6 +270,24 @@ func (r *Reconciler) deleteHeadServiceIfImmutable(ctx context.Context, desired *
 		return "", err
 	}
 	return "", fmt.Errorf("waiting for the old head Service %s to be deleted before recreating it (%s)", live.Name, why)
+}
+
+// liveService reads the Service key names from the cache or, when the
+// cache does not hold it (one KubeRay made before the migration, a user's,
+// or none at all), from the API server; nil when it does not exist.
+func (r *Reconciler) liveService(ctx context.Context, key client.ObjectKey) (*corev1.Service, error) {
+	live := &corev1.Service{}
+	err := r.client.Get(ctx, key, live)
+	if apierrors.IsNotFound(err) {
+		err = r.apiReader.Get(ctx, key, live)
+	}
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading Service %s: %w", key, err)
+	}
+	return live, nil
 }
 
 // immutableServiceChange says why live cannot become desired in place, or
