@@ -166,6 +166,8 @@ func (r *Reconciler) reconcileHeadService(ctx context.Context, s *scope) error {
 			return err
 		}
 	}
+	// A nil *Service must reach EnsureOwnFrom as a nil interface, not as a
+	// non-nil one holding nil.
 	var liveObj client.Object
 	if live != nil {
 		liveObj = live
