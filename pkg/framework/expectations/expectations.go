@@ -12,6 +12,11 @@ import (
 // DefaultTTL bounds how long an unfulfilled expectation blocks an owner.
 const DefaultTTL = 5 * time.Minute
 
+// goneWindow is how long a deletion stays remembered once observed: longer
+// than any one reconcile, whose Pods were listed before the event came and
+// which may expect that Pod's deletion after it.
+const goneWindow = time.Minute
+
 // Option configures an Expectations store.
 type Option func(*Expectations)
 
@@ -28,6 +33,18 @@ type Expectations struct {
 
 	mu     sync.Mutex
 	owners map[string]map[string]*pending
+	// gone holds the UIDs whose deletion was observed in the last
+	// goneWindow, oldest first in goneOrder. A reconcile working from a Pod
+	// list read before the deletion event must not expect that deletion
+	// again: no event would ever come for it, and the owner would wait for
+	// the TTL. UIDs are never reused, so remembering them is safe.
+	gone      map[types.UID]struct{}
+	goneOrder []goneEntry
+}
+
+type goneEntry struct {
+	uid types.UID
+	at  time.Time
 }
 
 // pending is what one (owner, group) still waits for.
@@ -50,6 +67,7 @@ func New(opts ...Option) *Expectations {
 		ttl:    DefaultTTL,
 		clock:  clock.RealClock{},
 		owners: map[string]map[string]*pending{},
+		gone:   map[types.UID]struct{}{},
 	}
 	for _, opt := range opts {
 		opt(e)
@@ -92,21 +110,51 @@ func (e *Expectations) CreationObserved(key, group string, uid types.UID) {
 }
 
 // ExpectDeletions records that the pods with these UIDs are about to be
-// deleted.
+// deleted. A UID whose deletion was already observed (the caller's list of
+// pods predates the event) is not expected again.
 func (e *Expectations) ExpectDeletions(key, group string, uids ...types.UID) {
-	if len(uids) == 0 {
-		return
-	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	p := e.raise(key, group)
-	p.deletions.Insert(uids...)
+	e.forgetGone()
+	var p *pending
+	for _, uid := range uids {
+		if _, seen := e.gone[uid]; seen {
+			continue
+		}
+		if p == nil {
+			p = e.raise(key, group)
+		}
+		p.deletions.Insert(uid)
+	}
 }
 
-// DeletionObserved marks the deletion of a pod as seen. It is also the right
-// call when the Delete request answered NotFound.
+// DeletionObserved marks the deletion of a pod as seen, and remembers it for
+// a while so a later ExpectDeletions from an older list does not wait for
+// it. It is also the right call when the Delete request answered NotFound.
 func (e *Expectations) DeletionObserved(key, group string, uid types.UID) {
-	e.CancelDeletions(key, group, uid)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if p := e.lookup(key, group); p != nil {
+		p.deletions.Delete(uid)
+	}
+	e.forgetGone()
+	if _, seen := e.gone[uid]; !seen {
+		e.gone[uid] = struct{}{}
+		e.goneOrder = append(e.goneOrder, goneEntry{uid: uid, at: e.clock.Now()})
+	}
+}
+
+// forgetGone drops the deletions observed more than goneWindow ago.
+// Callers hold e.mu.
+func (e *Expectations) forgetGone() {
+	n := 0
+	for n < len(e.goneOrder) && e.clock.Since(e.goneOrder[n].at) > goneWindow {
+		delete(e.gone, e.goneOrder[n].uid)
+		e.goneOrder[n] = goneEntry{}
+		n++
+	}
+	// The dropped front is freed when append next grows the slice.
+	e.goneOrder = e.goneOrder[n:]
 }
 
 // CancelDeletions forgets expected deletions whose Delete call failed.

@@ -115,6 +115,44 @@ func TestSatisfiedTransitions(t *testing.T) {
 			},
 		},
 		{
+			// A reconcile that listed its pods before their deletion
+			// events came (the informer ran in between) deletes them again:
+			// no event will come a second time, and the owner must not wait
+			// for the TTL.
+			name: "deletions already observed are not expected again",
+			steps: []step{
+				{do: expectDeletions(cpu, "a", "b"), want: false},
+				{do: observeDeletion(cpu, "a"), want: false},
+				{do: observeDeletion(cpu, "b"), want: true},
+				{do: expectDeletions(cpu, "a", "b"), want: true},
+				{do: expectDeletions(cpu, "b", "c"), want: false},
+				{do: observeDeletion(cpu, "c"), want: true},
+			},
+		},
+		{
+			name: "a deletion observed before anyone expected it",
+			steps: []step{
+				{do: observeDeletion(cpu, "x"), want: true},
+				{do: expectDeletions(cpu, "x"), want: true},
+			},
+		},
+		{
+			name: "observed deletions are remembered for a while only",
+			steps: []step{
+				{do: observeDeletion(cpu, "x"), want: true},
+				{do: advance(goneWindow + time.Second), want: true},
+				{do: expectDeletions(cpu, "x"), want: false},
+			},
+		},
+		{
+			name: "a cancelled deletion is not taken as observed",
+			steps: []step{
+				{do: expectDeletions(cpu, "a"), want: false},
+				{do: cancelDeletions(cpu, "a"), want: true},
+				{do: expectDeletions(cpu, "a"), want: false},
+			},
+		},
+		{
 			name: "failed deletes are cancelled",
 			steps: []step{
 				{do: expectDeletions(cpu, "a", "b"), want: false},

@@ -48,12 +48,14 @@ func TestMain(m *testing.M) {
 		// make fuzz runs one fuzz target and no test: no API server.
 		os.Exit(m.Run())
 	}
+	// Before the API server starts: controller-runtime discards every log
+	// line for good when none is set within its first 30 s of logging.
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	env, err := testenv.StartE(testenv.Options{AddToScheme: raycluster.Integration().AddToScheme})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	reg := &workload.Registry{}
 	reg.MustRegister(raycluster.Integration())
 	opts, err := app.ParseFlags([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--webhook-port=0"}, reg)
