@@ -104,7 +104,21 @@ var _ = Describe("A RayJob on the real node", Label(labelRay, labelReal), func()
 		sub := &batchv1.Job{}
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(job), sub)).To(Succeed())
 		Expect(sub.Status.Succeeded).To(BeEquivalentTo(1))
-		logs, err := kubectl(ctx, "-n", ns, "logs", "job/"+job.Name)
+		// The Pod that succeeded relays the entrypoint's output. An earlier
+		// one may have failed: on a loaded machine its `ray job logs` can
+		// time out reaching the dashboard, and the Job retries it within
+		// submitterConfig.backoffLimit, as with KubeRay (`kubectl logs
+		// job/...` would pick any of them).
+		var subPods corev1.PodList
+		Expect(k8s.List(ctx, &subPods, client.InNamespace(ns), client.MatchingLabels{"job-name": job.Name})).To(Succeed())
+		succeeded := ""
+		for _, p := range subPods.Items {
+			if p.Status.Phase == corev1.PodSucceeded {
+				succeeded = p.Name
+			}
+		}
+		Expect(succeeded).NotTo(BeEmpty(), "no submitter Pod succeeded among %d", len(subPods.Items))
+		logs, err := kubectl(ctx, "-n", ns, "logs", succeeded)
 		Expect(err).NotTo(HaveOccurred(), logs)
 		Expect(logs).To(ContainSubstring("rayjob-ran-42"), "the submitter relays the entrypoint's output")
 
