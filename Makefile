@@ -218,6 +218,13 @@ manifests: ## Generate CRDs, RBAC and webhook configuration into config/ and the
 	$(CONTROLLER_GEN) rbac:roleName=gantry-manager-role webhook paths="./cmd/..." paths="./pkg/..." \
 		output:rbac:artifacts:config=config/rbac \
 		output:webhook:artifacts:config=config/webhook
+	# The same markers per workload family, so the chart grants only the
+	# enabled controllers' rules (hack/sync-chart.sh checks every marker is
+	# in one of these sets).
+	$(CONTROLLER_GEN) rbac:roleName=gantry-common paths="./cmd/..." output:rbac:artifacts:config=config/rbac/common
+	$(CONTROLLER_GEN) rbac:roleName=gantry-raycluster paths="./pkg/controller/ray/..." output:rbac:artifacts:config=config/rbac/raycluster
+	$(CONTROLLER_GEN) rbac:roleName=gantry-trainjob paths="./pkg/controller/trainjob/..." output:rbac:artifacts:config=config/rbac/trainjob
+	$(CONTROLLER_GEN) rbac:roleName=gantry-slurm paths="./pkg/controller/slurm/..." output:rbac:artifacts:config=config/rbac/slurm
 	# The CRDs keep their descriptions, for `kubectl explain`. The ray and
 	# trainer ones only down to 5 levels (e.g. spec.template.spec.
 	# replicatedJobs[].name): in full, as KubeRay and Trainer ship them (1.4

@@ -409,9 +409,53 @@ for want in '--controllers=raycluster,slurm' '--namespaces=team-a,team-b' '--lea
   has "$want" "$(docs Deployment)"
 done
 
-# --- Kubeflow SDK: public ConfigMap, user roles (trainjob controller) -------------------
+# --- RBAC per enabled controller ------------------------------------------------
 # rules_of KIND NAME [NAMESPACE]: the "rules:" block of that rendered document.
 rules_of() { docs "$@" | awk '/^---$/ { r = 0 } /^rules:/ { r = 1 } r'; }
+# Each family's own resources (a rule list item) and what only the others
+# use. The manager's own rules (leases, events, webhook configurations) are
+# granted with every set.
+own_raycluster='rayclusters rayjobs rayservices rayclusters/status pods/resize ingresses roles rolebindings'
+own_trainjob='trainjobs clustertrainingruntimes trainingruntimes jobsets tokenreviews'
+own_slurm='nodesets loginsets controllers restapis accountings nodes persistentvolumeclaims poddisruptionbudgets statefulsets'
+common_rules='leases events mutatingwebhookconfigurations validatingwebhookconfigurations'
+# expect_rbac RULES ENABLED...: RULES (a rendered rules block) grant the
+# enabled families' resources and the manager's own, and none only another
+# family uses.
+expect_rbac() {
+  local rules=$1 fam r; shift
+  for r in $common_rules; do hasitem "$r" "$rules"; done
+  for fam in raycluster trainjob slurm; do
+    local own="own_$fam"
+    if [[ " $* " == *" $fam "* ]]; then
+      for r in ${!own}; do hasitem "$r" "$rules"; done
+    else
+      for r in ${!own}; do
+        # Some resources are shared: only fail on one no enabled family uses.
+        local used=0 other
+        for other in "$@"; do local o="own_$other"; [[ " ${!o} " == *" $r "* ]] && used=1; done
+        [ $used = 1 ] || lacksitem "$r" "$rules"
+      done
+    fi
+  done
+}
+for set in raycluster trainjob slurm raycluster,slurm raycluster,trainjob,slurm; do
+  render "rbac-$set" --set "controllers={$set}"
+  expect_rbac "$(rules_of ClusterRole gantry-manager)" ${set//,/ }
+  # Namespaced: the watched namespaces' Roles carry the namespaced rules,
+  # the ClusterRole the cluster-scoped ones only (nodes for slurm, the
+  # runtimes and token reviews for trainjob, the webhook configurations).
+  render "rbac-$set-namespaced" --set "controllers={$set}" --set 'watchNamespaces={team-a}'
+  expect_rbac "$(rules_of ClusterRole gantry-manager)
+$(rules_of Role gantry-manager team-a)" ${set//,/ }
+  lacksitem rayclusters "$(rules_of ClusterRole gantry-manager)"
+  lacksitem pods "$(rules_of ClusterRole gantry-manager)"
+done
+# "all" grants the merged rules, the same as every family listed.
+render rbac-all
+eq "$(rules_of ClusterRole gantry-manager | sort)" "$(render rbac-every --set 'controllers={raycluster,trainjob,slurm}'; rules_of ClusterRole gantry-manager | sort)" "controllers=all and every family listed grant the same rules"
+
+# --- Kubeflow SDK: public ConfigMap, user roles (trainjob controller) -------------------
 # Trainer's chart publishes "v<chart version>" (trainer.version); Gantry
 # publishes the Trainer version whose API it serves, the one
 # test/tools/trainer builds for the oracle tests.

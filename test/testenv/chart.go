@@ -22,17 +22,19 @@ import (
 const ChartNamespace = "gantry-system"
 
 // ChartIdentity installs the chart's ServiceAccount and RBAC (bin/helm
-// template with the default values) and returns the identity to
+// template with the default values, or those helmArgs set, e.g. "--set",
+// "controllers={slurm}") and returns the identity to
 // impersonate, so the manager has exactly the rights the chart gives it:
 // what it lacks fails here as it would in a cluster.
-func ChartIdentity(t testing.TB, env *Env) rest.ImpersonationConfig {
+func ChartIdentity(t testing.TB, env *Env, helmArgs ...string) rest.ImpersonationConfig {
 	t.Helper()
 	helm := filepath.Join(RepoRoot(), "bin", "helm")
 	if _, err := os.Stat(helm); err != nil {
 		t.Fatalf("the chart's RBAC is rendered with bin/helm (make bin/helm builds it): %v", err)
 	}
-	out, err := exec.Command(helm, "template", "gantry", filepath.Join(RepoRoot(), "charts", "gantry"),
-		"--namespace", ChartNamespace, "--kube-version", "1.34.0").Output()
+	args := append([]string{"template", "gantry", filepath.Join(RepoRoot(), "charts", "gantry"),
+		"--namespace", ChartNamespace, "--kube-version", "1.34.0"}, helmArgs...)
+	out, err := exec.Command(helm, args...).Output()
 	if err != nil {
 		t.Fatalf("helm template: %v", err)
 	}
