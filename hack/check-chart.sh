@@ -67,6 +67,8 @@ docs() {
     END { flush() }' <<<"$out"
 }
 count() { docs "$@" | grep -c '^---$' || true; }
+# rules_of KIND NAME [NAMESPACE]: the "rules:" block of that rendered document.
+rules_of() { docs "$@" | awk '/^---$/ { r = 0 } /^rules:/ { r = 1 } r'; }
 # webhook NAME: the rendered webhook entry with that name, from either configuration.
 webhook() {
   { docs ValidatingWebhookConfiguration; docs MutatingWebhookConfiguration; } | awk -v n="$1" '
@@ -142,9 +144,17 @@ eq "$(count ClusterRoleBinding)" 2 "number of ClusterRoleBindings (manager, trai
 eq "$(count Role)" 2 "number of Roles (manager-release-namespace, kubeflow-trainer-public)"
 eq "$(count RoleBinding)" 2 "number of RoleBindings (manager-release-namespace, kubeflow-trainer-public)"
 eq "$(count Service)" 2 "Services (metrics, webhook)"
-# A first install creates the trainer CRDs, so the runtimes wait for the next
-# upgrade (Helm cannot create objects of a CRD it creates in the same step).
-eq "$(count ClusterTrainingRuntime)" 0 "ClusterTrainingRuntimes before their CRD is served"
+# Helm cannot create objects of a CRD it creates in the same step: the
+# shipped runtimes go into a ConfigMap the manager applies, on the first
+# install too, and never as objects of the release.
+eq "$(count ClusterTrainingRuntime)" 0 "ClusterTrainingRuntimes as release objects"
+nrt=$(find config/runtimes -name '*.yaml' ! -name kustomization.yaml | wc -l | tr -d ' ')
+runtimes_cm() { docs ConfigMap gantry-training-runtimes "$ns"; }
+runtime_keys() { runtimes_cm | grep -c '^  [a-z0-9_]*\.yaml: |$' || true; }
+eq "$(runtime_keys)" "$nrt" "runtimes in the ConfigMap (config/runtimes has $nrt)"
+hasitem "--trainjob-runtimes-configmap=$ns/gantry-training-runtimes" "$(docs Deployment)"
+has 'gantry.dev/training-runtimes-checksum:' "$(docs Deployment)"
+hasitem gantry-training-runtimes "$(rules_of Role gantry-manager-release-namespace "$ns")"
 dep=$(docs Deployment gantry $ns)
 for want in '--controllers=all' '--leader-elect=true' "--leader-election-namespace=$ns" \
   '--leader-elect-lease-duration=12s' '--leader-elect-renew-deadline=10s' '--leader-elect-retry-period=2s' \
@@ -187,16 +197,17 @@ done
 
 served=(-- --api-versions trainer.kubeflow.org/v1alpha1/ClusterTrainingRuntime)
 render crd-already-served "${served[@]}"
-nrt=$(find config/runtimes -name '*.yaml' ! -name kustomization.yaml | wc -l | tr -d ' ')
-eq "$(count ClusterTrainingRuntime)" "$nrt" "ClusterTrainingRuntimes once their CRD is served (config/runtimes has $nrt)"
-rt=$(docs ClusterTrainingRuntime torch-distributed)
+eq "$(count ClusterTrainingRuntime)" 0 "ClusterTrainingRuntimes as release objects once their CRD is served"
+eq "$(runtime_keys)" "$nrt" "runtimes in the ConfigMap once their CRD is served"
+rt=$(runtimes_cm | awk '/^  torch_distributed.yaml: [|]$/ { on = 1; next } /^  [^ ]/ { on = 0 } on')
+has 'name: torch-distributed' "$rt"
 has 'app.kubernetes.io/instance: gantry' "$rt"; has 'trainer.kubeflow.org/framework: torch' "$rt"
 # The shipped runtimes opt out of the runtime webhooks with Trainer v2.3's
 # label, trainer.kubeflow.org/webhook-validation: disabled (helm upgrade
 # must not depend on the manager serving them). As in Trainer's chart, both
 # runtime webhooks skip any runtime labelled so, and no other webhook has
 # an objectSelector.
-eq "$(docs ClusterTrainingRuntime | grep -c 'trainer.kubeflow.org/webhook-validation: disabled')" "$nrt" "shipped runtimes with the webhook opt-out label"
+eq "$(runtimes_cm | grep -c 'trainer.kubeflow.org/webhook-validation: disabled')" "$nrt" "shipped runtimes with the webhook opt-out label"
 lacks 'gantry.dev/shipped-runtime'
 runtime_hooks=0
 for name in $(hook_names); do
@@ -211,7 +222,7 @@ for name in $(hook_names); do
 done
 eq "$runtime_hooks" 2 "webhooks of TrainingRuntimes and ClusterTrainingRuntimes"
 render trainer-crds-elsewhere --set crds.trainer=false
-eq "$(count ClusterTrainingRuntime torch-distributed)" 1 "ClusterTrainingRuntimes when the trainer CRDs come from elsewhere"
+eq "$(runtime_keys)" "$nrt" "runtimes in the ConfigMap when the trainer CRDs come from elsewhere"
 
 # --- namespaced mode ------------------------------------------------------------
 render namespaced --set 'watchNamespaces={team-a,team-b}'
@@ -391,11 +402,15 @@ lacks 'batch-scheduler' "$(docs Deployment)"
 render batch-scheduler --set raycluster.batchScheduler=volcano
 hasitem --batch-scheduler=volcano "$(docs Deployment)"
 refuse batch-scheduler-unknown "batchScheduler" --set raycluster.batchScheduler=kueue
-render runtimes-prefix --set trainingRuntimes.namePrefix=gantry- "${served[@]}"
-eq "$(count ClusterTrainingRuntime gantry-torch-distributed)" 1 "ClusterTrainingRuntime gantry-torch-distributed"
-eq "$(count ClusterTrainingRuntime torch-distributed)" 0 "ClusterTrainingRuntime torch-distributed"
-render runtimes-off --set trainingRuntimes.install=false "${served[@]}"
-eq "$(count ClusterTrainingRuntime)" 0 "ClusterTrainingRuntimes"
+render runtimes-prefix --set trainingRuntimes.namePrefix=gantry-
+has '      name: gantry-torch-distributed' "$(runtimes_cm)"
+lacks '      name: torch-distributed' "$(runtimes_cm)"
+render runtimes-off --set trainingRuntimes.install=false
+eq "$(count ConfigMap gantry-training-runtimes "$ns")" 0 "the runtimes ConfigMap"
+lacks 'trainjob-runtimes-configmap' "$(docs Deployment)"
+lacks 'gantry-training-runtimes' "$(rules_of Role gantry-manager-release-namespace "$ns")"
+render runtimes-without-trainjob --set 'controllers={raycluster}'
+eq "$(count ConfigMap gantry-training-runtimes "$ns")" 0 "the runtimes ConfigMap without the trainjob controller"
 render servicemonitor --set metrics.serviceMonitor.enabled=true --set metrics.serviceMonitor.labels.release=prom \
   --set metrics.serviceMonitor.interval=15s
 sm=$(docs ServiceMonitor gantry $ns)
@@ -410,8 +425,6 @@ for want in '--controllers=raycluster,slurm' '--namespaces=team-a,team-b' '--lea
 done
 
 # --- RBAC per enabled controller ------------------------------------------------
-# rules_of KIND NAME [NAMESPACE]: the "rules:" block of that rendered document.
-rules_of() { docs "$@" | awk '/^---$/ { r = 0 } /^rules:/ { r = 1 } r'; }
 # Each family's own resources (a rule list item) and what only the others
 # use. The manager's own rules (leases, events, webhook configurations) are
 # granted with every set.

@@ -183,12 +183,10 @@ wait_manager_ready() {
 # this machine (kwok would only pretend to run the image).
 install_chart() {
   mkdir -p "$RSTATE"
+  # One step, as an admin types it: the manager installs the shipped
+  # ClusterTrainingRuntimes from the chart's ConfigMap.
   helm_upgrade
-  # Helm cannot create the shipped ClusterTrainingRuntimes in the release
-  # that creates their CRD (it maps every object before creating any); the
-  # chart renders them once the CRD is served, so a second upgrade adds them.
   wait_established config/crd/bases
-  helm_upgrade
   log "installed the Gantry chart as release '$RELEASE' in namespace $RELEASE_NS"
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -42,14 +43,25 @@ var shippedRuntimeFiles, shippedRuntimeFilesErr = func() ([]string, error) {
 	return slices.DeleteFunc(files, func(f string) bool { return filepath.Base(f) == "kustomization.yaml" }), err
 }()
 
+// expectShippedRuntime waits for the manager to have installed the shipped
+// ClusterTrainingRuntime name from the chart's ConfigMap (one helm install;
+// the manager applies them as it starts).
+func expectShippedRuntime(ctx context.Context, name string) {
+	GinkgoHelper()
+	Eventually(ctx, func(g Gomega) {
+		rt := &trainerv1alpha1.ClusterTrainingRuntime{}
+		g.Expect(k8s.Get(ctx, types.NamespacedName{Name: name}, rt)).To(Succeed())
+		g.Expect(rt.Labels).To(HaveKey("trainer.gantry.dev/runtime-set"), "installed by the manager from the chart's ConfigMap")
+	}).WithTimeout(time.Minute).Should(Succeed(), "the manager installs the shipped runtime %s", name)
+}
+
 var _ = Describe("TrainJob", Label(labelTrainJob), func() {
 	// The sample TrainJob on the shipped torch-distributed runtime becomes a
 	// JobSet the TrainJob controls; deleting the TrainJob lets the garbage
 	// collector delete the JobSet (deleted here right away; "runs to
 	// completion" follows a whole life).
 	It("on the shipped runtime becomes a JobSet it controls, deleted with it", func(ctx SpecContext) {
-		Expect(k8s.Get(ctx, types.NamespacedName{Name: torchRuntime}, &trainerv1alpha1.ClusterTrainingRuntime{})).
-			To(Succeed(), "the shipped runtimes (config/runtimes) must be installed")
+		expectShippedRuntime(ctx, torchRuntime)
 		ns := newNamespace(ctx, "trainjob")
 
 		tj := loadSample[trainerv1alpha1.TrainJob](trainJobSample)
@@ -173,8 +185,7 @@ var _ = Describe("TrainJob", Label(labelTrainJob), func() {
 		Expect(err).NotTo(HaveOccurred())
 		shipped := &trainerv1alpha1.ClusterTrainingRuntime{}
 		Expect(yaml.UnmarshalStrict(data, shipped)).To(Succeed(), "%s does not decode strictly", file)
-		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(shipped), &trainerv1alpha1.ClusterTrainingRuntime{})).
-			To(Succeed(), "the chart installs the shipped runtime %s", shipped.Name)
+		expectShippedRuntime(ctx, shipped.Name)
 		ns := newNamespace(ctx, "runtimes")
 		tj := &trainerv1alpha1.TrainJob{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "on-" + strings.ReplaceAll(shipped.Name, ".", "-")},

@@ -78,23 +78,17 @@ helm.sh/resource-policy: keep
 {{- end -}}
 {{- end -}}
 
-{{- /* ClusterTrainingRuntimes: only with the trainjob controller, and only
-once their CRD is served. Helm maps every object of a release to its API
-before creating any (hooks too, with the API list it read at start), so a
-ClusterTrainingRuntime cannot be created by the release step that creates
-its CRD: on a first install that creates the trainer CRDs the runtimes are
-left out, and the next `helm upgrade` adds them (NOTES.txt says so). With
-crds.trainer off the CRD comes from elsewhere and must already exist.
-`helm template` sees the CRD with --api-versions
-trainer.kubeflow.org/v1alpha1/ClusterTrainingRuntime. */ -}}
+{{- /* ClusterTrainingRuntimes: only with the trainjob controller. Helm maps
+every object of a release to its API before creating any, so it cannot
+create a ClusterTrainingRuntime in the release step that creates its CRD.
+The chart renders them into a ConfigMap (runtimes/configmap.yaml) and the
+manager applies them (--trainjob-runtimes-configmap): one `helm install`. */ -}}
 {{- define "gantry.runtimes.wanted" -}}
 {{- if and .Values.trainingRuntimes.install (include "gantry.controllerEnabled" (list . "trainjob")) -}}true{{- end -}}
 {{- end -}}
 
-{{- define "gantry.runtimes.enabled" -}}
-{{- if include "gantry.runtimes.wanted" . -}}
-{{- if or (.Capabilities.APIVersions.Has "trainer.kubeflow.org/v1alpha1/ClusterTrainingRuntime") (not (include "gantry.crds.enabled" (list . "trainer"))) -}}true{{- end -}}
-{{- end -}}
+{{- define "gantry.runtimes.configMapName" -}}
+{{- include "gantry.fullname" . }}-training-runtimes
 {{- end -}}
 
 {{- /* Webhook object names; the manager gets the same names as flags. */ -}}

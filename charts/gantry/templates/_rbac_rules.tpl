@@ -29,6 +29,8 @@
   resources:
   - clustertrainingruntimes
   verbs:
+  - create
+  - delete
   - get
   - list
   - patch
@@ -337,16 +339,6 @@
 - apiGroups:
   - trainer.kubeflow.org
   resources:
-  - trainingruntimes
-  verbs:
-  - get
-  - list
-  - patch
-  - update
-  - watch
-- apiGroups:
-  - trainer.kubeflow.org
-  resources:
   - trainingruntimes/finalizers
   - trainjobs/finalizers
   - trainjobs/status
@@ -354,6 +346,16 @@
   - get
   - patch
   - update
+- apiGroups:
+  - trainer.kubeflow.org
+  resources:
+  - trainingruntimes
+  verbs:
+  - get
+  - list
+  - patch
+  - update
+  - watch
 - apiGroups:
   - trainer.kubeflow.org
   resources:
@@ -595,6 +597,8 @@
   resources:
   - clustertrainingruntimes
   verbs:
+  - create
+  - delete
   - get
   - list
   - patch
@@ -663,16 +667,6 @@
 - apiGroups:
   - trainer.kubeflow.org
   resources:
-  - trainingruntimes
-  verbs:
-  - get
-  - list
-  - patch
-  - update
-  - watch
-- apiGroups:
-  - trainer.kubeflow.org
-  resources:
   - trainingruntimes/finalizers
   - trainjobs/finalizers
   - trainjobs/status
@@ -680,6 +674,16 @@
   - get
   - patch
   - update
+- apiGroups:
+  - trainer.kubeflow.org
+  resources:
+  - trainingruntimes
+  verbs:
+  - get
+  - list
+  - patch
+  - update
+  - watch
 - apiGroups:
   - trainer.kubeflow.org
   resources:

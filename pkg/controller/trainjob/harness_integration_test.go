@@ -52,6 +52,8 @@ type harness struct {
 	seen      *reconcileObserver
 	metrics   *Metrics
 	reg       *prometheus.Registry
+	// mgr is the running manager, for tests that add a controller.
+	mgr ctrl.Manager
 }
 
 var (
@@ -108,6 +110,7 @@ func newHarness() (*harness, error) {
 		faults:    &faultInjector{jobSetApplyFailures: map[string]*atomic.Int32{}},
 		seen:      &reconcileObserver{pokes: map[string]string{}},
 		reg:       prometheus.NewRegistry(),
+		mgr:       mgr,
 	}
 	c := h.writes.Client(interceptor.NewClient(noWatchClient{mgr.GetClient()}, h.faultFuncs()))
 	progress := false

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"unique"
 
 	"github.com/spf13/pflag"
@@ -71,6 +72,9 @@ func trimCachedJobSet(obj client.Object) {
 type Flags struct {
 	StatusPort int
 	StatusURL  string
+	// RuntimesConfigMap ("namespace/name") holds the ClusterTrainingRuntimes
+	// the manager installs (runtimeinstaller.go); empty installs none.
+	RuntimesConfigMap string
 }
 
 // NewFlags are the flags at their defaults.
@@ -80,12 +84,18 @@ func NewFlags() *Flags { return &Flags{StatusPort: statusserver.DefaultPort} }
 func (f *Flags) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&f.StatusPort, "trainjob-status-port", statusserver.DefaultPort, "Port of the TrainJob progress endpoint (feature gate TrainJobStatus), served with the webhook certificate.")
 	fs.StringVar(&f.StatusURL, "trainjob-status-url", "", "How trainer pods reach the progress endpoint; default https://<--webhook-service-name>.<namespace>.svc:<--trainjob-status-port>.")
+	fs.StringVar(&f.RuntimesConfigMap, "trainjob-runtimes-configmap", "", "ConfigMap (namespace/name) whose keys each hold a ClusterTrainingRuntime the manager installs and keeps (the chart's trainingRuntimes); empty installs none.")
 }
 
 // Complete checks the port.
 func (f *Flags) Complete() error {
 	if f.StatusPort < 0 || f.StatusPort > 65535 {
 		return fmt.Errorf("--trainjob-status-port must be between 0 and 65535")
+	}
+	if f.RuntimesConfigMap != "" {
+		if ns, name, ok := strings.Cut(f.RuntimesConfigMap, "/"); !ok || ns == "" || name == "" {
+			return fmt.Errorf("--trainjob-runtimes-configmap %q is not namespace/name", f.RuntimesConfigMap)
+		}
 	}
 	return nil
 }
@@ -117,6 +127,11 @@ func setup(_ context.Context, mgr ctrl.Manager, opts workload.Options, f *Flags)
 	}
 	if err := setupRuntimeFinalizerCleanup(mgr); err != nil {
 		return err
+	}
+	if f.RuntimesConfigMap != "" {
+		if err := setupRuntimeInstaller(mgr, f.RuntimesConfigMap); err != nil {
+			return err
+		}
 	}
 	// Without JobSet's CRD the controller's JobSet watch could not start.
 	// Rather than failing the whole manager (and with it Ray and Slurm),
