@@ -208,6 +208,13 @@ image-verify: ## Build the image twice from scratch (binary too) and fail unless
 	echo "image-verify: reproducible"; \
 	hack/check-image.sh $(IMAGE_DIR)/gantry-$(VERSION).tar '$(IMAGE)' "$$(awk '{print $$2}' <<< "$$first")"
 
+# One version names the chart, the image and the binary (docs/versioning.md):
+# a VERSION other than Chart.yaml's version and appVersion fails before
+# anything is built. Nothing is pushed; the push commands are printed.
+.PHONY: release
+release: $(HELM) ## Cut release VERSION (default: the chart's): check Chart.yaml and CHANGELOG.md agree, build the stamped binary and image, package the chart into bin/release/ with SHA256SUMS.
+	@VERSION='$(VERSION)' IMAGE='$(IMAGE)' IMAGE_PLATFORMS='$(IMAGE_PLATFORMS)' HELM='$(HELM)' GO='$(GO)' MAKE='$(MAKE)' hack/release.sh
+
 .PHONY: generate
 generate: ## Generate deepcopy code.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths="./api/..."
