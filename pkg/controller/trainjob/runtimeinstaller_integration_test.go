@@ -119,6 +119,6 @@ func TestRuntimeInstallerAppliesTheChartsRuntimes(t *testing.T) {
 	g.Eventually(func() bool {
 		err := h.c.Get(ctx, client.ObjectKey{Name: "ri-a"}, &trainer.ClusterTrainingRuntime{})
 		return apierrors.IsNotFound(err)
-	}).WithTimeout(30 * time.Second).Should(gomega.BeTrue(), "ri-a, no longer listed, was not deleted")
+	}).WithTimeout(30*time.Second).Should(gomega.BeTrue(), "ri-a, no longer listed, was not deleted")
 	g.Expect(runtimeImage(g, h.c, "ri-user")).To(gomega.Equal("torch:runtime"))
 }
