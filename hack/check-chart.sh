@@ -409,6 +409,17 @@ render runtimes-off --set trainingRuntimes.install=false
 eq "$(count ConfigMap gantry-training-runtimes "$ns")" 0 "the runtimes ConfigMap"
 lacks 'trainjob-runtimes-configmap' "$(docs Deployment)"
 lacks 'gantry-training-runtimes' "$(rules_of Role gantry-manager-release-namespace "$ns")"
+# Runtimes turned off by name, images from a mirror, one image replaced.
+render runtimes-tuned --set 'trainingRuntimes.disabled={mpi-distributed,jax-distributed}' \
+  --set trainingRuntimes.imageRegistry=mirror.example:5000/ml \
+  --set-json 'trainingRuntimes.imageOverrides={"ghcr.io/kubeflow/trainer/xgboost-runtime:v2.3.0":"reg.example/xgb:custom"}'
+eq "$(runtime_keys)" "$((nrt - 2))" "runtimes in the ConfigMap with two disabled"
+lacks 'mpi_distributed.yaml:' "$(runtimes_cm)"; lacks 'jax_distributed.yaml:' "$(runtimes_cm)"
+has 'image: mirror.example:5000/ml/kubeflow/trainer/deepspeed-runtime:v2.3.0' "$(runtimes_cm)"
+has 'image: mirror.example:5000/ml/pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime' "$(runtimes_cm)"
+has 'image: reg.example/xgb:custom' "$(runtimes_cm)"
+lacks 'ghcr.io' "$(runtimes_cm)"
+refuse runtimes-disabled-unknown "values don't meet the specifications of the schema" --set 'trainingRuntimes.disabled={torch}'
 render runtimes-without-trainjob --set 'controllers={raycluster}'
 eq "$(count ConfigMap gantry-training-runtimes "$ns")" 0 "the runtimes ConfigMap without the trainjob controller"
 render servicemonitor --set metrics.serviceMonitor.enabled=true --set metrics.serviceMonitor.labels.release=prom \

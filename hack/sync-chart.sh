@@ -372,6 +372,8 @@ runtime_keys=()
       inmeta && /^  annotations:/ { print FILENAME ": unexpected metadata.annotations" > "/dev/stderr"; exit 1 }
       inmeta && /^  name: / { sub(/^  name: */, "  name: {{ .Values.trainingRuntimes.namePrefix }}"); print; next }
       inmeta && /^  labels:$/ { print; print "    {{- include \"gantry.labels\" . | nindent 4 }}"; print "    " OPTOUT; labels = 1; next }
+      /^ *image: [^ "{]+$/ { img = $2; sub(/image: .*/, "image: {{ include \"gantry.runtimeImage\" (list . \"" img "\") }}"); print; next }
+      /^ *image:/ { print FILENAME ": unexpected image line: " $0 > "/dev/stderr"; exit 1 }
       { print esc($0) }
     ' "$f"
     echo '{{- end }}'
@@ -389,8 +391,12 @@ runtime_keys=()
   echo '    {{- include "gantry.labels" . | nindent 4 }}'
   echo 'data:'
   for key in "${runtime_keys[@]}"; do
+    name=$(awk '/^metadata:$/ { m = 1; next } m && /^  name: / { print $2; exit }' "$runtime_dir/$key.yaml")
+    [ -n "$name" ] || die "$runtime_dir/$key.yaml has no metadata.name"
+    echo "  {{- if not (has \"$name\" (default list .Values.trainingRuntimes.disabled)) }}"
     echo "  $key.yaml: |"
     echo "    {{- include \"gantry.runtime.$key\" . | nindent 4 }}"
+    echo "  {{- end }}"
   done
   echo '{{- end }}'
 } > "$tpl/runtimes/configmap.yaml"

@@ -91,6 +91,27 @@ manager applies them (--trainjob-runtimes-configmap): one `helm install`. */ -}}
 {{- include "gantry.fullname" . }}-training-runtimes
 {{- end -}}
 
+{{- /* A shipped runtime's image (second element) after
+trainingRuntimes.imageOverrides (exact) and imageRegistry (the first path
+element is replaced when it names a registry, otherwise prefixed). */ -}}
+{{- define "gantry.runtimeImage" -}}
+{{- $v := (index . 0).Values.trainingRuntimes -}}
+{{- $image := index . 1 -}}
+{{- $overrides := default dict $v.imageOverrides -}}
+{{- if hasKey $overrides $image -}}
+{{- index $overrides $image -}}
+{{- else if $v.imageRegistry -}}
+{{- $parts := splitn "/" 2 $image -}}
+{{- if and $parts._1 (or (contains "." $parts._0) (contains ":" $parts._0) (eq $parts._0 "localhost")) -}}
+{{- $v.imageRegistry }}/{{ $parts._1 -}}
+{{- else -}}
+{{- $v.imageRegistry }}/{{ $image -}}
+{{- end -}}
+{{- else -}}
+{{- $image -}}
+{{- end -}}
+{{- end -}}
+
 {{- /* Webhook object names; the manager gets the same names as flags. */ -}}
 {{- define "gantry.webhook.serviceName" -}}
 {{- include "gantry.fullname" . }}-webhook

@@ -35,7 +35,7 @@ spec:
                     fsGroup: 1000
                   containers:
                     - name: node
-                      image: ghcr.io/kubeflow/trainer/deepspeed-runtime:v2.3.0
+                      image: {{ include "gantry.runtimeImage" (list . "ghcr.io/kubeflow/trainer/deepspeed-runtime:v2.3.0") }}
                       securityContext:
                         runAsUser: 1000
                       command:
@@ -63,7 +63,7 @@ spec:
                     fsGroup: 1000
                   containers:
                     - name: node
-                      image: ghcr.io/kubeflow/trainer/deepspeed-runtime:v2.3.0
+                      image: {{ include "gantry.runtimeImage" (list . "ghcr.io/kubeflow/trainer/deepspeed-runtime:v2.3.0") }}
                       securityContext:
                         runAsUser: 1000
 {{- end }}
@@ -94,7 +94,7 @@ spec:
                 spec:
                   containers:
                     - name: node
-                      image: nvcr.io/nvidia/jax:25.10-py3
+                      image: {{ include "gantry.runtimeImage" (list . "nvcr.io/nvidia/jax:25.10-py3") }}
 {{- end }}
 
 {{- define "gantry.runtime.mlx_distributed" -}}
@@ -132,7 +132,7 @@ spec:
                     fsGroup: 1000
                   containers:
                     - name: node
-                      image: ghcr.io/kubeflow/trainer/mlx-runtime:v2.3.0
+                      image: {{ include "gantry.runtimeImage" (list . "ghcr.io/kubeflow/trainer/mlx-runtime:v2.3.0") }}
                       securityContext:
                         runAsUser: 1000
                       command:
@@ -160,7 +160,7 @@ spec:
                     fsGroup: 1000
                   containers:
                     - name: node
-                      image: ghcr.io/kubeflow/trainer/mlx-runtime:v2.3.0
+                      image: {{ include "gantry.runtimeImage" (list . "ghcr.io/kubeflow/trainer/mlx-runtime:v2.3.0") }}
                       securityContext:
                         runAsUser: 1000
 {{- end }}
@@ -203,7 +203,7 @@ spec:
                     fsGroup: 1000
                   containers:
                     - name: node
-                      image: mpioperator/mpi-pi:openmpi
+                      image: {{ include "gantry.runtimeImage" (list . "mpioperator/mpi-pi:openmpi") }}
                       securityContext:
                         runAsUser: 1000
         - name: node
@@ -215,7 +215,7 @@ spec:
                     fsGroup: 1000
                   containers:
                     - name: node
-                      image: mpioperator/mpi-pi:openmpi
+                      image: {{ include "gantry.runtimeImage" (list . "mpioperator/mpi-pi:openmpi") }}
                       securityContext:
                         runAsUser: 1000
                       command:
@@ -256,7 +256,7 @@ spec:
                 spec:
                   containers:
                     - name: node
-                      image: pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime
+                      image: {{ include "gantry.runtimeImage" (list . "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime") }}
 {{- end }}
 
 {{- define "gantry.runtime.torchtune_llama3_2_1b" -}}
@@ -294,7 +294,7 @@ spec:
                 spec:
                   containers:
                     - name: dataset-initializer
-                      image: ghcr.io/kubeflow/trainer/dataset-initializer:v2.3.0
+                      image: {{ include "gantry.runtimeImage" (list . "ghcr.io/kubeflow/trainer/dataset-initializer:v2.3.0") }}
                       env:
                         - name: STORAGE_URI
                           value: hf://tatsu-lab/alpaca
@@ -311,7 +311,7 @@ spec:
                 spec:
                   containers:
                     - name: model-initializer
-                      image: ghcr.io/kubeflow/trainer/model-initializer:v2.3.0
+                      image: {{ include "gantry.runtimeImage" (list . "ghcr.io/kubeflow/trainer/model-initializer:v2.3.0") }}
                       env:
                         - name: STORAGE_URI
                           value: hf://meta-llama/Llama-3.2-1B-Instruct
@@ -333,7 +333,7 @@ spec:
                 spec:
                   containers:
                     - name: node
-                      image: ghcr.io/kubeflow/trainer/torchtune-trainer:v2.3.0
+                      image: {{ include "gantry.runtimeImage" (list . "ghcr.io/kubeflow/trainer/torchtune-trainer:v2.3.0") }}
                       command:
                         - tune
                         - run
@@ -390,7 +390,7 @@ spec:
                 spec:
                   containers:
                     - name: dataset-initializer
-                      image: ghcr.io/kubeflow/trainer/dataset-initializer:v2.3.0
+                      image: {{ include "gantry.runtimeImage" (list . "ghcr.io/kubeflow/trainer/dataset-initializer:v2.3.0") }}
                       env:
                         - name: STORAGE_URI
                           value: hf://tatsu-lab/alpaca
@@ -407,7 +407,7 @@ spec:
                 spec:
                   containers:
                     - name: model-initializer
-                      image: ghcr.io/kubeflow/trainer/model-initializer:v2.3.0
+                      image: {{ include "gantry.runtimeImage" (list . "ghcr.io/kubeflow/trainer/model-initializer:v2.3.0") }}
                       env:
                         - name: STORAGE_URI
                           value: hf://meta-llama/Llama-3.2-3B-Instruct
@@ -429,7 +429,7 @@ spec:
                 spec:
                   containers:
                     - name: node
-                      image: ghcr.io/kubeflow/trainer/torchtune-trainer:v2.3.0
+                      image: {{ include "gantry.runtimeImage" (list . "ghcr.io/kubeflow/trainer/torchtune-trainer:v2.3.0") }}
                       command:
                         - tune
                         - run
@@ -486,7 +486,7 @@ spec:
                 spec:
                   containers:
                     - name: dataset-initializer
-                      image: ghcr.io/kubeflow/trainer/dataset-initializer:v2.3.0
+                      image: {{ include "gantry.runtimeImage" (list . "ghcr.io/kubeflow/trainer/dataset-initializer:v2.3.0") }}
                       env:
                         - name: STORAGE_URI
                           value: hf://tatsu-lab/alpaca
@@ -503,7 +503,7 @@ spec:
                 spec:
                   containers:
                     - name: model-initializer
-                      image: ghcr.io/kubeflow/trainer/model-initializer:v2.3.0
+                      image: {{ include "gantry.runtimeImage" (list . "ghcr.io/kubeflow/trainer/model-initializer:v2.3.0") }}
                       env:
                         - name: STORAGE_URI
                           value: hf://Qwen/Qwen2.5-1.5B-Instruct
@@ -525,7 +525,7 @@ spec:
                 spec:
                   containers:
                     - name: node
-                      image: ghcr.io/kubeflow/trainer/torchtune-trainer:v2.3.0
+                      image: {{ include "gantry.runtimeImage" (list . "ghcr.io/kubeflow/trainer/torchtune-trainer:v2.3.0") }}
                       command:
                         - tune
                         - run
@@ -574,5 +574,5 @@ spec:
                 spec:
                   containers:
                     - name: node
-                      image: ghcr.io/kubeflow/trainer/xgboost-runtime:v2.3.0
+                      image: {{ include "gantry.runtimeImage" (list . "ghcr.io/kubeflow/trainer/xgboost-runtime:v2.3.0") }}
 {{- end }}
