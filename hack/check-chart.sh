@@ -634,4 +634,81 @@ eq "$(count ClusterRole)" 0 "ClusterRoles with rbac.create=false"; eq "$(count C
 refuse schema-sdk-unknown-key "values don't meet the specifications of the schema" --set trainjob.publicConfigMap.enable=true
 refuse schema-sdk-namespace "values don't meet the specifications of the schema" --set trainjob.publicConfigMap.namespace=Kubeflow_System
 
+# --- chart knobs (extraVolumes, envFrom, commonLabels, extraObjects, digest, probes, workers) ---
+# probe_of NAME: the lines under the manager container's NAME: key, e.g. livenessProbe.
+probe_of() { awk -v k="$1:" '{ l = $0; sub(/^ +/, "", l); i = length($0) - length(l) } on && i <= d { on = 0 } on { print l } l == k { on = 1; d = i }' <<<"$(docs Deployment gantry "$ns")"; }
+probe_timing() { probe_of "$1" | grep -E '^(initialDelay|period|timeout|failureThreshold)' | sort | paste -sd, -; }
+render default
+dep=$(docs Deployment gantry "$ns")
+app_version=$(awk '$1 == "appVersion:" { gsub(/"/, "", $2); print $2 }' "$chart/Chart.yaml")
+has "image: \"ghcr.io/gantry-dev/gantry:$app_version\"" "$dep"
+for unwanted in '--workers' 'envFrom:' 'team: ml'; do lacks "$unwanted" "$dep"; done
+eq "$(probe_timing livenessProbe)" "failureThreshold: 3,initialDelaySeconds: 15,periodSeconds: 20,timeoutSeconds: 1" "default liveness probe"
+eq "$(probe_timing readinessProbe)" "failureThreshold: 3,initialDelaySeconds: 5,periodSeconds: 10,timeoutSeconds: 1" "default readiness probe"
+digest=sha256:$(printf '%064d' 0 | tr 0 a)
+render knobs --set image.digest="$digest" --set image.tag=v9 --set raycluster.workers=4 --set slurm.workers=2 \
+  --set livenessProbe.timeoutSeconds=5 --set readinessProbe.failureThreshold=6 \
+  --set-json 'envFrom=[{"secretRef":{"name":"proxy-env"}}]' \
+  --set-json 'extraVolumes=[{"name":"corp-ca","configMap":{"name":"corp-ca"}}]' \
+  --set-json 'extraVolumeMounts=[{"name":"corp-ca","mountPath":"/etc/ssl/corp","readOnly":true}]' \
+  --set-json 'extraObjects=[{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"extra-{{ .Release.Name }}"}},"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ include \"gantry.fullname\" . }}-extra\n  namespace: {{ .Release.Namespace }}\n  labels: {{- include \"gantry.labels\" . | nindent 4 }}\n"]'
+dep=$(docs Deployment gantry "$ns")
+has "image: \"ghcr.io/gantry-dev/gantry@$digest\"" "$dep"; lacks ':v9' "$dep"
+hasitem --workers=raycluster=4,slurm=2 "$dep"
+eq "$(probe_timing livenessProbe)" "failureThreshold: 3,initialDelaySeconds: 15,periodSeconds: 20,timeoutSeconds: 5" "tuned liveness probe"
+eq "$(probe_timing readinessProbe)" "failureThreshold: 6,initialDelaySeconds: 5,periodSeconds: 10,timeoutSeconds: 1" "tuned readiness probe"
+has 'envFrom:
+            - secretRef:
+                name: proxy-env' "$dep"
+has 'mountPath: /etc/ssl/corp' "$dep"; has 'name: corp-ca' "$dep"; has 'name: webhook-cert' "$dep"
+eq "$(count ConfigMap extra-gantry)" 1 "extraObjects given as an object"
+has 'app.kubernetes.io/instance: gantry' "$(docs ConfigMap gantry-extra "$ns")"
+render knobs-alone --set webhook.enabled=false --set trainjob.workers=3 \
+  --set-json 'extraVolumes=[{"name":"scratch","emptyDir":{}}]' --set-json 'extraVolumeMounts=[{"name":"scratch","mountPath":"/scratch"}]'
+dep=$(docs Deployment gantry "$ns")
+hasitem --workers=trainjob=3 "$dep"; has 'volumes:' "$dep"; has 'mountPath: /scratch' "$dep"; lacks 'webhook-cert' "$dep"
+# commonLabels: on the labels of every object rendered (CRDs, RBAC, webhooks,
+# cert-manager, PDB, ServiceMonitor...) and the manager's Pods; podLabels win.
+labelled() {
+  awk -v want="    $1" '
+    function flush() { if (kind) { n++; if (hit) h++ } kind = hit = meta = lab = 0 }
+    /^---/ { flush(); next }
+    /^kind: / { kind = 1 }
+    /^metadata:/ { meta = 1; next }
+    /^[^ #]/ { meta = 0 }
+    meta && /^  [^ ]/ { lab = ($0 == "  labels:"); next }
+    meta && lab && $0 == want { hit = 1 }
+    END { flush(); print h + 0 "/" n + 0 }' <<<"$out"
+}
+for variant in cert-manager namespaced; do
+  case $variant in
+    cert-manager) more=(--set replicas=2 --set metrics.serviceMonitor.enabled=true --set certManager.enabled=true
+      --set-json 'raycluster.defaultContainerEnvs=[{"name":"A","value":"1"}]') ;;
+    namespaced) more=(--set 'watchNamespaces={team-a}') ;;
+  esac
+  render "common-labels-$variant" --set-string commonLabels.team=ml --set-string 'commonLabels.app\.kubernetes\.io/part-of=platform' \
+    --set-string podLabels.team=ml "${more[@]}"
+  nobj=$(grep -c '^kind: ' <<<"$out")
+  [ "$nobj" -gt 30 ] || fail "only $nobj objects rendered"
+  eq "$(labelled 'team: ml')" "$nobj/$nobj" "objects labelled by commonLabels"
+  eq "$(labelled 'app.kubernetes.io/part-of: platform')" "$nobj/$nobj" "objects labelled by commonLabels"
+done
+dep=$(docs Deployment gantry "$ns")
+eq "$(grep -c '^        team: ml$' <<<"$dep")" 1 "pod template labels team (commonLabels and podLabels)"
+has '        app.kubernetes.io/part-of: platform' "$dep"
+refuse common-labels-servicemonitor 'metrics.serviceMonitor.labels.release is also in commonLabels' --set metrics.serviceMonitor.enabled=true \
+  --set-string commonLabels.release=prom --set-string metrics.serviceMonitor.labels.release=prom
+schema="values don't meet the specifications of the schema"
+refuse schema-common-labels-reserved "$schema" --set-string 'commonLabels.app\.kubernetes\.io/name=x'
+refuse schema-common-labels-value "$schema" --set commonLabels.team=true
+refuse schema-image-digest "$schema" --set image.digest=latest
+refuse schema-image-digest-key "$schema" --set image.digets="$digest"
+refuse schema-probe-key "$schema" --set livenessProbe.timeoutSecond=3
+refuse schema-workers "$schema" --set raycluster.workers=-1
+refuse schema-workers-key "$schema" --set trainjob.worker=2
+refuse schema-extra-volumes-key "$schema" --set 'extraVolume[0].name=x'
+refuse schema-extra-volume-mount "$schema" --set-json 'extraVolumeMounts=[{"name":"x"}]'
+refuse schema-env-from "$schema" --set-json 'envFrom=[{"secretRefs":{"name":"x"}}]'
+refuse schema-extra-objects "$schema" --set-json 'extraObjects=[3]'
+
 echo "chart check: ok ($checks assertions; $ncrd CRDs, $nhooks webhooks)"

@@ -29,7 +29,10 @@ type Options struct {
 	KubeAPIQPS              float32
 	KubeAPIBurst            int
 	MaxConcurrentReconciles int
-	Zap                     zap.Options
+	// Workers are per-family worker counts (--workers), overriding
+	// MaxConcurrentReconciles for the families named.
+	Workers map[string]int
+	Zap     zap.Options
 
 	// Leader-election timings (controller-runtime's defaults: 15s/10s/2s).
 	LeaseDuration time.Duration
@@ -75,7 +78,10 @@ func ParseFlags(args []string, reg *workload.Registry) (*Options, error) {
 	fs.Float32Var(&o.KubeAPIQPS, "kube-api-qps", 100, "Client-side QPS limit towards the API server.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", 200, "Client-side burst limit towards the API server.")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", 0,
-		fmt.Sprintf("Parallel reconciles of every controller; 0 (the default) gives each its own (%s), as the upstream operators ship.", reg.DefaultWorkers()))
+		fmt.Sprintf("Parallel reconciles of every controller not named in --workers; 0 (the default) gives each its own (%s), as the upstream operators ship.", reg.DefaultWorkers()))
+	fs.StringToIntVar(&o.Workers, "workers", nil,
+		fmt.Sprintf("Parallel reconciles per workload family, e.g. raycluster=4,trainjob=2 (names as in --controllers: %s), overriding --max-concurrent-reconciles for those named; "+
+			"each controller of the family gets that many (raycluster: the RayCluster, RayJob and RayService controllers each; slurm: each Slinky kind's controller).", strings.Join(reg.Names(), ", ")))
 	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", 12*time.Second, "How long a non-leader waits before taking over an unrenewed leadership (longer than the renew deadline, so a leader that cannot renew steps down before another takes over).")
 	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", 10*time.Second, "How long the leader keeps trying to renew before it gives up leadership.")
 	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", 2*time.Second, "How often leader-election clients retry.")
@@ -112,6 +118,9 @@ func ParseFlags(args []string, reg *workload.Registry) (*Options, error) {
 	}
 	if o.MaxConcurrentReconciles < 0 {
 		return nil, fmt.Errorf("--max-concurrent-reconciles must not be negative (0 gives each controller its default)")
+	}
+	if err := reg.CheckWorkers(o.Workers); err != nil {
+		return nil, err
 	}
 	for _, in := range reg.All() {
 		if in.Flags == nil {

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"k8s.io/component-base/featuregate"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/gantry-dev/gantry/pkg/controller/ray"
 	"github.com/gantry-dev/gantry/pkg/controller/ray/raycluster"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm"
 	"github.com/gantry-dev/gantry/pkg/controller/trainjob"
@@ -110,6 +112,16 @@ func TestParseFlags(t *testing.T) {
 		{name: "workers for every controller", args: []string{"--max-concurrent-reconciles=3"},
 			check: func(o *Options) bool { return o.MaxConcurrentReconciles == 3 }},
 		{name: "negative workers", args: []string{"--max-concurrent-reconciles=-1"}, wantErr: "must not be negative"},
+		{name: "workers per family", args: []string{"--workers=raycluster=4,slurm=2", "--workers=trainjob=3"},
+			check: func(o *Options) bool {
+				return len(o.Workers) == 3 && o.Workers["raycluster"] == 4 && o.Workers["slurm"] == 2 && o.Workers["trainjob"] == 3
+			}},
+		{name: "workers of an unknown family", args: []string{"--workers=raycluster=4,rayjob=2"},
+			wantErr: "unknown controller(s) rayjob in --workers (available: raycluster, trainjob, slurm)"},
+		{name: "workers of all", args: []string{"--workers=all=2"}, wantErr: "unknown controller(s) all in --workers"},
+		{name: "zero workers of a family", args: []string{"--workers=trainjob=0"}, wantErr: "--workers: trainjob=0: a worker count must be at least 1"},
+		{name: "workers without a count", args: []string{"--workers=raycluster"}, wantErr: "--workers"},
+		{name: "workers not a number", args: []string{"--workers=raycluster=four"}, wantErr: "--workers"},
 		{name: "empty namespace", args: []string{"--namespaces=a,,b"}, wantErr: "empty name"},
 		{name: "stray argument", args: []string{"run"}, wantErr: "unexpected arguments"},
 		{name: "leader election timings", args: []string{"--leader-elect-lease-duration=30s", "--leader-elect-renew-deadline=20s", "--leader-elect-retry-period=5s"},
@@ -221,6 +233,51 @@ func TestParseFlagsPropagatedNodeConditions(t *testing.T) {
 		}
 		if got := strings.Join(slurmFlags.PropagatedNodeConditions, "|"); got != tt.want {
 			t.Errorf("%v parsed as %q, want %q", tt.args, got, tt.want)
+		}
+	}
+}
+
+// TestWorkersPerController: the worker count each family's controllers get
+// from the parsed flags, as Run hands them over: --workers for the families
+// it names, else --max-concurrent-reconciles, else the family's default
+// (what the upstream operator ships: trainjob 5, the others 1).
+func TestWorkersPerController(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "raycluster=1,trainjob=5,slurm=1"},
+		{[]string{"--workers=raycluster=4"}, "raycluster=4,trainjob=5,slurm=1"},
+		{[]string{"--workers=trainjob=1"}, "raycluster=1,trainjob=1,slurm=1"},
+		{[]string{"--max-concurrent-reconciles=3"}, "raycluster=3,trainjob=3,slurm=3"},
+		{[]string{"--max-concurrent-reconciles=3", "--workers=raycluster=8,slurm=2"}, "raycluster=8,trainjob=3,slurm=2"},
+	} {
+		reg := &workload.Registry{}
+		reg.MustRegister(ray.Integration())
+		reg.MustRegister(trainjob.Integration())
+		reg.MustRegister(slurm.Integration())
+		o, err := ParseFlags(append([]string{"--webhook-port=0"}, tc.args...), reg)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		wopts := o.workloadOptions()
+		var got []string
+		for _, in := range reg.All() {
+			// The family's own Setup needs a cluster: record what it would get.
+			in.SetupIndexes = nil
+			in.Setup = func(_ context.Context, _ ctrl.Manager, opts workload.Options) error {
+				got = append(got, fmt.Sprintf("%s=%d", in.Name, opts.Workers()))
+				if opts.Workers() != in.Workers(wopts) {
+					t.Errorf("%v: %s: Setup got %d workers, Workers() says %d", tc.args, in.Name, opts.Workers(), in.Workers(wopts))
+				}
+				return nil
+			}
+			if err := in.SetupWithManager(context.Background(), nil, wopts); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if strings.Join(got, ",") != tc.want {
+			t.Errorf("%v: workers %s, want %s", tc.args, strings.Join(got, ","), tc.want)
 		}
 	}
 }

@@ -237,17 +237,12 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options, reg *workload.Regist
 		return fmt.Errorf("creating the manager: %w", err)
 	}
 
-	wopts := workload.Options{
-		Namespaces:              o.Namespaces,
-		Features:                o.Features.Reader(),
-		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
-		Webhook:                 o.webhookServer(),
-	}
+	wopts := o.workloadOptions()
 	for _, in := range ins {
 		if err := in.SetupWithManager(ctx, mgr, wopts); err != nil {
 			return fmt.Errorf("setting up the %s controller: %w", in.Name, err)
 		}
-		log.Info("controller enabled", "controller", in.Name)
+		log.Info("controller enabled", "controller", in.Name, "workers", in.Workers(wopts))
 	}
 	if len(ins) == 0 {
 		log.Info("no workload controllers are built into this binary; the manager runs with none")
@@ -319,6 +314,17 @@ func names(ins []workload.Integration) []string {
 		out = append(out, in.Name)
 	}
 	return out
+}
+
+// workloadOptions are the settings every integration's Setup gets.
+func (o *Options) workloadOptions() workload.Options {
+	return workload.Options{
+		Namespaces:              o.Namespaces,
+		Features:                o.Features.Reader(),
+		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+		IntegrationWorkers:      o.Workers,
+		Webhook:                 o.webhookServer(),
+	}
 }
 
 // webhookServer describes the admission webhook server to the

@@ -27,6 +27,11 @@ type Options struct {
 	// MaxConcurrentReconciles is the worker count of every controller;
 	// 0 leaves each integration its DefaultWorkers (SetupWithManager).
 	MaxConcurrentReconciles int
+	// IntegrationWorkers overrides MaxConcurrentReconciles for the
+	// integrations it names (--workers): each controller of that
+	// integration (the raycluster family: RayCluster, RayJob and
+	// RayService) runs that many workers. SetupWithManager resolves it.
+	IntegrationWorkers map[string]int
 	// Webhook is the manager's admission webhook server: an integration
 	// that serves an endpoint of its own over TLS shares its certificate.
 	Webhook WebhookServer
@@ -102,7 +107,8 @@ type Integration struct {
 	// Flags, when set, are the workload's own command-line flags.
 	Flags Flags
 	// DefaultWorkers is how many objects its controllers reconcile at once
-	// when --max-concurrent-reconciles is not given; 0 means one.
+	// when neither --workers nor --max-concurrent-reconciles gives a
+	// count; 0 means one.
 	DefaultWorkers int
 	// TrimCached, when set, drops from an object entering the manager's
 	// cache what none of the workload's reconcilers reads there. The
@@ -113,13 +119,26 @@ type Integration struct {
 	TrimCached func(obj client.Object)
 }
 
-// SetupWithManager registers the integration's field indexes, then runs
-// its Setup with its DefaultWorkers unless opts sets a worker count: the
-// one way an integration is started, by the manager and by tests alike.
-func (in Integration) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
-	if opts.MaxConcurrentReconciles == 0 {
-		opts.MaxConcurrentReconciles = max(in.DefaultWorkers, 1)
+// Workers is the worker count each of the integration's controllers gets
+// with opts: its IntegrationWorkers entry, else MaxConcurrentReconciles,
+// else its DefaultWorkers; at least one.
+func (in Integration) Workers(opts Options) int {
+	if n := opts.IntegrationWorkers[in.Name]; n > 0 {
+		return n
 	}
+	if opts.MaxConcurrentReconciles > 0 {
+		return opts.MaxConcurrentReconciles
+	}
+	return max(in.DefaultWorkers, 1)
+}
+
+// SetupWithManager registers the integration's field indexes, then runs
+// its Setup with the worker count Workers resolves (so Setup reads it from
+// opts.Workers()): the one way an integration is started, by the manager
+// and by tests alike.
+func (in Integration) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	opts.MaxConcurrentReconciles = in.Workers(opts)
+	opts.IntegrationWorkers = nil
 	if in.SetupIndexes != nil {
 		if err := in.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 			return fmt.Errorf("registering the %s field indexes: %w", in.Name, err)
@@ -174,6 +193,35 @@ func (r *Registry) DefaultWorkers() string {
 	return strings.Join(parts, ", ")
 }
 
+// CheckWorkers refuses a per-integration worker count (--workers) that
+// names no registered integration or is below one.
+func (r *Registry) CheckWorkers(workers map[string]int) error {
+	var unknown []string
+	for n := range workers {
+		if !slices.Contains(r.Names(), n) {
+			unknown = append(unknown, n)
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return fmt.Errorf("unknown controller(s) %s in --workers (available: %s)", strings.Join(unknown, ", "), r.available())
+	}
+	for _, n := range r.Names() {
+		if c, ok := workers[n]; ok && c < 1 {
+			return fmt.Errorf("--workers: %s=%d: a worker count must be at least 1 (leave the controller out for its default)", n, c)
+		}
+	}
+	return nil
+}
+
+// available lists the registered names for error messages.
+func (r *Registry) available() string {
+	if len(r.items) == 0 {
+		return "none are built into this binary"
+	}
+	return strings.Join(r.Names(), ", ")
+}
+
 // Select returns the integrations named in names, in registration order.
 // "all" (or an empty list) selects every registered integration. Unknown
 // names are an error that lists what is available.
@@ -200,11 +248,7 @@ func (r *Registry) Select(names []string) ([]Integration, error) {
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		avail := strings.Join(r.Names(), ", ")
-		if avail == "" {
-			avail = "none are built into this binary"
-		}
-		return nil, fmt.Errorf("unknown controller(s) %s in --controllers (available: %s)", strings.Join(unknown, ", "), avail)
+		return nil, fmt.Errorf("unknown controller(s) %s in --controllers (available: %s)", strings.Join(unknown, ", "), r.available())
 	}
 	var out []Integration
 	for _, in := range r.items {

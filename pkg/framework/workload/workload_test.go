@@ -119,3 +119,62 @@ func TestRegistryDescribesDefaultWorkers(t *testing.T) {
 		t.Fatalf("DefaultWorkers() = %q, want %q", got, want)
 	}
 }
+
+// A family's --workers count wins over --max-concurrent-reconciles, which
+// wins over the integration's DefaultWorkers; Setup sees the resolved
+// count and no per-family map.
+func TestSetupWithManagerAppliesIntegrationWorkers(t *testing.T) {
+	cases := []struct {
+		name     string
+		defaults int
+		opts     Options
+		want     int
+	}{
+		{name: "family count", defaults: 5, opts: Options{IntegrationWorkers: map[string]int{"x": 3}}, want: 3},
+		{name: "family count over the global one", defaults: 5, opts: Options{MaxConcurrentReconciles: 2, IntegrationWorkers: map[string]int{"x": 7}}, want: 7},
+		{name: "another family named", defaults: 5, opts: Options{MaxConcurrentReconciles: 2, IntegrationWorkers: map[string]int{"y": 7}}, want: 2},
+		{name: "another family named, no global", defaults: 5, opts: Options{IntegrationWorkers: map[string]int{"y": 7}}, want: 5},
+		{name: "zero entry is unset", defaults: 0, opts: Options{IntegrationWorkers: map[string]int{"x": 0}}, want: 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got int
+			var sawMap bool
+			in := Integration{Name: "x", DefaultWorkers: tc.defaults, Setup: func(_ context.Context, _ ctrl.Manager, o Options) error {
+				got, sawMap = o.Workers(), o.IntegrationWorkers != nil
+				return nil
+			}}
+			if w := in.Workers(tc.opts); w != tc.want {
+				t.Errorf("Workers() = %d, want %d", w, tc.want)
+			}
+			if err := in.SetupWithManager(context.Background(), nil, tc.opts); err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want || sawMap {
+				t.Fatalf("Setup saw %d workers (per-family map passed on: %v), want %d", got, sawMap, tc.want)
+			}
+		})
+	}
+}
+
+func TestCheckWorkers(t *testing.T) {
+	r := testRegistry(t, "raycluster", "trainjob", "slurm")
+	for _, tc := range []struct {
+		workers map[string]int
+		wantErr string
+	}{
+		{workers: nil},
+		{workers: map[string]int{"raycluster": 4, "slurm": 1}},
+		{workers: map[string]int{"rayjob": 2, "raycluster": 4, "all": 3}, wantErr: "unknown controller(s) all, rayjob in --workers (available: raycluster, trainjob, slurm)"},
+		{workers: map[string]int{"trainjob": 0}, wantErr: "--workers: trainjob=0: a worker count must be at least 1"},
+		{workers: map[string]int{"slurm": -2}, wantErr: "--workers: slurm=-2: a worker count must be at least 1"},
+	} {
+		err := r.CheckWorkers(tc.workers)
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("CheckWorkers(%v) = %v", tc.workers, err)
+		case tc.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.wantErr)):
+			t.Errorf("CheckWorkers(%v) = %v, want %q", tc.workers, err, tc.wantErr)
+		}
+	}
+}
