@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,34 +26,17 @@ import (
 	"github.com/gantry-dev/gantry/pkg/controller/slurm"
 	"github.com/gantry-dev/gantry/pkg/controller/trainjob"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
+	"github.com/gantry-dev/gantry/test/syncbuf"
 	"github.com/gantry-dev/gantry/test/testenv"
 	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
 	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 	trainertesting "github.com/gantry-dev/gantry/test/wrappers/trainer"
 )
 
-// syncBuffer collects log lines from the manager's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // forbidden returns the log lines that report an RBAC denial.
-func (s *syncBuffer) forbidden() []string {
+func forbidden(logs *syncbuf.Buffer) []string {
 	var out []string
-	for line := range strings.SplitSeq(s.String(), "\n") {
+	for line := range strings.SplitSeq(logs.String(), "\n") {
 		if strings.Contains(line, "forbidden") {
 			out = append(out, line)
 		}
@@ -71,7 +52,7 @@ func (s *syncBuffer) forbidden() []string {
 // from each family's markers (hack/sync-chart.sh); a rule a controller
 // needs but whose marker sits in another family's package fails here.
 func TestEachControllerRunsUnderItsOwnChartRBAC(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	logger := zap.New(zap.WriteTo(logs), zap.UseDevMode(false))
 	ctrl.SetLogger(logger)
 	// Left set when the test ends: the managers' goroutines may still log
@@ -161,7 +142,7 @@ func TestEachControllerRunsUnderItsOwnChartRBAC(t *testing.T) {
 			g.Eventually(child).WithTimeout(time.Minute).Should(gomega.Succeed(), "the %s controller made nothing as the chart's ServiceAccount", tc.family)
 			// A denial on a later step (status, events) shows within a
 			// few reconciles.
-			g.Consistently(logs.forbidden).WithTimeout(3*time.Second).Should(gomega.BeEmpty(), "RBAC denials with controllers={%s}", tc.family)
+			g.Consistently(func() []string { return forbidden(logs) }).WithTimeout(3*time.Second).Should(gomega.BeEmpty(), "RBAC denials with controllers={%s}", tc.family)
 		})
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/accounting"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slurmctld"
+	"github.com/gantry-dev/gantry/test/syncbuf"
 	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 )
 
@@ -103,7 +104,7 @@ type acctRun struct {
 	etc                                   string // /etc/slurm-acct, inside the root
 	node                                  string
 	dbPort, dbdPort, ctldPort, slurmdPort int
-	slurmdbdLog                           lockedBuffer
+	slurmdbdLog                           syncbuf.Buffer
 }
 
 const acctConfDir = "/etc/slurm-acct"
@@ -190,7 +191,7 @@ func (a *acctRun) mustSlurm(args ...string) string {
 
 // startDaemon starts a foreground daemon in its own process group and
 // stops it (the whole group) when the test ends.
-func (a *acctRun) startDaemon(name string, out *lockedBuffer, args ...string) {
+func (a *acctRun) startDaemon(name string, out *syncbuf.Buffer, args ...string) {
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -251,7 +252,7 @@ func (a *acctRun) startMariaDB(password string) {
 		"--auth-root-authentication-method=socket", "--skip-test-db"); err != nil {
 		a.t.Fatalf("mariadb-install-db: %v\n%s", err, out)
 	}
-	var log lockedBuffer
+	var log syncbuf.Buffer
 	a.startDaemon("mariadbd", &log, "chroot", a.c.root, "mariadbd", "--no-defaults", "--user=mysql", "--datadir="+data,
 		"--socket="+sock+"/mysqld.sock", "--pid-file="+sock+"/mysqld.pid", "--bind-address=127.0.0.1",
 		"--port="+strconv.Itoa(a.dbPort), "--skip-name-resolve",
@@ -371,7 +372,7 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 	}
 	a.mustSlurm("sacctmgr", "-i", "add", "cluster", "gantry-acct")
 
-	var log lockedBuffer
+	var log syncbuf.Buffer
 	// A /run/slurmctld of its own: slurmctld serves its sack socket there
 	// and removes it when it stops, which would leave the shared cluster's
 	// slurmctld without one (the keys are the same, so Slurm's commands
@@ -388,7 +389,7 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 // startSlurmd runs a dynamic-node slurmd, as a NodeSet pod does, and waits
 // for the node to be idle.
 func (a *acctRun) startSlurmd() {
-	var log lockedBuffer
+	var log syncbuf.Buffer
 	a.startDaemon("slurmd", &log, "chroot", a.c.root, "env", "SLURM_CONF="+acctConfDir+"/slurm.conf",
 		"slurmd", "-D", "-Z", "-N", a.node, "--conf", fmt.Sprintf("CPUs=1 RealMemory=100 Port=%d", a.slurmdPort))
 	a.waitFor("node "+a.node+" idle", func() bool {

@@ -7,12 +7,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slurmctld"
+	"github.com/gantry-dev/gantry/test/syncbuf"
 )
 
 // TestReconfigureSidecarScript runs the reconfigure sidecar's own script
@@ -38,7 +38,7 @@ func TestReconfigureSidecarScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var log lockedBuffer
+	var log syncbuf.Buffer
 	sidecar := exec.CommandContext(ctx, "chroot", c.root, "env", "SLURM_CONF_DIR=/etc/slurm", "POLL_SECONDS=1", "bash", "/run/gantry-reconfigure.sh")
 	sidecar.Stdout, sidecar.Stderr = &log, &log
 	sidecar.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -81,22 +81,4 @@ func TestReconfigureSidecarScript(t *testing.T) {
 	if !strings.Contains(log.String(), "asking slurmctld to reconfigure") {
 		t.Errorf("the sidecar did not say it reconfigured:\n%s", log.String())
 	}
-}
-
-// lockedBuffer collects a process's output while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -12,6 +12,7 @@ import (
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slurmctld"
+	"github.com/gantry-dev/gantry/test/syncbuf"
 	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 )
 
@@ -103,7 +104,7 @@ func TestGeneratedConfigRunsSlurmctld(t *testing.T) {
 
 	// A /run/slurmctld of its own (see the accounting test), and /proc,
 	// which slurmctld reads its own path from.
-	var log lockedBuffer
+	var log syncbuf.Buffer
 	a := &acctRun{t: t, c: c}
 	a.startDaemon("slurmctld", &log, "unshare", "--mount", "--", "sh", "-c",
 		`mount -t tmpfs tmpfs "$1/run/slurmctld" && { mountpoint -q "$1/proc" || mount -t proc proc "$1/proc"; } && `+

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	k8sjson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/gantry-dev/gantry/test/syncbuf"
 )
 
 func TestHeadEndpoints(t *testing.T) {
@@ -61,7 +63,7 @@ func TestServeProxyHealth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := startNode(t.Context(), o, newLogger(&syncBuffer{}))
+	n, err := startNode(t.Context(), o, newLogger(&syncbuf.Buffer{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,10 +13,11 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gantry-dev/gantry/test/syncbuf"
 )
 
 // TestMain lets the test binary act as `ray` when RAY_STANDIN_AS_MAIN=1, so
@@ -27,24 +28,6 @@ func TestMain(m *testing.M) {
 	}
 	jobPollInterval = 50 * time.Millisecond
 	os.Exit(m.Run())
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func freePort(t *testing.T) int {
@@ -84,7 +67,7 @@ func (p headPorts) dashboardURL() string { return fmt.Sprintf("http://127.0.0.1:
 func startTestHead(t *testing.T) (*node, headPorts) {
 	t.Helper()
 	t.Setenv(envServePort, "0")
-	var log syncBuffer
+	var log syncbuf.Buffer
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("head log:\n%s", log.String())

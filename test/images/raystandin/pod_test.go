@@ -16,6 +16,7 @@ import (
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
 	"github.com/gantry-dev/gantry/pkg/controller/ray/podspec"
+	"github.com/gantry-dev/gantry/test/syncbuf"
 	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
 )
 
@@ -26,7 +27,7 @@ type container struct {
 	name     string
 	env      []string
 	cmd      *exec.Cmd
-	out      syncBuffer
+	out      syncbuf.Buffer
 	done     chan struct{}
 	waitErr  error
 	stateDir string

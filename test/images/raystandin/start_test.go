@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gantry-dev/gantry/pkg/controller/ray/podspec"
+	"github.com/gantry-dev/gantry/test/syncbuf"
 	raytesting "github.com/gantry-dev/gantry/test/wrappers/ray"
 )
 
@@ -273,7 +274,7 @@ func TestStartInBackgroundReportsFailure(t *testing.T) {
 
 func TestStartBlockExitsZeroOnSIGTERM(t *testing.T) {
 	ports := newHeadPorts(t)
-	var out syncBuffer
+	var out syncbuf.Buffer
 	cmd := rayCommand(t, standinEnv(t, t.TempDir()), append([]string{"start", "--block"}, ports.args()...)...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -321,11 +322,11 @@ func TestWorkerGivesUpWithoutGCS(t *testing.T) {
 
 // startTestWorker runs `ray start --block` as a worker of the head at ports
 // with the given reconnect timeout (seconds), and waits until it serves.
-func startTestWorker(t *testing.T, ports headPorts, reconnectTimeout string) (*exec.Cmd, *syncBuffer) {
+func startTestWorker(t *testing.T, ports headPorts, reconnectTimeout string) (*exec.Cmd, *syncbuf.Buffer) {
 	t.Helper()
 	env := standinEnv(t, t.TempDir(), envGCSReconnectTimeout+"="+reconnectTimeout)
 	agent := freePort(t)
-	out := &syncBuffer{}
+	out := &syncbuf.Buffer{}
 	cmd := rayCommand(t, env, "start", "--block", "--address="+ports.gcsAddr(), "--node-ip-address=127.0.0.1",
 		"--dashboard-agent-listen-port="+strconv.Itoa(agent), "--metrics-export-port="+strconv.Itoa(freePort(t)))
 	cmd.Stdout, cmd.Stderr = out, out
@@ -342,7 +343,7 @@ func startTestWorker(t *testing.T, ports headPorts, reconnectTimeout string) (*e
 
 // expectWorkerExit waits up to 15 s for the worker to exit 1 with reason in
 // its output.
-func expectWorkerExit(t *testing.T, cmd *exec.Cmd, out *syncBuffer, reason string) {
+func expectWorkerExit(t *testing.T, cmd *exec.Cmd, out *syncbuf.Buffer, reason string) {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -377,7 +378,7 @@ func TestWorkerExitsWhenTheHeadIsNew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var log syncBuffer
+	var log syncbuf.Buffer
 	eventually(t, 10*time.Second, "a new head on the same ports", func() error {
 		n, err := startNode(context.Background(), o, newLogger(&log))
 		if err == nil {
