@@ -3,6 +3,8 @@ package workload
 import (
 	"context"
 	"fmt"
+	"iter"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -196,15 +198,8 @@ func (r *Registry) DefaultWorkers() string {
 // CheckWorkers refuses a per-integration worker count (--workers) that
 // names no registered integration or is below one.
 func (r *Registry) CheckWorkers(workers map[string]int) error {
-	var unknown []string
-	for n := range workers {
-		if !slices.Contains(r.Names(), n) {
-			unknown = append(unknown, n)
-		}
-	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return fmt.Errorf("unknown controller(s) %s in --workers (available: %s)", strings.Join(unknown, ", "), r.available())
+	if err := r.checkNames(maps.Keys(workers), "--workers"); err != nil {
+		return err
 	}
 	for _, n := range r.Names() {
 		if c, ok := workers[n]; ok && c < 1 {
@@ -212,6 +207,22 @@ func (r *Registry) CheckWorkers(workers map[string]int) error {
 		}
 	}
 	return nil
+}
+
+// checkNames refuses names no integration is registered under, listing
+// them (sorted) and what is available; flag names where they came from.
+func (r *Registry) checkNames(names iter.Seq[string], flag string) error {
+	var unknown []string
+	for n := range names {
+		if !slices.Contains(r.Names(), n) {
+			unknown = append(unknown, n)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	sort.Strings(unknown)
+	return fmt.Errorf("unknown controller(s) %s in %s (available: %s)", strings.Join(unknown, ", "), flag, r.available())
 }
 
 // available lists the registered names for error messages.
@@ -240,15 +251,8 @@ func (r *Registry) Select(names []string) ([]Integration, error) {
 			want[in.Name] = true
 		}
 	}
-	var unknown []string
-	for n := range want {
-		if !slices.Contains(r.Names(), n) {
-			unknown = append(unknown, n)
-		}
-	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return nil, fmt.Errorf("unknown controller(s) %s in --controllers (available: %s)", strings.Join(unknown, ", "), r.available())
+	if err := r.checkNames(maps.Keys(want), "--controllers"); err != nil {
+		return nil, err
 	}
 	var out []Integration
 	for _, in := range r.items {
