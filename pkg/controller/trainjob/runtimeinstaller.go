@@ -42,10 +42,12 @@ const (
 	LabelRuntimeSet = "trainer.gantry.dev/runtime-set"
 	// runtimeInstallerOwner is the field manager of the applied runtimes.
 	runtimeInstallerOwner = "gantry-runtimes"
-	// Helm's labels, on a runtime an earlier chart version created itself
-	// and on the ConfigMap: a runtime of the same release is taken over.
-	labelInstance = "app.kubernetes.io/instance"
-	labelName     = "app.kubernetes.io/name"
+	// What Helm writes on the objects of a release: the runtimes an
+	// earlier chart version created itself carry the release's name and
+	// namespace, the ConfigMap its name (the instance label).
+	labelInstance                  = "app.kubernetes.io/instance"
+	annotationHelmRelease          = "meta.helm.sh/release-name"
+	annotationHelmReleaseNamespace = "meta.helm.sh/release-namespace"
 )
 
 // runtimeInstaller applies the ClusterTrainingRuntimes of one ConfigMap
@@ -145,14 +147,14 @@ func (r *runtimeInstaller) Reconcile(ctx context.Context, _ reconcile.Request) (
 }
 
 // mayTake reports whether the installer may apply over live: one it
-// applied, or one the same release's chart created itself before the
-// runtimes moved into the ConfigMap.
+// applied, or one the same release (name and namespace, as Helm records
+// them) created itself before the runtimes moved into the ConfigMap.
 func (r *runtimeInstaller) mayTake(live *trainer.ClusterTrainingRuntime, release string) bool {
-	l := live.GetLabels()
-	if l[LabelRuntimeSet] == r.setValue() {
+	if live.GetLabels()[LabelRuntimeSet] == r.setValue() {
 		return true
 	}
-	return release != "" && l[labelInstance] == release && l[labelName] == "gantry"
+	a := live.GetAnnotations()
+	return release != "" && a[annotationHelmRelease] == release && a[annotationHelmReleaseNamespace] == r.key.Namespace
 }
 
 // decode parses the ConfigMap's documents, in key order, into the objects

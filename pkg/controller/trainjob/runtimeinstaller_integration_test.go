@@ -69,21 +69,27 @@ func TestRuntimeInstallerAppliesTheChartsRuntimes(t *testing.T) {
 	// A user's runtime, and one the same release's chart made itself.
 	user := trainertesting.MakeClusterTrainingRuntime("ri-user").Spec(torchRuntimeSpec()).Obj()
 	helmMade := trainertesting.MakeClusterTrainingRuntime("ri-helm").Spec(torchRuntimeSpec()).Obj()
-	helmMade.Labels = map[string]string{labelInstance: "rel", labelName: "gantry", "app.kubernetes.io/managed-by": "Helm"}
-	h.create(t, user, helmMade)
+	helmMade.Labels = map[string]string{labelInstance: "rel", "app.kubernetes.io/managed-by": "Helm"}
+	helmMade.Annotations = map[string]string{annotationHelmRelease: "rel", annotationHelmReleaseNamespace: ns}
+	// The same release name in another namespace is another release.
+	otherRelease := trainertesting.MakeClusterTrainingRuntime("ri-other").Spec(torchRuntimeSpec()).Obj()
+	otherRelease.Labels = map[string]string{labelInstance: "rel", "app.kubernetes.io/managed-by": "Helm"}
+	otherRelease.Annotations = map[string]string{annotationHelmRelease: "rel", annotationHelmReleaseNamespace: "elsewhere"}
+	h.create(t, user, helmMade, otherRelease)
 	t.Cleanup(func() {
-		for _, n := range []string{"ri-a", "ri-b", "ri-user", "ri-helm"} {
+		for _, n := range []string{"ri-a", "ri-b", "ri-user", "ri-helm", "ri-other"} {
 			_ = h.c.Delete(ctx, &trainer.ClusterTrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: n}})
 		}
 	})
 
 	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shipped", Labels: map[string]string{labelInstance: "rel", labelName: "gantry"}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shipped", Labels: map[string]string{labelInstance: "rel"}},
 		Data: map[string]string{
-			"ri-a.yaml":    runtimeYAML("ri-a", "torch:a"),
-			"ri-b.yaml":    runtimeYAML("ri-b", "torch:b"),
-			"ri-user.yaml": runtimeYAML("ri-user", "torch:chart"),
-			"ri-helm.yaml": runtimeYAML("ri-helm", "torch:chart"),
+			"ri-a.yaml":     runtimeYAML("ri-a", "torch:a"),
+			"ri-b.yaml":     runtimeYAML("ri-b", "torch:b"),
+			"ri-user.yaml":  runtimeYAML("ri-user", "torch:chart"),
+			"ri-helm.yaml":  runtimeYAML("ri-helm", "torch:chart"),
+			"ri-other.yaml": runtimeYAML("ri-other", "torch:chart"),
 		},
 	}
 	h.create(t, cm)
@@ -101,6 +107,7 @@ func TestRuntimeInstallerAppliesTheChartsRuntimes(t *testing.T) {
 	}).WithTimeout(30 * time.Second).Should(gomega.Succeed())
 	g.Consistently(func(g gomega.Gomega) {
 		g.Expect(runtimeImage(g, h.c, "ri-user")).To(gomega.Equal("torch:runtime"), "a user's runtime of the same name is left alone")
+		g.Expect(runtimeImage(g, h.c, "ri-other")).To(gomega.Equal("torch:runtime"), "a runtime of a release of the same name in another namespace is left alone")
 	}).WithTimeout(2 * time.Second).Should(gomega.Succeed())
 
 	// Deleted: it comes back.
