@@ -241,6 +241,90 @@ func TestMergePodTemplate(t *testing.T) {
 	}
 }
 
+// TestMergeContainerPortKeyedByContainerPort: the API merges container ports
+// by containerPort, so a user port with the operator's number changes the
+// operator's port, whatever its name. The reflection merge keyed ports by
+// name and appended such a port as a second one with the same number.
+func TestMergeContainerPortKeyedByContainerPort(t *testing.T) {
+	base := corev1.Container{Name: "slurmrestd", Image: "slurmrestd:25.11",
+		Ports: []corev1.ContainerPort{{Name: "slurmrestd", ContainerPort: 6820, Protocol: corev1.ProtocolTCP}}}
+	tests := []struct {
+		name string
+		user []corev1.ContainerPort
+		want []corev1.ContainerPort
+	}{
+		{
+			name: "unnamed: adds a host port to the operator's port",
+			user: []corev1.ContainerPort{{ContainerPort: 6820, HostPort: 6820}},
+			want: []corev1.ContainerPort{{Name: "slurmrestd", ContainerPort: 6820, HostPort: 6820, Protocol: corev1.ProtocolTCP}},
+		},
+		{
+			name: "another name: renames the operator's port",
+			user: []corev1.ContainerPort{{Name: "http", ContainerPort: 6820}},
+			want: []corev1.ContainerPort{{Name: "http", ContainerPort: 6820, Protocol: corev1.ProtocolTCP}},
+		},
+		{
+			name: "the operator's name at another number: moves the port",
+			user: []corev1.ContainerPort{{Name: "slurmrestd", ContainerPort: 8080}},
+			want: []corev1.ContainerPort{{Name: "slurmrestd", ContainerPort: 8080}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := MergeContainer(base, corev1.Container{Ports: tc.user})
+			if diff := cmp.Diff(tc.want, got.Ports); diff != "" {
+				t.Errorf("ports (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestMergeObjectsFieldByField pins what the strategic merge changed from the
+// reflection merge, which replaced a pointer the user set as a whole: objects
+// now merge field by field, and a one-of member the user picks replaces the
+// operator's.
+func TestMergeObjectsFieldByField(t *testing.T) {
+	base := corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](401), FSGroup: ptr.To[int64](401)},
+		Containers: []corev1.Container{{
+			Name: "slurmdbd",
+			ReadinessProbe: &corev1.Probe{PeriodSeconds: 10, TimeoutSeconds: 1, ProbeHandler: corev1.ProbeHandler{
+				TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(6819)}}},
+			SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true), RunAsUser: ptr.To[int64](401)},
+			VolumeMounts:    []corev1.VolumeMount{{Name: "etc", MountPath: "/etc/slurm", ReadOnly: true}},
+		}},
+	}}
+	user := corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		SecurityContext: &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](1000)},
+		Containers: []corev1.Container{{
+			Name:            "slurmdbd",
+			ReadinessProbe:  &corev1.Probe{PeriodSeconds: 30},
+			LivenessProbe:   &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}},
+			SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(false)},
+			VolumeMounts:    []corev1.VolumeMount{{Name: "my-etc", MountPath: "/etc/slurm"}},
+		}},
+	}}
+	got := MergePodTemplate(base, user)
+	wantPod := &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](1000), FSGroup: ptr.To[int64](401)}
+	if diff := cmp.Diff(wantPod, got.Spec.SecurityContext); diff != "" {
+		t.Errorf("pod securityContext (-want +got):\n%s", diff)
+	}
+	c := got.Spec.Containers[0]
+	wantProbe := &corev1.Probe{PeriodSeconds: 30, TimeoutSeconds: 1, ProbeHandler: corev1.ProbeHandler{
+		TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(6819)}}}
+	if diff := cmp.Diff(wantProbe, c.ReadinessProbe); diff != "" {
+		t.Errorf("readiness probe (-want +got):\n%s", diff)
+	}
+	// An explicit false is a value, not an absence: it wins.
+	if diff := cmp.Diff(&corev1.SecurityContext{Privileged: ptr.To(false), RunAsUser: ptr.To[int64](401)}, c.SecurityContext); diff != "" {
+		t.Errorf("container securityContext (-want +got):\n%s", diff)
+	}
+	// A false readOnly is omitted from the user's JSON, so the operator's stays.
+	if diff := cmp.Diff([]corev1.VolumeMount{{Name: "my-etc", MountPath: "/etc/slurm", ReadOnly: true}}, c.VolumeMounts); diff != "" {
+		t.Errorf("volume mounts (-want +got):\n%s", diff)
+	}
+}
+
 func TestObjectBuilders(t *testing.T) {
 	meta := metav1.ObjectMeta{Name: "n", Namespace: "ns", Labels: map[string]string{"a": "1"}}
 	selector := map[string]string{"app": "x"}

@@ -1,142 +1,96 @@
 package builder
 
 import (
-	"encoding/json"
-	"reflect"
-	"strconv"
-
 	corev1 "k8s.io/api/core/v1"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // MergePodTemplate layers a user's pod template over the operator's base
-// template and returns a new template; neither input is modified.
+// template and returns a new template; neither input is modified and the
+// result shares no memory with them.
 //
-// Rules: labels and annotations set by the operator win (selectors and
-// hashes depend on them) and user keys are kept; everywhere else a value the
-// user set overrides the operator default. Containers and init containers are
-// merged by name with MergeContainer, volumes by name (a user volume replaces
-// the operator's volume of the same name), maps key by key, other lists are
-// replaced when the user sets them, pointers and scalars when non-zero.
-// Elements only the user has are appended after the operator's, in the
-// user's order.
+// The specs are merged by Kubernetes' strategic merge patch
+// (k8s.io/apimachinery/pkg/util/strategicpatch), with the operator's spec as
+// the document and the user's spec as the patch. That is the order Slinky's
+// slurm-operator uses since v1.1.0 for its pod templates and containers
+// (internal/utils/structutils.StrategicMergePatch, called from
+// internal/builder/common BuildPodTemplate and BuildContainer); v1.0.0 still
+// merged field by field, without a strategic merge. So, as in the API's own
+// PATCH:
+//
+//   - lists with a patch merge key merge element by element on that key:
+//     containers, init containers, volumes, image pull secrets and
+//     scheduling gates by name, host aliases by IP, topology spread
+//     constraints by topology key, and in a container env by name, ports by
+//     containerPort, volume mounts by mountPath, volume devices by
+//     devicePath;
+//   - every other list (tolerations, args, command, envFrom, …) is replaced
+//     by the user's when the user sets it;
+//   - objects (securityContext, affinity, resources, probes, dnsConfig,
+//     nodeSelector, …) merge field by field: a field the user leaves out
+//     keeps the operator's value.
+//
+// Labels and annotations are not part of the patch: the operator's keys win
+// (selectors and hashes depend on them) and the user's other keys are kept,
+// as MergeLabels does. Other user metadata is ignored.
+//
+// Gantry writes into the user's patch a few directives of the strategic
+// merge patch format, where the user's intent is plain but a typed value
+// cannot carry it (see strategicMerge for the details):
+//
+//   - elements only the user has come after the operator's, in the user's
+//     order, and the operator's keep theirs ($setElementOrder), so a user
+//     env var can refer to an operator one with $(VAR);
+//   - a user volume with the name of an operator volume replaces its source
+//     ($retainKeys, which the API declares for volumes);
+//   - where the user picks one member of a one-of (env value or valueFrom,
+//     the kind of valueFrom, a probe's or a lifecycle hook's handler), the
+//     operator's other member is removed, so the pod stays valid;
+//   - a user port that reuses the name of an operator port at another
+//     containerPort moves that port ($patch: delete of the operator's
+//     port), so a named port can be moved and names stay unique.
+//
+// Directives written by the user cannot reach this function: the CRDs
+// decode the user's template into a typed corev1.PodSpec (PodSpecWrapper),
+// which drops "$patch", "$retainKeys" and "$setElementOrder" keys, as
+// Slinky's decoding does. For the same reason zero values and empty lists
+// (omitted by omitempty) cannot be told from unset fields: they leave the
+// operator's value, and a user cannot delete an operator element.
+//
+// The merge cannot fail in practice: marshalling corev1 values does not fail,
+// and the patch is built so the library accepts it (tested with random
+// templates). Should the library still refuse it, the error is logged and
+// the operator's spec is returned with the user's labels and annotations
+// merged, rather than panicking in a reconcile or returning a half-merged
+// pod.
 func MergePodTemplate(base, user corev1.PodTemplateSpec) corev1.PodTemplateSpec {
-	out := *base.DeepCopy()
-	u := user.DeepCopy()
-
-	out.Labels = MergeLabels(u.Labels, out.Labels)
-	out.Annotations = MergeLabels(u.Annotations, out.Annotations)
-
-	containers := mergeByKey(out.Spec.Containers, u.Spec.Containers, containerName, MergeContainer)
-	initContainers := mergeByKey(out.Spec.InitContainers, u.Spec.InitContainers, containerName, MergeContainer)
-	volumes := mergeByKey(out.Spec.Volumes, u.Spec.Volumes, func(v corev1.Volume) string { return v.Name }, replace[corev1.Volume])
-	// The keyed lists are merged above; clearing them on the user copy keeps
-	// the generic overlay from replacing the merged result.
-	u.Spec.Containers, u.Spec.InitContainers, u.Spec.Volumes = nil, nil, nil
-	overlay(reflect.ValueOf(&out.Spec).Elem(), reflect.ValueOf(&u.Spec).Elem())
-	out.Spec.Containers, out.Spec.InitContainers, out.Spec.Volumes = containers, initContainers, volumes
+	out := corev1.PodTemplateSpec{ObjectMeta: *base.ObjectMeta.DeepCopy()}
+	out.Labels = MergeLabels(user.Labels, base.Labels)
+	out.Annotations = MergeLabels(user.Annotations, base.Annotations)
+	spec, err := strategicMerge(&base.Spec, &user.Spec)
+	if err != nil {
+		logf.Log.WithName("builder").Error(err, "cannot merge the user's pod template; using the operator's pod spec")
+		spec = *base.Spec.DeepCopy()
+	}
+	out.Spec = spec
 	return out
 }
 
-// MergeContainer layers user over base the same way: env merged by name,
-// ports by name (unnamed ports by number and protocol), volume mounts by
-// mount path, volume devices by device path; each user element replaces the
-// base element with the same key. Neither input is modified.
+// MergeContainer layers user over base with the same strategic merge as
+// MergePodTemplate, corev1.Container being the patch's type: env merged by
+// name, ports by containerPort, volume mounts by mountPath, volume devices
+// by devicePath, objects field by field, other lists replaced. A user
+// container without a name keeps the operator's name (the CRDs' container
+// fields usually leave it empty). Neither input is modified.
 func MergeContainer(base, user corev1.Container) corev1.Container {
-	out := *base.DeepCopy()
-	u := user.DeepCopy()
-
-	env := mergeByKey(out.Env, u.Env, func(e corev1.EnvVar) string { return e.Name }, replace[corev1.EnvVar])
-	ports := mergeByKey(out.Ports, u.Ports, portKey, replace[corev1.ContainerPort])
-	mounts := mergeByKey(out.VolumeMounts, u.VolumeMounts, func(m corev1.VolumeMount) string { return m.MountPath }, replace[corev1.VolumeMount])
-	devices := mergeByKey(out.VolumeDevices, u.VolumeDevices, func(d corev1.VolumeDevice) string { return d.DevicePath }, replace[corev1.VolumeDevice])
-	u.Env, u.Ports, u.VolumeMounts, u.VolumeDevices = nil, nil, nil, nil
-	overlay(reflect.ValueOf(&out).Elem(), reflect.ValueOf(u).Elem())
-	out.Env, out.Ports, out.VolumeMounts, out.VolumeDevices = env, ports, mounts, devices
-	return out
-}
-
-func containerName(c corev1.Container) string { return c.Name }
-
-func portKey(p corev1.ContainerPort) string {
-	if p.Name != "" {
-		return "name:" + p.Name
+	if user.Name == "" {
+		// user is a copy; only its name changes, nothing it points to.
+		user.Name = base.Name
 	}
-	proto := p.Protocol
-	if proto == "" {
-		proto = corev1.ProtocolTCP
-	}
-	return "port:" + strconv.Itoa(int(p.ContainerPort)) + "/" + string(proto)
-}
-
-func replace[T any](_, user T) T { return user }
-
-// mergeByKey merges two lists whose elements are identified by key. Both
-// inputs are private copies owned by the caller of mergeByKey.
-func mergeByKey[T any](base, user []T, key func(T) string, merge func(base, user T) T) []T {
-	if len(user) == 0 {
-		return base
-	}
-	out := make([]T, 0, len(base)+len(user))
-	userByKey := make(map[string]int, len(user))
-	for i, el := range user {
-		userByKey[key(el)] = i
-	}
-	used := make(map[int]bool, len(user))
-	for _, b := range base {
-		if i, ok := userByKey[key(b)]; ok {
-			out = append(out, merge(b, user[i]))
-			used[i] = true
-			continue
-		}
-		out = append(out, b)
-	}
-	for i, el := range user {
-		if !used[i] {
-			out = append(out, el)
-		}
+	out, err := strategicMerge(&base, &user)
+	if err != nil {
+		logf.Log.WithName("builder").Error(err, "cannot merge the user's container; using the operator's container", "container", base.Name)
+		return *base.DeepCopy()
 	}
 	return out
-}
-
-var jsonMarshaler = reflect.TypeFor[json.Marshaler]()
-
-// overlay sets every field of dst that src sets: structs field by field,
-// maps key by key, everything else (pointers, slices, scalars, and structs
-// with their own JSON form such as Quantity or IntOrString) wholesale when
-// non-zero. src must be a private copy: its values are moved, not copied.
-func overlay(dst, src reflect.Value) {
-	switch dst.Kind() {
-	case reflect.Struct:
-		if reflect.PointerTo(dst.Type()).Implements(jsonMarshaler) || dst.Type().Implements(jsonMarshaler) {
-			if !src.IsZero() {
-				dst.Set(src)
-			}
-			return
-		}
-		for i := 0; i < dst.NumField(); i++ {
-			if !dst.Type().Field(i).IsExported() {
-				continue
-			}
-			overlay(dst.Field(i), src.Field(i))
-		}
-	case reflect.Map:
-		if src.Len() == 0 {
-			return
-		}
-		if dst.IsNil() {
-			dst.Set(reflect.MakeMapWithSize(dst.Type(), src.Len()))
-		}
-		iter := src.MapRange()
-		for iter.Next() {
-			dst.SetMapIndex(iter.Key(), iter.Value())
-		}
-	case reflect.Slice:
-		if src.Len() > 0 {
-			dst.Set(src)
-		}
-	default:
-		if !src.IsZero() {
-			dst.Set(src)
-		}
-	}
 }

@@ -256,9 +256,10 @@ func podTemplate(n *slinkyv1beta1.NodeSet, in PodInputs) corev1.PodTemplateSpec 
 	out := builder.MergePodTemplate(base, user)
 	addPodTolerations(n, &out.Spec)
 	if !n.Spec.OversubscribeNode && user.Spec.Affinity != nil {
-		// The user's affinity (a node affinity, say) replaced the base's
-		// whole: the one-per-node rule is put back, and the user's own
-		// anti-affinity terms add to it.
+		// The strategic merge keeps the base's one-per-node term next to a
+		// user's node affinity, but a user's own required anti-affinity
+		// terms replace the base's list (it has no merge key): the rule is
+		// put back in front of them.
 		var userTerms []corev1.PodAffinityTerm
 		if user.Spec.Affinity.PodAntiAffinity != nil {
 			userTerms = user.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
