@@ -17,9 +17,16 @@ import (
 
 // Options are the manager's settings, all from flags and read once at start-up.
 type Options struct {
-	Kubeconfig              string
-	Controllers             []string
-	MetricsBindAddress      string
+	Kubeconfig         string
+	Controllers        []string
+	MetricsBindAddress string
+	// MetricsSecure serves metrics over HTTPS, each request authenticated
+	// and authorized through the API server (TokenReview and
+	// SubjectAccessReview of a get on the /metrics non-resource URL).
+	MetricsSecure bool
+	// MetricsCertDir holds the metrics serving certificate (tls.crt,
+	// tls.key); empty makes a self-signed one in memory at start-up.
+	MetricsCertDir          string
 	HealthProbeBindAddress  string
 	PprofBindAddress        string
 	LeaderElect             bool
@@ -69,6 +76,8 @@ func ParseFlags(args []string, reg *workload.Registry) (*Options, error) {
 	fs.StringSliceVar(&o.Controllers, "controllers", []string{"all"},
 		fmt.Sprintf("Comma-separated workload controllers to run, or \"all\". Available: %s.", strings.Join(reg.Names(), ", ")))
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", ":8080", "Address the Prometheus metrics endpoint binds to; \"0\" disables it.")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", false, "Serve metrics over HTTPS and let only callers whose token the API server accepts and who may get the /metrics non-resource URL read them (the chart's default); false serves plain HTTP to anyone who reaches the port.")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", "", "Directory holding the metrics serving certificate (tls.crt, tls.key) for --metrics-secure; empty makes a self-signed one at start-up.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", ":8081", "Address the /healthz and /readyz endpoints bind to.")
 	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", "0", "Address Go's /debug/pprof endpoints bind to, for profiling memory and CPU; \"0\" (the default) disables them.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "Elect a leader so only one replica reconciles at a time.")

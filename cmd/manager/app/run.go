@@ -31,8 +31,10 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/gantry-dev/gantry/pkg/framework/builder"
+	fwmetrics "github.com/gantry-dev/gantry/pkg/framework/metrics"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 	"github.com/gantry-dev/gantry/pkg/version"
+	"github.com/gantry-dev/gantry/pkg/webhook/certs"
 )
 
 // managedObjects are the kinds cached only when Gantry manages them, so
@@ -207,7 +209,7 @@ func NewManager(cfg *rest.Config, o *Options, ins []workload.Integration) (manag
 	mopts := ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         cacheOpts,
-		Metrics:                       metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		Metrics:                       o.metricsServerOptions(),
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,
 		PprofBindAddress:              o.PprofBindAddress,
 		LeaderElection:                o.LeaderElect,
@@ -222,6 +224,22 @@ func NewManager(cfg *rest.Config, o *Options, ins []workload.Integration) (manag
 		mopts.WebhookServer = ctrlwebhook.NewServer(ctrlwebhook.Options{Port: o.WebhookPort, CertDir: o.Certs.CertDir})
 	}
 	return ctrl.NewManager(cfg, mopts)
+}
+
+// metricsServerOptions serves metrics on o.MetricsBindAddress: plain HTTP,
+// or with --metrics-secure HTTPS behind controller-runtime's filter, which
+// authenticates each caller's bearer token with a TokenReview and
+// authorizes a get on the request's path with a SubjectAccessReview (the
+// chart grants the manager both and ships a metrics-reader ClusterRole to
+// bind to Prometheus).
+func (o *Options) metricsServerOptions() metricsserver.Options {
+	opts := metricsserver.Options{BindAddress: o.MetricsBindAddress}
+	if o.MetricsSecure {
+		opts.SecureServing = true
+		opts.FilterProvider = MetricsAuthFilter
+		opts.CertDir = o.MetricsCertDir
+	}
+	return opts
 }
 
 // Run builds the manager, sets up the selected integrations and blocks until
@@ -253,6 +271,10 @@ func Run(ctx context.Context, cfg *rest.Config, o *Options, reg *workload.Regist
 			return fmt.Errorf("setting up the admission webhooks: %w", err)
 		}
 		if err := mgr.AddReadyzCheck("webhooks", check); err != nil {
+			return err
+		}
+		// A second manager in one process (tests) keeps the first's.
+		if _, err := fwmetrics.Register(nil, certs.ExpiryCollector(o.Certs.CertDir)); err != nil {
 			return err
 		}
 	} else {
