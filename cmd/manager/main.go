@@ -20,6 +20,7 @@ import (
 	"github.com/gantry-dev/gantry/pkg/controller/slurm"
 	"github.com/gantry-dev/gantry/pkg/controller/trainjob"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
+	"github.com/gantry-dev/gantry/pkg/version"
 )
 
 // workloads lists the integrations built into this binary; adding a workload
@@ -57,6 +58,10 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gantry-manager:", err)
 		os.Exit(2)
+	}
+	if opts.ShowVersion {
+		fmt.Println("gantry-manager", version.Version)
+		return
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts.Zap)))
 	cfg, err := restConfig(opts.Kubeconfig)

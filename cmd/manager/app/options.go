@@ -17,6 +17,8 @@ import (
 
 // Options are the manager's settings, all from flags and read once at start-up.
 type Options struct {
+	// ShowVersion prints the version and exits (--version).
+	ShowVersion        bool
 	Kubeconfig         string
 	Controllers        []string
 	MetricsBindAddress string
@@ -72,6 +74,7 @@ func ParseFlags(args []string, reg *workload.Registry) (*Options, error) {
 	}
 
 	fs := pflag.NewFlagSet("gantry-manager", pflag.ContinueOnError)
+	fs.BoolVar(&o.ShowVersion, "version", false, "Print the version (the release the chart, image and binary share) and exit.")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "Path to a kubeconfig; default: $KUBECONFIG, in-cluster config, then ~/.kube/config.")
 	fs.StringSliceVar(&o.Controllers, "controllers", []string{"all"},
 		fmt.Sprintf("Comma-separated workload controllers to run, or \"all\". Available: %s.", strings.Join(reg.Names(), ", ")))
@@ -118,6 +121,10 @@ func ParseFlags(args []string, reg *workload.Registry) (*Options, error) {
 
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if o.ShowVersion {
+		// Nothing else is read: --version answers on any command line.
+		return o, nil
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))

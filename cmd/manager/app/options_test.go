@@ -94,6 +94,8 @@ func TestParseFlags(t *testing.T) {
 			check: func(o *Options) bool {
 				return strings.Join(o.Controllers, ",") == "slurm,raycluster" && strings.Join(o.Namespaces, ",") == "a,b"
 			}},
+		{name: "version, whatever else the command line says", args: []string{"--version", "--webhook-port=9443", "--kube-api-qps=0"},
+			check: func(o *Options) bool { return o.ShowVersion }},
 		{name: "leader election", args: []string{"--leader-elect", "--leader-election-namespace=ops", "--leader-election-id=x"},
 			check: func(o *Options) bool {
 				return o.LeaderElect && o.LeaderElectionNamespace == "ops" && o.LeaderElectionID == "x"
