@@ -245,3 +245,33 @@ defaultContainerEnvs:
 {{- toYaml . | nindent 0 }}
 {{- end }}
 {{- end -}}
+
+{{/*
+One scrape endpoint of a ServiceMonitor or PodMonitor ("monitor": its
+values; "pod": a PodMonitor): HTTPS with a ServiceAccount token when the manager
+serves metrics securely (metrics.secure), the operator's own labels kept
+(honorLabels: the workload series carry the object's namespace).
+*/}}
+{{- define "gantry.metricsEndpoint" -}}
+{{- $m := .monitor -}}
+honorLabels: {{ $m.honorLabels }}
+{{- with $m.interval }}
+interval: {{ . }}
+{{- end }}
+{{- with $m.scrapeTimeout }}
+scrapeTimeout: {{ . }}
+{{- end }}
+{{- if .root.Values.metrics.secure }}
+scheme: https
+{{- if .pod }}
+authorization:
+  {{- toYaml $m.authorization | nindent 2 }}
+{{- else }}
+bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token
+{{- end }}
+{{- with $m.tlsConfig }}
+tlsConfig:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+{{- end }}
