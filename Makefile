@@ -46,6 +46,10 @@ SLINKY_MOD  := $(CURDIR)/test/tools/slinky
 # the Kubernetes tools module, CNI plugins and CoreDNS from their own.
 KUBELET     := $(BIN)/kubelet
 KUBE_PROXY  := $(BIN)/kube-proxy
+# Prometheus' PromQL parser, for the e2e check of the chart's dashboards
+# and alerts (test/e2e/chartmetrics_test.go).
+PROMQL_MOD := $(CURDIR)/test/tools/promql
+PROMQL_METRICS := $(BIN)/promql-metrics
 REALNODE_MOD := $(CURDIR)/test/tools/realnode
 CNI_PLUGINS := $(addprefix $(BIN)/cni/,bridge host-local loopback portmap)
 cni_dir = $(if $(filter host-local,$1),ipam,$(if $(filter portmap,$1),meta,main))
@@ -147,7 +151,7 @@ bench-compare: $(RUN_TOOLS) $(KUBERAY) $(TRAINER) $(SLINKY) manager ## Gantry an
 test-e2e: E2E_GINKGO = $(BIN)/ginkgo -tags e2e --procs=4 --timeout 25m \
 	--output-dir=$(CURDIR)/_artifacts --junit-report=junit-e2e$(if $(filter incluster,$(GANTRY_MANAGER)),-incluster).xml \
 	$(if $(strip $(E2E_LABELS)),--label-filter='$(E2E_LABELS)') $(GOTEST_FLAGS) ./test/e2e
-test-e2e: $(BIN)/ginkgo $(KUEUE) ## End-to-end tests on `make run`'s control plane (started and stopped); USE_EXISTING_CLUSTER=true uses $KUBECONFIG; E2E_LABELS=slurm runs one label; GANTRY_MANAGER=incluster runs the manager as the chart's Deployment on the real node.
+test-e2e: $(BIN)/ginkgo $(KUEUE) $(HELM) $(PROMQL_METRICS) ## End-to-end tests on `make run`'s control plane (started and stopped); USE_EXISTING_CLUSTER=true uses $KUBECONFIG; E2E_LABELS=slurm runs one label; GANTRY_MANAGER=incluster runs the manager as the chart's Deployment on the real node.
 	@mkdir -p $(CURDIR)/_artifacts
 	@if [ "$${USE_EXISTING_CLUSTER:-false}" = "true" ]; then \
 		: "$${KUBECONFIG:?USE_EXISTING_CLUSTER=true needs KUBECONFIG}"; \
@@ -256,6 +260,7 @@ verify: generate manifests $(HELM) ## Check generated files are committed, gofmt
 	cd test/oracle/trainer && $(GO) vet ./... && $(GO) mod verify
 	cd test/oracle/kuberay && $(GO) vet ./... && $(GO) mod verify
 	cd $(REALNODE_MOD) && $(GO) vet ./... && $(GO) mod verify
+	cd $(PROMQL_MOD) && $(GO) vet ./... && $(GO) mod verify
 	$(GO) mod verify
 	$(HELM) lint charts/gantry
 	hack/check-chart.sh $(HELM)
@@ -322,6 +327,9 @@ $(SLINKY):
 $(HELM):
 	@echo "building helm $(HELM_VERSION) (first time only)"
 	GOBIN=$(BIN) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+
+$(PROMQL_METRICS): $(PROMQL_MOD)/go.mod $(PROMQL_MOD)/main.go
+	cd $(PROMQL_MOD) && $(GO) build -o $@ .
 
 # The ginkgo CLI for `make test-e2e`, built from the main module so that it
 # is the version go.mod pins for the library (the CLI warns on a mismatch);

@@ -231,7 +231,20 @@ run_in_cluster_manager() {
   METRICS_ADDR=$ip:$(kubectl -n "$RELEASE_NS" get deployment "$deploy" -o jsonpath='{.spec.template.spec.containers[0].ports[?(@.name=="metrics")].containerPort}')
   PROBE_ADDR=$ip:8081
   sed -i -e "s|^GANTRY_METRICS_ADDR=.*|GANTRY_METRICS_ADDR=$METRICS_ADDR|" -e "s|^GANTRY_PROBE_ADDR=.*|GANTRY_PROBE_ADDR=$PROBE_ADDR|" \
-    -e "/^GANTRY_TRAINJOB_STATUS_ADDR=/d" "$PORTS_FILE"
+    -e "/^GANTRY_TRAINJOB_STATUS_ADDR=/d" -e "/^GANTRY_METRICS_SCHEME=/d" -e "/^GANTRY_METRICS_TOKEN=/d" "$PORTS_FILE"
+  # Metrics served with --metrics-secure (the chart's default) are read as
+  # a Prometheus would: HTTPS, with the token of a ServiceAccount bound to
+  # the chart's metrics-reader ClusterRole.
+  if kubectl -n "$RELEASE_NS" get deployment "$deploy" -o jsonpath='{.spec.template.spec.containers[0].args}' | grep -q -- '--metrics-secure'; then
+    local reader token
+    reader=$(kubectl get clusterrole -l "app.kubernetes.io/instance=$RELEASE" -o name | grep -- '-metrics-reader$' | head -n 1)
+    [ -n "$reader" ] || { log "the manager serves metrics securely but release $RELEASE has no metrics-reader ClusterRole"; exit 1; }
+    kubectl -n "$RELEASE_NS" create serviceaccount gantry-e2e-metrics --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+    kubectl create clusterrolebinding gantry-e2e-metrics --clusterrole="${reader#clusterrole.rbac.authorization.k8s.io/}" \
+      --serviceaccount="$RELEASE_NS:gantry-e2e-metrics" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+    token=$(kubectl -n "$RELEASE_NS" create token gantry-e2e-metrics --duration=24h)
+    printf 'GANTRY_METRICS_SCHEME=https\nGANTRY_METRICS_TOKEN=%s\n' "$token" >>"$PORTS_FILE"
+  fi
   # The TrainJob progress endpoint, where the TrainJobStatus gate serves it.
   status_port=$(kubectl -n "$RELEASE_NS" get deployment "$deploy" -o jsonpath='{.spec.template.spec.containers[0].ports[?(@.name=="trainjob-status")].containerPort}')
   [ -z "$status_port" ] || echo "GANTRY_TRAINJOB_STATUS_ADDR=$ip:$status_port" >>"$PORTS_FILE"

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -74,17 +75,23 @@ func kubeRayPanels(prefixes ...string) []grafanaPanel {
 // run as Grafana runs them, in PromQL against scraped series.
 type prometheus struct{ url string }
 
-// startPrometheus starts the Prometheus at bin scraping target
-// (host:port), stopped when the spec ends.
-func startPrometheus(ctx context.Context, bin, target string) *prometheus {
+// startPrometheus starts the Prometheus at bin scraping the manager's
+// metrics as metricsGet reads them, stopped when the spec (or, started
+// from a BeforeSuite, the suite) ends.
+func startPrometheus(ctx context.Context, bin string) *prometheus {
 	GinkgoHelper()
-	dir := GinkgoT().TempDir()
+	dir, err := os.MkdirTemp("", "gantry-e2e-prometheus-")
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(os.RemoveAll, dir)
 	config := filepath.Join(dir, "prometheus.yml")
-	Expect(os.WriteFile(config, fmt.Appendf(nil, `global: {scrape_interval: 1s, scrape_timeout: 1s}
-scrape_configs:
-- job_name: gantry
-  static_configs: [{targets: [%q]}]
-`, target), 0o600)).To(Succeed())
+	scrape := fmt.Sprintf("  static_configs: [{targets: [%q]}]\n  scheme: %s\n", metricsAddr(), metricsScheme())
+	if metricsScheme() == "https" {
+		scrape += "  tls_config: {insecure_skip_verify: true}\n"
+	}
+	if t := metricsToken(); t != "" {
+		scrape += fmt.Sprintf("  authorization: {credentials: %q}\n", t)
+	}
+	Expect(os.WriteFile(config, []byte("global: {scrape_interval: 1s, scrape_timeout: 1s}\nscrape_configs:\n- job_name: gantry\n"+scrape), 0o600)).To(Succeed())
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort())
 	log, err := os.Create(filepath.Join(dir, "prometheus.log"))
 	Expect(err).NotTo(HaveOccurred())
@@ -169,14 +176,14 @@ func (p *prometheus) expectPanelsHaveData(ctx context.Context, panels []grafanaP
 // not installed (CI installs it).
 func prometheusForManager(ctx context.Context) (*prometheus, string) {
 	GinkgoHelper()
-	if _, _, err := httpGet(ctx, "http://"+metricsAddr()+"/metrics"); err != nil {
-		return nil, fmt.Sprintf("the manager's metrics are not reachable at %s (%v); it probably runs in-cluster", metricsAddr(), err)
+	if status, body, err := metricsGet(ctx); err != nil || status != http.StatusOK {
+		return nil, fmt.Sprintf("the manager's metrics are not readable at %s (HTTP %d, %v): %.200s", metricsURL(), status, err, body)
 	}
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {
 		return nil, "Prometheus is not installed (apt-get install prometheus; CI installs it): " + err.Error()
 	}
-	return startPrometheus(ctx, bin, metricsAddr()), ""
+	return startPrometheus(ctx, bin), ""
 }
 
 var _ = Describe("KubeRay's Grafana dashboard", Label(labelRay), func() {

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -27,6 +28,40 @@ import (
 // ones.
 func probeAddr() string   { return envOr("GANTRY_PROBE_ADDR", "127.0.0.1:8081") }
 func metricsAddr() string { return envOr("GANTRY_METRICS_ADDR", "127.0.0.1:8080") }
+
+// metricsScheme and metricsToken say how to read the manager's metrics:
+// plain HTTP (a manager on this machine), or where it serves them with
+// --metrics-secure (the chart's default, the in-cluster pass) HTTPS with
+// the token of a ServiceAccount bound to the chart's metrics-reader
+// ClusterRole, which hack/local-cluster.sh writes to .run/ports.env.
+func metricsScheme() string { return envOr("GANTRY_METRICS_SCHEME", "http") }
+func metricsToken() string  { return envOr("GANTRY_METRICS_TOKEN", "") }
+
+// metricsURL is the manager's metrics endpoint.
+func metricsURL() string { return metricsScheme() + "://" + metricsAddr() + "/metrics" }
+
+// metricsClient reads the self-signed HTTPS endpoint of --metrics-secure.
+var metricsClient = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+	TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the manager's certificate is self-signed
+}}
+
+// metricsGet reads the manager's metrics as Prometheus would.
+func metricsGet(ctx context.Context) (status int, body string, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, metricsURL(), nil)
+	if err != nil {
+		return 0, "", err
+	}
+	if t := metricsToken(); t != "" {
+		req.Header.Set("Authorization", "Bearer "+t)
+	}
+	resp, err := metricsClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(data), err
+}
 
 func envOr(key, fallback string) string {
 	if v := os.Getenv(key); v != "" {
@@ -88,12 +123,13 @@ var _ = Describe("Manager", Label(labelManager), func() {
 	// runs in parallel with them.
 	It("answers its probes and exports metrics of existing objects only", func(ctx SpecContext) {
 		readyz := "http://" + probeAddr() + "/readyz"
-		metrics := "http://" + metricsAddr() + "/metrics"
-		for _, url := range []string{readyz, metrics} {
-			if _, _, err := httpGet(ctx, url); err != nil {
-				Skip(fmt.Sprintf("the manager is not reachable at %s (%v); it probably runs in-cluster. "+
-					"Set GANTRY_PROBE_ADDR and GANTRY_METRICS_ADDR (e.g. to a port-forward) to run this spec", url, err))
-			}
+		if _, _, err := httpGet(ctx, readyz); err != nil {
+			Skip(fmt.Sprintf("the manager is not reachable at %s (%v). "+
+				"Set GANTRY_PROBE_ADDR and GANTRY_METRICS_ADDR (e.g. to a port-forward) to run this spec", readyz, err))
+		}
+		if _, _, err := metricsGet(ctx); err != nil {
+			Skip(fmt.Sprintf("the manager's metrics are not reachable at %s (%v). "+
+				"Set GANTRY_METRICS_ADDR (e.g. to a port-forward) to run this spec", metricsURL(), err))
 		}
 		for _, probe := range []string{readyz, "http://" + probeAddr() + "/healthz"} {
 			status, body, err := httpGet(ctx, probe)
@@ -112,7 +148,7 @@ var _ = Describe("Manager", Label(labelManager), func() {
 		// state it is in when scraped, exactly one of its state series is 1.
 		trainJobStates := series{name: "gantry_trainjob_status", labels: map[string]string{"namespace": ns, "name": tj.Name}}
 		Eventually(ctx, func(g Gomega) {
-			exposition := scrape(g, ctx, metrics)
+			exposition := scrape(g, ctx)
 			g.Expect(clusterInfo.valueIn(exposition)).To(Equal("1"), "%s", clusterInfo)
 			g.Expect(trainJobStates.valuesIn(exposition)).To(ContainElement("1"), "%s", trainJobStates)
 		}).Should(Succeed())
@@ -125,17 +161,17 @@ var _ = Describe("Manager", Label(labelManager), func() {
 		Eventually(ctx, func(g Gomega) {
 			expectGone(g, ctx, &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: rc.Name}})
 			expectGone(g, ctx, &trainerv1alpha1.TrainJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tj.Name}})
-			exposition := scrape(g, ctx, metrics)
+			exposition := scrape(g, ctx)
 			g.Expect(clusterInfo.valueIn(exposition)).To(BeEmpty(), "%s after deletion", clusterInfo)
 			g.Expect(anyTrainJobState.valueIn(exposition)).To(BeEmpty(), "%s after deletion", anyTrainJobState)
 		}).Should(Succeed())
 	})
 })
 
-func scrape(g Gomega, ctx context.Context, url string) string {
-	status, body, err := httpGet(ctx, url)
+func scrape(g Gomega, ctx context.Context) string {
+	status, body, err := metricsGet(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(status).To(Equal(http.StatusOK), "%s", url)
+	g.Expect(status).To(Equal(http.StatusOK), "%s: %s", metricsURL(), body)
 	return body
 }
 

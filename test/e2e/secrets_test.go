@@ -99,9 +99,17 @@ func (c *credentials) leaks(text string) []string {
 	return out
 }
 
-// After every process's specs: no credential in the manager's log or in an
-// event of the whole run.
-var _ = SynchronizedAfterSuite(func() {}, func() {
+// After every process's specs (process 1): the chart's dashboards and
+// alerts read only series the manager exported (chartmetrics_test.go), and
+// no credential is in the manager's log or in an event of the whole run.
+var _ = SynchronizedAfterSuite(func() {}, func(ctx SpecContext) {
+	checkChartMetrics(ctx)
+	checkCredentials()
+})
+
+// checkCredentials: no credential in the manager's log or in an event of
+// the whole run.
+func checkCredentials() {
 	close(seen.stop)
 	seen.mu.Lock()
 	n := len(seen.values)
@@ -126,4 +134,4 @@ var _ = SynchronizedAfterSuite(func() {}, func() {
 		Fail(fmt.Sprintf("e2e: credentials appear in the manager log %s: %v", path, leaked))
 	}
 	AddReportEntry("credentials in the manager log and events", fmt.Sprintf("%d credential values, %d events, %d bytes of log: none found", n, len(seen.notes), len(data)))
-})
+}

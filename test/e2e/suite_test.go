@@ -112,6 +112,9 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) {
 	failOn(checkCluster(ctx))
 	// Watched for the whole run, checked after it (secrets_test.go).
 	failOn(seen.start())
+	// Scrapes the manager for the whole run, checked after it
+	// (chartmetrics_test.go).
+	startSuitePrometheus(ctx)
 }, func() {
 	if k8s == nil {
 		failOn(newClients())

@@ -143,6 +143,32 @@ var _ = Describe("TrainJob", Label(labelTrainJob), func() {
 		}).Should(Succeed())
 	})
 
+	// ttlSecondsAfterFinished (Gantry's addition to v1alpha1, which
+	// Trainer's clients ignore): a TrainJob that completed is deleted that
+	// long after, with its JobSet, and counted in
+	// gantry_trainjob_ttl_deleted_total (checked where the manager's
+	// metrics are readable).
+	It("is deleted ttlSecondsAfterFinished after it completes", func(ctx SpecContext) {
+		ns := newNamespace(ctx, "trainjob-ttl")
+		tj := loadSample[trainerv1alpha1.TrainJob](trainJobSample)
+		tj.Namespace = ns
+		tj.Spec.TTLSecondsAfterFinished = new(int32(2))
+		createStrict(ctx, tj)
+		expectTrainJobCondition(ctx, tj, trainerv1alpha1.TrainJobComplete)
+		Eventually(ctx, func(g Gomega) {
+			expectGone(g, ctx, &trainerv1alpha1.TrainJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tj.Name}})
+			expectGone(g, ctx, &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tj.Name}})
+		}).Should(Succeed())
+		if _, _, err := metricsGet(ctx); err != nil {
+			GinkgoWriter.Printf("gantry_trainjob_ttl_deleted_total not checked: the manager's metrics are not reachable at %s: %v\n", metricsURL(), err)
+			return
+		}
+		deleted := series{name: "gantry_trainjob_ttl_deleted_total", labels: map[string]string{"namespace": ns}}
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(deleted.valueIn(scrape(g, ctx))).To(Equal("1"), "%s", deleted)
+		}).Should(Succeed())
+	})
+
 	// A trainer pod exiting with code 3 (kwok's gantry.dev/kwok-exit-code
 	// annotation, set in the runtime's pod template) fails its Job, the
 	// JobSet and so the TrainJob, with the reason on the TrainJob's Failed

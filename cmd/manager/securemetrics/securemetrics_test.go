@@ -1,4 +1,8 @@
-package main
+// Package securemetrics tests the manager's --metrics-secure against a real
+// API server. It is a package of its own so that its manager runs in a
+// process of its own: controller-runtime refuses a second controller of the
+// same name in one process, and cmd/manager's RBAC test runs every family.
+package securemetrics
 
 import (
 	"context"
@@ -18,12 +22,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
+	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/cmd/manager/app"
-	"github.com/gantry-dev/gantry/pkg/controller/ray"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 	"github.com/gantry-dev/gantry/test/testenv"
 )
@@ -51,7 +56,7 @@ type metricsCase struct {
 //   - The manager started with --metrics-secure serves its metrics over
 //     HTTPS that way, the gantry_terminating_objects series among them.
 func TestSecureMetrics(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{AddToScheme: []func(*runtime.Scheme) error{rayv1.AddToScheme}})
+	env := testenv.Start(t, testenv.Options{AddToScheme: []func(*runtime.Scheme) error{slinkyv1beta1.AddToScheme}})
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Impersonate = testenv.ChartIdentity(t, env)
 	ctx := context.Background()
@@ -121,9 +126,9 @@ func TestSecureMetrics(t *testing.T) {
 	}
 
 	reg := &workload.Registry{}
-	reg.MustRegister(ray.Integration())
+	reg.MustRegister(slurm.Integration())
 	metricsAddr, probe := testenv.FreeAddr(t), testenv.FreeAddr(t)
-	opts, err := app.ParseFlags([]string{"--controllers=raycluster", "--webhook-port=0", "--metrics-secure",
+	opts, err := app.ParseFlags([]string{"--controllers=slurm", "--webhook-port=0", "--metrics-secure",
 		"--metrics-bind-address=" + metricsAddr, "--health-probe-bind-address=" + probe}, reg)
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +156,7 @@ func TestSecureMetrics(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		return resp.Status + "\n" + string(body)
 	}).WithTimeout(time.Minute).Should(gomega.And(gomega.HavePrefix("200 OK"),
-		gomega.ContainSubstring(`gantry_terminating_objects{controller="raycluster"} 0`)))
+		gomega.ContainSubstring(`gantry_terminating_objects{controller="slurm-nodeset"} 0`)))
 	for _, tc := range cases {
 		// The manager's metrics server answers other paths 404 before
 		// any filter runs.
@@ -186,4 +191,11 @@ func scrape(t *testing.T, c *http.Client, base string, tc metricsCase) int {
 	}
 	_ = resp.Body.Close()
 	return resp.StatusCode
+}
+
+func create(t *testing.T, c client.Client, obj client.Object) {
+	t.Helper()
+	if err := c.Create(context.Background(), obj); err != nil {
+		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+	}
 }
