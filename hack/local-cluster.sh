@@ -231,20 +231,8 @@ run_in_cluster_manager() {
   METRICS_ADDR=$ip:$(kubectl -n "$RELEASE_NS" get deployment "$deploy" -o jsonpath='{.spec.template.spec.containers[0].ports[?(@.name=="metrics")].containerPort}')
   PROBE_ADDR=$ip:8081
   sed -i -e "s|^GANTRY_METRICS_ADDR=.*|GANTRY_METRICS_ADDR=$METRICS_ADDR|" -e "s|^GANTRY_PROBE_ADDR=.*|GANTRY_PROBE_ADDR=$PROBE_ADDR|" \
-    -e "/^GANTRY_TRAINJOB_STATUS_ADDR=/d" -e "/^GANTRY_METRICS_SCHEME=/d" -e "/^GANTRY_METRICS_TOKEN=/d" "$PORTS_FILE"
-  # Metrics served with --metrics-secure (the chart's default) are read as
-  # a Prometheus would: HTTPS, with the token of a ServiceAccount bound to
-  # the chart's metrics-reader ClusterRole.
-  if kubectl -n "$RELEASE_NS" get deployment "$deploy" -o jsonpath='{.spec.template.spec.containers[0].args}' | grep -q -- '--metrics-secure'; then
-    local reader token
-    reader=$(kubectl get clusterrole -l "app.kubernetes.io/instance=$RELEASE" -o name | grep -- '-metrics-reader$' | head -n 1)
-    [ -n "$reader" ] || { log "the manager serves metrics securely but release $RELEASE has no metrics-reader ClusterRole"; exit 1; }
-    kubectl -n "$RELEASE_NS" create serviceaccount gantry-e2e-metrics --dry-run=client -o yaml | kubectl apply -f - >/dev/null
-    kubectl create clusterrolebinding gantry-e2e-metrics --clusterrole="${reader#clusterrole.rbac.authorization.k8s.io/}" \
-      --serviceaccount="$RELEASE_NS:gantry-e2e-metrics" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
-    token=$(kubectl -n "$RELEASE_NS" create token gantry-e2e-metrics --duration=24h)
-    printf 'GANTRY_METRICS_SCHEME=https\nGANTRY_METRICS_TOKEN=%s\n' "$token" >>"$PORTS_FILE"
-  fi
+    -e "/^GANTRY_TRAINJOB_STATUS_ADDR=/d" "$PORTS_FILE"
+  metrics_access "$(kubectl -n "$RELEASE_NS" get deployment "$deploy" -o jsonpath='{.spec.template.spec.containers[0].args}')"
   # The TrainJob progress endpoint, where the TrainJobStatus gate serves it.
   status_port=$(kubectl -n "$RELEASE_NS" get deployment "$deploy" -o jsonpath='{.spec.template.spec.containers[0].ports[?(@.name=="trainjob-status")].containerPort}')
   [ -z "$status_port" ] || echo "GANTRY_TRAINJOB_STATUS_ADDR=$ip:$status_port" >>"$PORTS_FILE"
@@ -303,6 +291,25 @@ release_up() {
   fi
 }
 
+# metrics_access records in $PORTS_FILE how to read the manager's metrics,
+# given its arguments: with --metrics-secure (the chart's default) as a
+# Prometheus would, over HTTPS with the token of a ServiceAccount bound to
+# the chart's metrics-reader ClusterRole; else plain HTTP.
+metrics_access() {
+  sed -i -e "/^GANTRY_METRICS_SCHEME=/d" -e "/^GANTRY_METRICS_TOKEN=/d" "$PORTS_FILE"
+  unset GANTRY_METRICS_SCHEME GANTRY_METRICS_TOKEN
+  grep -q -- '--metrics-secure' <<<"$1" || return 0
+  local reader token
+  reader=$(kubectl get clusterrole -l "app.kubernetes.io/instance=$RELEASE" -o name | grep -- '-metrics-reader$' | head -n 1)
+  [ -n "$reader" ] || { log "the manager serves metrics securely but release $RELEASE has no metrics-reader ClusterRole"; exit 1; }
+  kubectl -n "$RELEASE_NS" create serviceaccount gantry-metrics-reader --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+  kubectl create clusterrolebinding "$RELEASE-metrics-reader-local" --clusterrole="${reader#clusterrole.rbac.authorization.k8s.io/}" \
+    --serviceaccount="$RELEASE_NS:gantry-metrics-reader" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+  token=$(kubectl -n "$RELEASE_NS" create token gantry-metrics-reader --duration=24h)
+  printf 'GANTRY_METRICS_SCHEME=https\nGANTRY_METRICS_TOKEN=%s\n' "$token" >>"$PORTS_FILE"
+  export GANTRY_METRICS_SCHEME=https GANTRY_METRICS_TOKEN="$token"
+}
+
 # run_release_manager starts the release's manager with its Deployment's
 # flags. The manager runs outside the cluster, so it may take slurmrestd's
 # URL from a RestApi's gantry.dev/slurmrestd-url annotation
@@ -324,6 +331,7 @@ run_release_manager() {
     --webhook-dns-names=localhost --webhook-cert-write --webhook-cert-dir="$RSTATE/certs" \
     --trainjob-status-port="$TRAINJOB_STATUS_PORT" --feature-gates=SlurmrestdURLOverride=true,RayDashboardURLOverride=true
   wait_manager_ready
+  metrics_access "${chart_args[*]}"
 }
 
 # restart_manager kills the release's manager without warning (SIGKILL: no
@@ -483,6 +491,7 @@ up() {
     : >"$RSTATE/manager.log"
     start_manager --kubeconfig "$KUBECONFIG" --webhook-port=0
     wait_manager_ready
+    metrics_access ""
   else
     local_pvs
     if in_cluster && ! real_node_wanted; then
@@ -503,7 +512,7 @@ up() {
 
   cat <<MSG
 
-Gantry is running (manager ready: http://$PROBE_ADDR/readyz, metrics: http://$METRICS_ADDR/metrics).
+Gantry is running (manager ready: http://$PROBE_ADDR/readyz, metrics: ${GANTRY_METRICS_SCHEME:-http}://$METRICS_ADDR/metrics${GANTRY_METRICS_TOKEN:+, read with -k and the bearer token GANTRY_METRICS_TOKEN in $PORTS_FILE}).
 
   export KUBECONFIG=$KUBECONFIG
   $BIN/kubectl get nodes
