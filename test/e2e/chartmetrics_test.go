@@ -104,9 +104,12 @@ func holdDeletion(ctx context.Context) {
 // read (hack/dashboard-exprs.sh prints their expressions).
 func chartMetricNames() []string {
 	GinkgoHelper()
-	exprs, err := exec.Command(filepath.Join(repoRoot, "hack", "dashboard-exprs.sh"), filepath.Join(repoRoot, "bin", "helm")).Output()
+	// The script runs from the repository's root: the paths must be absolute.
+	root, err := filepath.Abs(repoRoot)
+	Expect(err).NotTo(HaveOccurred())
+	exprs, err := exec.Command(filepath.Join(root, "hack", "dashboard-exprs.sh"), filepath.Join(root, "bin", "helm")).Output()
 	Expect(err).NotTo(HaveOccurred(), "hack/dashboard-exprs.sh: %s", stderrOf(err))
-	parse := exec.Command(filepath.Join(repoRoot, "bin", "promql-metrics"))
+	parse := exec.Command(filepath.Join(root, "bin", "promql-metrics"))
 	parse.Stdin = bytes.NewReader(exprs)
 	out, err := parse.Output()
 	Expect(err).NotTo(HaveOccurred(), "bin/promql-metrics (make bin/promql-metrics): %s", stderrOf(err))
