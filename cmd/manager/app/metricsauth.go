@@ -106,11 +106,13 @@ func (a *metricsAuth) serve(log logr.Logger, next http.Handler, w http.ResponseW
 // authenticate returns the user the request's bearer token belongs to, nil
 // when it has none or the API server does not accept it.
 func (a *metricsAuth) authenticate(req *http.Request) (*authnv1.UserInfo, error) {
-	scheme, token, ok := strings.Cut(strings.TrimSpace(req.Header.Get("Authorization")), " ")
-	token = strings.TrimSpace(token)
-	if !ok || !strings.EqualFold(scheme, "bearer") || token == "" {
+	// Split as k8s.io/apiserver's bearer-token authenticator does: the
+	// token is the second space-separated word, nothing after it counts.
+	parts := strings.SplitN(strings.TrimSpace(req.Header.Get("Authorization")), " ", 3)
+	if len(parts) < 2 || !strings.EqualFold(parts[0], "bearer") || parts[1] == "" {
 		return nil, nil
 	}
+	token := parts[1]
 	key := sha256.Sum256([]byte(token))
 	if v, ok := a.users.Get(key); ok {
 		return v.(*authnv1.UserInfo), nil

@@ -90,6 +90,10 @@ func TestSecureMetrics(t *testing.T) {
 			want: http.StatusUnauthorized, upstream: http.StatusInternalServerError},
 		{name: "a ServiceAccount without the reader role", token: stranger, method: http.MethodGet, path: "/metrics", want: http.StatusForbidden},
 		{name: "the reader", token: reader, method: http.MethodGet, path: "/metrics", want: http.StatusOK},
+		// The header split as k8s.io/apiserver splits it: the second word
+		// is the token, a third is ignored, an empty second is no token.
+		{name: "the reader, a word after the token", token: reader + " trailing", method: http.MethodGet, path: "/metrics", want: http.StatusOK},
+		{name: "two spaces before the token", token: " " + reader, method: http.MethodGet, path: "/metrics", want: http.StatusUnauthorized},
 		{name: "the reader, a second time (cached)", token: reader, method: http.MethodGet, path: "/metrics", want: http.StatusOK},
 		{name: "the reader, another path", token: reader, method: http.MethodGet, path: "/debug", want: http.StatusForbidden},
 		{name: "the reader, another verb", token: reader, method: http.MethodPost, path: "/metrics", want: http.StatusForbidden},
