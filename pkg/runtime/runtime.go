@@ -57,6 +57,13 @@ type Options struct {
 	// StatusServer, when set (feature gate TrainJobStatus), tells trainer
 	// containers where to report progress (plugin trainjobstatus).
 	StatusServer *trainjobstatus.Config
+	// ElasticPyTorch is the TrainJobElasticPyTorch gate: on, TrainJobs on a
+	// runtime with mlPolicy.torch.elasticPolicy run torchrun in elastic
+	// mode and may change spec.trainer.numNodes while they run.
+	ElasticPyTorch bool
+	// ClusterDomain is the cluster DNS suffix (elastic PyTorch's rendezvous
+	// endpoint); empty means cluster.local.
+	ClusterDomain string
 }
 
 // Runtime builds and validates TrainJobs with the fixed plugin order
@@ -66,6 +73,7 @@ type Runtime struct {
 	fw       *plugin.Framework
 	existing client.Reader
 	progress bool
+	elastic  bool
 }
 
 // Result is what NewObjects produces.
@@ -86,7 +94,7 @@ func New(opts Options) (*Runtime, error) {
 	}
 	fw, err := plugin.New(
 		plainml.PlainML{},
-		torch.Torch{},
+		torch.Torch{Elastic: opts.ElasticPyTorch, ClusterDomain: opts.ClusterDomain},
 		mpi.MPI{},
 		jax.JAX,
 		xgboost.XGBoost,
@@ -98,7 +106,7 @@ func New(opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Runtime{fw: fw, existing: opts.Existing, progress: opts.ProgressConditions}, nil
+	return &Runtime{fw: fw, existing: opts.Existing, progress: opts.ProgressConditions, elastic: opts.ElasticPyTorch}, nil
 }
 
 // ProgressConditions reports whether the status carries Gantry's Created=True
@@ -172,7 +180,8 @@ func (r *Runtime) Validate(oldJob, newJob *trainer.TrainJob, spec *trainer.Train
 	if err != nil {
 		return field.ErrorList{field.Invalid(runtimeRef, newJob.Spec.RuntimeRef, err.Error())}
 	}
-	return r.fw.RunCustomValidationPlugins(info, oldJob, newJob)
+	errs := r.validateNumNodesUpdate(oldJob, newJob, spec)
+	return append(errs, r.fw.RunCustomValidationPlugins(info, oldJob, newJob)...)
 }
 
 // Status derives the TrainJob status from its JobSet (nil when it does not

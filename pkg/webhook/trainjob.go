@@ -12,6 +12,7 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/component-base/featuregate"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -21,6 +22,7 @@ import (
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 	"github.com/gantry-dev/gantry/pkg/runtime"
+	"github.com/gantry-dev/gantry/pkg/runtime/plugins/torch"
 )
 
 // +kubebuilder:webhook:path=/mutate-trainer-kubeflow-org-v1alpha1-trainjob,mutating=true,failurePolicy=fail,sideEffects=None,groups=trainer.kubeflow.org,resources=trainjobs,verbs=create;update,versions=v1alpha1,name=mtrainjob.trainer.kubeflow.org,admissionReviewVersions=v1
@@ -36,7 +38,7 @@ var (
 func setupTrainer(mgr ctrl.Manager, opts Options) error {
 	// The runtime framework only reads through Existing when it builds
 	// objects; validation reads nothing.
-	rt, err := runtime.New(runtime.Options{Existing: opts.Reader})
+	rt, err := runtime.New(runtime.Options{Existing: opts.Reader, ElasticPyTorch: elasticPyTorch(opts.Features)})
 	if err != nil {
 		return err
 	}
@@ -165,14 +167,37 @@ func (v *TrainJobValidator) validate(ctx context.Context, oldJob, newJob *traine
 }
 
 // validateTrainJobUpdate repeats the CRD's immutability rules, so they hold
-// on clusters whose CRD predates them.
+// on clusters whose CRD predates them. spec.trainer.numNodes is left to the
+// runtime's validation, which lets it change for elastic jobs only.
 func validateTrainJobUpdate(oldJob, newJob *trainer.TrainJob) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
 	errs = append(errs, apivalidation.ValidateImmutableField(newJob.Spec.RuntimeRef, oldJob.Spec.RuntimeRef, runtimeRefPath)...)
 	errs = append(errs, apivalidation.ValidateImmutableField(newJob.Spec.Initializer, oldJob.Spec.Initializer, spec.Child("initializer"))...)
-	errs = append(errs, apivalidation.ValidateImmutableField(newJob.Spec.Trainer, oldJob.Spec.Trainer, trainerPath)...)
+	errs = append(errs, apivalidation.ValidateImmutableField(withoutNumNodes(newJob.Spec.Trainer), withoutNumNodes(oldJob.Spec.Trainer), trainerPath)...)
 	return errs
+}
+
+// withoutNumNodes is a copy of t without numNodes (nil stays nil).
+func withoutNumNodes(t *trainer.Trainer) *trainer.Trainer {
+	if t == nil {
+		return nil
+	}
+	c := t.DeepCopy()
+	c.NumNodes = nil
+	return c
+}
+
+// elasticPyTorch reads the TrainJobElasticPyTorch gate; a gate set that
+// does not know it (no TrainJob workload) reads as off.
+func elasticPyTorch(gates featuregate.FeatureGate) bool {
+	if gates == nil {
+		return false
+	}
+	if _, known := gates.DeepCopy().GetAll()[featuregate.Feature(torch.ElasticGateName)]; !known {
+		return false
+	}
+	return gates.Enabled(featuregate.Feature(torch.ElasticGateName))
 }
 
 // validateRuntimePatchesUpdate is Trainer v2.3's rule: runtime patches may

@@ -229,8 +229,14 @@ func TestTrainJobValidateUpdate(t *testing.T) {
 		},
 		{
 			name:   "trainer",
-			mutate: func(_, n *trainer.TrainJob) { n.Spec.Trainer.NumNodes = ptr.To[int32](3) },
+			mutate: func(_, n *trainer.TrainJob) { n.Spec.Trainer.Image = ptr.To("example.com/other:v2") },
 			want:   "spec.trainer: Invalid value: ",
+		},
+		{
+			// Only elastic jobs resize (TestElasticTrainJobResize).
+			name:   "trainer numNodes on a static runtime",
+			mutate: func(_, n *trainer.TrainJob) { n.Spec.Trainer.NumNodes = ptr.To[int32](3) },
+			want:   "spec.trainer.numNodes: Forbidden: field is immutable: numNodes may change only for a job on a runtime with mlPolicy.torch.elasticPolicy",
 		},
 		{
 			name: "runtime patches of a running job",
@@ -376,4 +382,48 @@ func TestTrainJobInitializerVolumeMount(t *testing.T) {
 			}
 		})
 	}
+}
+
+// An elastic job may change spec.trainer.numNodes within its runtime's
+// bounds, and only with the gate on; no other field of spec.trainer.
+func TestElasticTrainJobResize(t *testing.T) {
+	elastic := decodeFile[trainer.ClusterTrainingRuntime](t, "config/samples/trainer_v1alpha1_clustertrainingruntime.yaml")
+	elastic.Name = "torch-elastic"
+	elastic.Spec.MLPolicy.Torch.ElasticPolicy = &trainer.TorchElasticPolicy{MinNodes: 1, MaxNodes: 4}
+	validator := func(gate bool) *TrainJobValidator {
+		c := fake.NewClientBuilder().WithScheme(trainerScheme(t)).WithObjects(&elastic).Build()
+		rt, err := runtime.New(runtime.Options{Existing: c, ElasticPyTorch: gate})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &TrainJobValidator{Runtime: rt, Reader: c}
+	}
+	job := func(nodes int32) *trainer.TrainJob {
+		j := sampleTrainJob(t)
+		j.Spec.RuntimeRef.Name = elastic.Name
+		j.Spec.Trainer.NumNodes = ptr.To(nodes)
+		return j
+	}
+	cases := []struct {
+		name     string
+		gate     bool
+		old, new *trainer.TrainJob
+		want     string
+	}{
+		{name: "grow", gate: true, old: job(2), new: job(3)},
+		{name: "shrink", gate: true, old: job(2), new: job(1)},
+		{name: "beyond maxNodes", gate: true, old: job(2), new: job(5), want: "spec.trainer.numNodes: Invalid value: 5: must be between the runtime's elasticPolicy.minNodes (1) and maxNodes (4)"},
+		{name: "gate off", old: job(2), new: job(3), want: "TrainJobElasticPyTorch feature gate (off)"},
+		{name: "image with numNodes", gate: true, old: job(2), new: func() *trainer.TrainJob { j := job(3); j.Spec.Trainer.Image = ptr.To("x:2"); return j }(), want: "spec.trainer: Invalid value: "},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := validator(tc.gate).ValidateUpdate(context.Background(), tc.old, tc.new)
+			checkAdmission(t, err, tc.want)
+		})
+	}
+	t.Run("create with the gate off", func(t *testing.T) {
+		_, err := validator(false).ValidateCreate(context.Background(), job(2))
+		checkAdmission(t, err, "runtime torch-elastic has mlPolicy.torch.elasticPolicy, which needs the manager's TrainJobElasticPyTorch feature gate (off)")
+	})
 }

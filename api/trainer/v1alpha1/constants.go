@@ -121,6 +121,14 @@ const (
 	TorchEnvNodeRank       = "PET_NODE_RANK"
 	TorchEnvMasterAddr     = "PET_MASTER_ADDR"
 	TorchEnvMasterPort     = "PET_MASTER_PORT"
+
+	// Elastic mode (mlPolicy.torch.elasticPolicy, Gantry's addition):
+	// torchrun's --rdzv-backend, --rdzv-endpoint, --rdzv-id and
+	// --max-restarts, which torchrun reads from PET_<FLAG>.
+	TorchEnvRdzvBackend  = "PET_RDZV_BACKEND"
+	TorchEnvRdzvEndpoint = "PET_RDZV_ENDPOINT"
+	TorchEnvRdzvID       = "PET_RDZV_ID"
+	TorchEnvMaxRestarts  = "PET_MAX_RESTARTS"
 )
 
 // Names of the objects and volumes the MPI plugin adds; the suffixes follow

@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	apiruntime "k8s.io/apimachinery/pkg/runtime"
@@ -253,6 +254,26 @@ func testRejectedOnCreate(ctx context.Context, t *testing.T, c client.Client, ns
 			wantErr: "spec.mlPolicy.torch.envInjection.targets[0].containerNames: Required value",
 		},
 		{
+			name: "torch elasticPolicy",
+			obj: newTrainingRuntime(ns, "elastic", trainer.MLPolicySource{Torch: &trainer.TorchMLPolicySource{
+				ElasticPolicy: &trainer.TorchElasticPolicy{MinNodes: 1, MaxNodes: 4, MaxRestarts: ptr.To[int32](3)},
+			}}),
+		},
+		{
+			name: "torch elasticPolicy with minNodes above maxNodes",
+			obj: newTrainingRuntime(ns, "elastic-inverted", trainer.MLPolicySource{Torch: &trainer.TorchMLPolicySource{
+				ElasticPolicy: &trainer.TorchElasticPolicy{MinNodes: 3, MaxNodes: 2},
+			}}),
+			wantErr: "minNodes must not be greater than maxNodes",
+		},
+		{
+			name: "torch elasticPolicy with minNodes 0",
+			obj: newTrainingRuntime(ns, "elastic-zero", trainer.MLPolicySource{Torch: &trainer.TorchMLPolicySource{
+				ElasticPolicy: &trainer.TorchElasticPolicy{MinNodes: 0, MaxNodes: 2},
+			}}),
+			wantErr: "should be greater than or equal to 1",
+		},
+		{
 			name: "torch and mpi policies together",
 			obj: newTrainingRuntime(ns, "torch-and-mpi", trainer.MLPolicySource{
 				Torch: &trainer.TorchMLPolicySource{},
@@ -326,6 +347,40 @@ func testImmutableFields(ctx context.Context, t *testing.T, c client.Client, ns 
 		{
 			name:    "trainer.image",
 			mutate:  func(j *trainer.TrainJob) { j.Spec.Trainer.Image = ptr.To("example.com/other:v2") },
+			wantErr: "field is immutable",
+		},
+		// Only numNodes of spec.trainer may change (for elastic PyTorch; the
+		// webhook decides when); every other field of it is named in the
+		// CRD's rule.
+		{
+			name:   "trainer.numNodes",
+			mutate: func(j *trainer.TrainJob) { j.Spec.Trainer.NumNodes = ptr.To[int32](3) },
+		},
+		{
+			name:    "trainer.command",
+			mutate:  func(j *trainer.TrainJob) { j.Spec.Trainer.Command = []string{"python", "other.py"} },
+			wantErr: "field is immutable",
+		},
+		{
+			name:    "trainer.args",
+			mutate:  func(j *trainer.TrainJob) { j.Spec.Trainer.Args = []string{"--lr=1"} },
+			wantErr: "field is immutable",
+		},
+		{
+			name:    "trainer.env",
+			mutate:  func(j *trainer.TrainJob) { j.Spec.Trainer.Env = []corev1.EnvVar{{Name: "A", Value: "1"}} },
+			wantErr: "field is immutable",
+		},
+		{
+			name: "trainer.resourcesPerNode",
+			mutate: func(j *trainer.TrainJob) {
+				j.Spec.Trainer.ResourcesPerNode = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}
+			},
+			wantErr: "field is immutable",
+		},
+		{
+			name:    "trainer.numProcPerNode",
+			mutate:  func(j *trainer.TrainJob) { j.Spec.Trainer.NumProcPerNode = ptr.To[int32](2) },
 			wantErr: "field is immutable",
 		},
 		{

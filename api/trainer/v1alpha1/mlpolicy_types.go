@@ -55,6 +55,41 @@ type TorchMLPolicySource struct {
 	// node container gets them.
 	// +optional
 	EnvInjection *TorchEnvInjection `json:"envInjection,omitempty"`
+
+	// elasticPolicy runs torchrun in elastic mode: a c10d rendezvous on the
+	// first node instead of fixed node ranks, so a TrainJob on this runtime
+	// may change spec.trainer.numNodes between minNodes and maxNodes while
+	// it runs, and JobSet adds or removes nodes in place. Gantry's
+	// addition, after KEP-2903 (kubeflow/trainer#2903, a draft): Trainer
+	// v2.3 has no such field and prunes it. It needs the manager's
+	// TrainJobElasticPyTorch feature gate, and JobSet's ElasticJobSet gate
+	// for the in-place resize.
+	// +optional
+	ElasticPolicy *TorchElasticPolicy `json:"elasticPolicy,omitempty"`
+}
+
+// TorchElasticPolicy bounds an elastic PyTorch job.
+// +kubebuilder:validation:XValidation:rule="self.minNodes <= self.maxNodes",message="minNodes must not be greater than maxNodes"
+type TorchElasticPolicy struct {
+	// minNodes is the fewest nodes training runs on (torchrun's --nnodes
+	// lower bound); a TrainJob's numNodes may not go below it.
+	// +kubebuilder:validation:Minimum=1
+	// +required
+	MinNodes int32 `json:"minNodes"`
+
+	// maxNodes is the most nodes training may grow to (torchrun's --nnodes
+	// upper bound); a TrainJob's numNodes may not go above it.
+	// +kubebuilder:validation:Minimum=1
+	// +required
+	MaxNodes int32 `json:"maxNodes"`
+
+	// maxRestarts is how many times torchrun restarts the worker group
+	// after a failure before the node fails (torchrun's --max-restarts).
+	// Restarts for a node joining or leaving do not count. Unset,
+	// torchrun's default (0) holds.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MaxRestarts *int32 `json:"maxRestarts,omitempty"`
 }
 
 // TorchEnvInjection lists the extra containers that receive PET_* variables.

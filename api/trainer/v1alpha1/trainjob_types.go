@@ -62,7 +62,13 @@ type TrainJobSpec struct {
 
 	// trainer overrides the runtime's trainer step (the replicated job
 	// labelled trainer.kubeflow.org/trainjob-ancestor-step=trainer).
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="field is immutable"
+	// It is immutable as in Trainer v2.3 except numNodes, which the
+	// admission webhook lets change only for a job on an elastic runtime
+	// (mlPolicy.torch.elasticPolicy). Every other field carries its own
+	// self == oldSelf rule, and the rule here keeps each from being added
+	// or removed (one rule comparing the fields here would exceed the CEL
+	// cost budget); a unit test checks that no field is left out.
+	// +kubebuilder:validation:XValidation:rule="has(self.image) == has(oldSelf.image) && has(self.command) == has(oldSelf.command) && has(self.args) == has(oldSelf.args) && has(self.env) == has(oldSelf.env) && has(self.resourcesPerNode) == has(oldSelf.resourcesPerNode) && has(self.numProcPerNode) == has(oldSelf.numProcPerNode)",message="field is immutable"
 	// +optional
 	Trainer *Trainer `json:"trainer,omitempty"`
 
@@ -196,6 +202,7 @@ type ModelInitializer struct {
 type Trainer struct {
 	// image replaces the trainer container's image.
 	// +kubebuilder:validation:MaxLength=500
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="field is immutable"
 	// +optional
 	Image *string `json:"image,omitempty"`
 
@@ -205,6 +212,7 @@ type Trainer struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=128
 	// +kubebuilder:validation:items:MaxLength=1048576
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="field is immutable"
 	// +optional
 	Command []string `json:"command,omitempty"`
 
@@ -212,6 +220,7 @@ type Trainer struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=128
 	// +kubebuilder:validation:items:MaxLength=1048576
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="field is immutable"
 	// +optional
 	Args []string `json:"args,omitempty"`
 
@@ -219,6 +228,7 @@ type Trainer struct {
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=128
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="field is immutable"
 	// +optional
 	Env []corev1.EnvVar `json:"env,omitempty"`
 
@@ -227,11 +237,13 @@ type Trainer struct {
 	NumNodes *int32 `json:"numNodes,omitempty"`
 
 	// resourcesPerNode replaces the trainer container's resources on every node.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="field is immutable"
 	// +optional
 	ResourcesPerNode *corev1.ResourceRequirements `json:"resourcesPerNode,omitempty"`
 
 	// numProcPerNode is the processes (MPI slots, torchrun workers) per node.
 	// Unset, torch derives it from the node's resources.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="field is immutable"
 	// +optional
 	NumProcPerNode *int32 `json:"numProcPerNode,omitempty"`
 }

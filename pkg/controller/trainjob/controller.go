@@ -3,6 +3,7 @@ package trainjob
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"time"
 
@@ -44,6 +45,8 @@ const (
 	// ReasonRuntimeWarning carries a warning the runtime build left (e.g. a
 	// coscheduling policy without the PodGroup CRD).
 	ReasonRuntimeWarning = "RuntimeWarning"
+	// ReasonResized: an elastic job's JobSet got another node count.
+	ReasonResized = "Resized"
 	// ReasonResourcesCreationFailed is Trainer v2.3's Warning reason for a
 	// build or an apply that failed; the Created condition carries Gantry's
 	// finer reason.
@@ -123,7 +126,11 @@ func New(mgr ctrl.Manager, o Options) (*Reconciler, error) {
 	if o.ProgressConditions != nil {
 		progress = *o.ProgressConditions
 	}
-	rt, err := runtime.New(runtime.Options{Existing: mgr.GetClient(), RESTMapper: mgr.GetRESTMapper(), ProgressConditions: progress, StatusServer: o.StatusServer})
+	rt, err := runtime.New(runtime.Options{
+		Existing: mgr.GetClient(), RESTMapper: mgr.GetRESTMapper(), ProgressConditions: progress, StatusServer: o.StatusServer,
+		ElasticPyTorch: o.Features != nil && o.Features.Enabled(ElasticPyTorch),
+		ClusterDomain:  os.Getenv("CLUSTER_DOMAIN"),
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -287,12 +294,16 @@ func (r *Reconciler) build(ctx context.Context, s *scope) error {
 // apply writes the built objects and notes what it created.
 func (r *Reconciler) apply(ctx context.Context, s *scope) error {
 	trainJob := s.Object
+	trainerJob, nodesBefore := trainerNodes(s.objects.Info, s.jobSet)
 	created, appliedJobSet, err := r.applyComponents(ctx, s.objects.Components)
 	if err != nil {
 		return err
 	}
 	if appliedJobSet != nil {
 		s.jobSet = appliedJobSet
+		if _, nodesAfter := trainerNodes(s.objects.Info, appliedJobSet); nodesBefore > 0 && nodesAfter != nodesBefore {
+			r.recorder.Normal(trainJob, ReasonResized, "Resized replicated job %s of JobSet %s from %d to %d nodes", trainerJob, appliedJobSet.Name, nodesBefore, nodesAfter)
+		}
 	}
 	if slices.Contains(created, "JobSet "+trainJob.Name) {
 		r.metrics.ObserveCreated(trainJob.Namespace)
@@ -464,4 +475,22 @@ func (r *Reconciler) currentJobSet(ctx context.Context, trainJob *trainer.TrainJ
 		return nil, nil
 	}
 	return js, nil
+}
+
+// trainerNodes is the trainer step's replicated job and its pods per Job
+// (parallelism) in jobSet; 0 when either is missing.
+func trainerNodes(info *runtime.Info, jobSet *jobsetv1alpha2.JobSet) (string, int32) {
+	if info == nil || jobSet == nil {
+		return "", 0
+	}
+	ps := info.TrainerPodSet()
+	if ps == nil {
+		return "", 0
+	}
+	for _, rj := range jobSet.Spec.ReplicatedJobs {
+		if rj.Name == ps.Name {
+			return rj.Name, ptr.Deref(rj.Template.Spec.Parallelism, 1)
+		}
+	}
+	return ps.Name, 0
 }

@@ -1,6 +1,10 @@
 package trainjob
 
-import "k8s.io/component-base/featuregate"
+import (
+	"k8s.io/component-base/featuregate"
+
+	"github.com/gantry-dev/gantry/pkg/runtime/plugins/torch"
+)
 
 // ProgressConditions adds Gantry's Created=True and Running conditions to
 // a TrainJob's status. Off by default: Trainer v2.3 has neither, and the
@@ -15,11 +19,19 @@ const ProgressConditions featuregate.Feature = "TrainJobProgressConditions"
 // writing what training code reports to status.trainerStatus.
 const StatusServer featuregate.Feature = "TrainJobStatus"
 
+// ElasticPyTorch lets TrainJobs run on runtimes with
+// mlPolicy.torch.elasticPolicy (Gantry's addition; Trainer v2.3 has no
+// elastic PyTorch): torchrun in elastic mode, and spec.trainer.numNodes
+// changed while the job runs, which resizes the JobSet in place (JobSet's
+// ElasticJobSet gate must be on). Alpha, off.
+const ElasticPyTorch featuregate.Feature = torch.ElasticGateName
+
 // FeatureGates are the gates the TrainJob controller reads, for the
 // workload's gate registration.
 func FeatureGates() map[featuregate.Feature]featuregate.FeatureSpec {
 	return map[featuregate.Feature]featuregate.FeatureSpec{
 		ProgressConditions: {Default: false, PreRelease: featuregate.Alpha},
 		StatusServer:       {Default: false, PreRelease: featuregate.Alpha},
+		ElasticPyTorch:     {Default: false, PreRelease: featuregate.Alpha},
 	}
 }

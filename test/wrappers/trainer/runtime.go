@@ -49,6 +49,12 @@ func (w *RuntimeSpecWrapper) TorchEnvInjection(targets ...trainer.TorchEnvInject
 	return w
 }
 
+// TorchElastic gives the torch policy (set it first) an elastic policy.
+func (w *RuntimeSpecWrapper) TorchElastic(minNodes, maxNodes int32, maxRestarts *int32) *RuntimeSpecWrapper {
+	w.mlPolicy().Torch.ElasticPolicy = &trainer.TorchElasticPolicy{MinNodes: minNodes, MaxNodes: maxNodes, MaxRestarts: maxRestarts}
+	return w
+}
+
 // MPI selects the MPI policy with the CRD defaults filled in, as the API
 // server would store it.
 func (w *RuntimeSpecWrapper) MPI(slots int32, runLauncherAsNode bool) *RuntimeSpecWrapper {

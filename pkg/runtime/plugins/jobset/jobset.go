@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -106,17 +107,45 @@ func (JobSet) IdentifyPodNetwork(info *plugin.Info, trainJob *trainer.TrainJob) 
 
 // Build returns the JobSet, unless it exists and neither it nor the TrainJob
 // is suspended: a running JobSet's replicated jobs are immutable, so only
-// suspend (and the resume after it) may change them.
+// suspend (and the resume after it) may change them. The exception is an
+// elastic PyTorch job whose node count changed: JobSet (with its
+// ElasticJobSet gate) lets the trainer job's parallelism and completions
+// change in place, and the rest of what is rendered is what was rendered
+// when the JobSet was created.
 func (JobSet) Build(ctx context.Context, existing client.Reader, info *plugin.Info, trainJob *trainer.TrainJob) ([]plugin.Component, error) {
 	var current jobsetv1alpha2.JobSet
 	err := existing.Get(ctx, client.ObjectKeyFromObject(trainJob), &current)
 	switch {
 	case err == nil:
-		if !ptr.Deref(trainJob.Spec.Suspend, false) && !ptr.Deref(current.Spec.Suspend, false) {
+		if !ptr.Deref(trainJob.Spec.Suspend, false) && !ptr.Deref(current.Spec.Suspend, false) && !elasticResize(info, &current) {
 			return nil, nil
 		}
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("looking up JobSet %s: %w", client.ObjectKeyFromObject(trainJob), err)
 	}
 	return []plugin.Component{{Object: Render(info, trainJob)}}, nil
+}
+
+// elasticResize reports whether a running JobSet of an elastic PyTorch job
+// has another trainer node count than the TrainJob asks for, and is not
+// finished (JobSet refuses resizing a finished one).
+func elasticResize(info *plugin.Info, current *jobsetv1alpha2.JobSet) bool {
+	if info.MLPolicy == nil || info.MLPolicy.Torch == nil || info.MLPolicy.Torch.ElasticPolicy == nil {
+		return false
+	}
+	for _, c := range current.Status.Conditions {
+		if (c.Type == string(jobsetv1alpha2.JobSetCompleted) || c.Type == string(jobsetv1alpha2.JobSetFailed)) && c.Status == metav1.ConditionTrue {
+			return false
+		}
+	}
+	ps := info.TrainerPodSet()
+	if ps == nil {
+		return false
+	}
+	for _, rj := range current.Spec.ReplicatedJobs {
+		if rj.Name == ps.Name {
+			return !ptr.Equal(rj.Template.Spec.Parallelism, ptr.To(ps.Count)) || !ptr.Equal(rj.Template.Spec.Completions, ptr.To(ps.Count))
+		}
+	}
+	return false
 }

@@ -24,8 +24,19 @@ var reservedEnvNames = sets.New(
 	trainer.TorchEnvMasterAddr, trainer.TorchEnvMasterPort,
 )
 
+// ElasticGateName is the manager's feature gate for elastic PyTorch
+// (alpha, off by default).
+const ElasticGateName = "TrainJobElasticPyTorch"
+
 // Torch implements the validation and ML-policy extension points.
-type Torch struct{}
+type Torch struct {
+	// Elastic is the TrainJobElasticPyTorch gate: off, TrainJobs on a
+	// runtime with mlPolicy.torch.elasticPolicy are refused.
+	Elastic bool
+	// ClusterDomain is the cluster DNS suffix of the elastic rendezvous
+	// endpoint; empty means DefaultClusterDomain.
+	ClusterDomain string
+}
 
 var (
 	_ plugin.EnforceMLPolicyPlugin  = Torch{}
@@ -41,14 +52,14 @@ func active(info *plugin.Info) bool {
 
 // Validate rejects reserved env names in the TrainJob and envInjection
 // targets that name jobs or containers the runtime does not have.
-func (Torch) Validate(info *plugin.Info, _, newJob *trainer.TrainJob) field.ErrorList {
+func (t Torch) Validate(info *plugin.Info, _, newJob *trainer.TrainJob) field.ErrorList {
 	if !active(info) {
 		return nil
 	}
-	var errs field.ErrorList
-	if t := newJob.Spec.Trainer; t != nil {
+	errs := t.validateElastic(info, newJob)
+	if tr := newJob.Spec.Trainer; tr != nil {
 		var reserved []string
-		for _, e := range t.Env {
+		for _, e := range tr.Env {
 			if reservedEnvNames.Has(e.Name) {
 				reserved = append(reserved, e.Name)
 			}
@@ -83,7 +94,7 @@ func (Torch) Validate(info *plugin.Info, _, newJob *trainer.TrainJob) field.Erro
 // EnforceMLPolicy sets the node count, the PET_* variables and the
 // rendezvous port on the trainer node container (and on envInjection
 // targets).
-func (Torch) EnforceMLPolicy(info *plugin.Info, trainJob *trainer.TrainJob) error {
+func (t Torch) EnforceMLPolicy(info *plugin.Info, trainJob *trainer.TrainJob) error {
 	if !active(info) {
 		return nil
 	}
@@ -103,6 +114,9 @@ func (Torch) EnforceMLPolicy(info *plugin.Info, trainJob *trainer.TrainJob) erro
 		{Name: trainer.TorchEnvMasterPort, Value: strconv.Itoa(int(trainer.ContainerTrainerPort))},
 	}
 	env := append(slices.Clone(pet), master...)
+	if ElasticPolicy(info.MLPolicy) != nil {
+		env = t.elasticEnv(info, trainJob, ps, nproc)
+	}
 	// Trainer v2.3 gives the trainer node container the PET_* variables and
 	// the port only for a TrainJob with spec.trainer; envInjection targets
 	// get them either way.
