@@ -66,6 +66,8 @@ write_config() {
   # JobSet's Configuration API (api/config/v1alpha1): the webhook port and
   # cert dir exist only here, not as flags. Internal cert management off:
   # the certificates are the ones above, not cert-controller's Secret.
+  # ElasticJobSet (alpha, off in JobSet) lets an elastic TrainJob's JobSet
+  # change its parallelism in place.
   cat >"$STATE/config.yaml" <<CONFIG
 apiVersion: config.jobset.x-k8s.io/v1alpha1
 kind: Configuration
@@ -75,6 +77,8 @@ metrics:
   certDir: $CERTS
 health:
   healthProbeBindAddress: "$PROBE_ADDR"
+featureGates:
+  ElasticJobSet: true
 CONFIG
 }
 

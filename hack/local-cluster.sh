@@ -197,7 +197,8 @@ helm_upgrade() {
     # the webhooks through the chart's Service.
     where=(--set replicas=1 --set-json 'nodeSelector={"gantry.dev/real-node":"true"}'
       --set-json 'tolerations=[{"key":"gantry.dev/real-node","operator":"Equal","value":"true","effect":"NoSchedule"}]'
-      --set featureGates.SlurmrestdURLOverride=true --set featureGates.RayDashboardURLOverride=true)
+      --set featureGates.SlurmrestdURLOverride=true --set featureGates.RayDashboardURLOverride=true
+      --set featureGates.TrainJobElasticPyTorch=true)
   fi
   # shellcheck disable=SC2086
   "$BIN/helm" --kubeconfig "$KUBECONFIG" upgrade --install "$RELEASE" charts/gantry \
@@ -315,6 +316,9 @@ metrics_access() {
 # URL from a RestApi's gantry.dev/slurmrestd-url annotation
 # (SlurmrestdURLOverride; the chart leaves it off), and a Ray dashboard URL
 # from a RayCluster's gantry.dev/ray-dashboard-url (RayDashboardURLOverride).
+# Elastic PyTorch (TrainJobElasticPyTorch, alpha) is on too, with JobSet's
+# ElasticJobSet gate (hack/jobset-local.sh), so elastic TrainJobs can be
+# tried and tested here.
 run_release_manager() {
   local deploy
   deploy=$(kubectl -n "$RELEASE_NS" get deployment -l "app.kubernetes.io/instance=$RELEASE" \
@@ -329,7 +333,7 @@ run_release_manager() {
   start_manager "${chart_args[@]}" --kubeconfig "$RSTATE/manager.kubeconfig" \
     --webhook-port="$WEBHOOK_PORT" --webhook-secret-namespace="$RELEASE_NS" \
     --webhook-dns-names=localhost --webhook-cert-write --webhook-cert-dir="$RSTATE/certs" \
-    --trainjob-status-port="$TRAINJOB_STATUS_PORT" --feature-gates=SlurmrestdURLOverride=true,RayDashboardURLOverride=true
+    --trainjob-status-port="$TRAINJOB_STATUS_PORT" --feature-gates=SlurmrestdURLOverride=true,RayDashboardURLOverride=true,TrainJobElasticPyTorch=true
   wait_manager_ready
   metrics_access "${chart_args[*]}"
 }

@@ -13,9 +13,11 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -191,6 +193,10 @@ var _ = Describe("A RayCluster on the real node", Label(labelRay, labelReal), Or
 // torch-distributed runtime, each rank printing its first and last loss.
 const ddpExample = "docs/examples/realnode-torch-ddp.yaml"
 
+// elasticExample is the elastic PyTorch example: a runtime of 1 to 3 nodes
+// and a TrainJob on 2, grown to 3 while it runs.
+const elasticExample = "docs/examples/realnode-torch-elastic.yaml"
+
 // onRealNodePatch is a runtime patch that puts the pods of a TrainJob's
 // replicated jobs on the real node.
 func onRealNodePatch(replicatedJobs ...string) trainerv1alpha1.RuntimePatch {
@@ -272,6 +278,84 @@ var _ = Describe("TrainJobs on the real node", Label(labelTrainJob, labelReal), 
 			Expect(ok).To(BeTrue(), "rank %d printed its first and last loss", rank)
 			Expect(last).To(BeNumerically("<", first/2), "rank %d's loss went down", rank)
 		}
+	})
+
+	// Elastic PyTorch (docs/examples/realnode-torch-elastic.yaml): torchrun
+	// in elastic mode on 2 of 1..3 nodes, the job grown to 3 nodes while it
+	// runs. The two running pods stay (JobSet raises the Job's parallelism
+	// in place, the real JobSet webhook accepting Gantry's re-rendered
+	// JobSet), a third joins the c10d rendezvous hosted by the first, and
+	// the workers restart in a round of 3, which finishes.
+	It("grows a running elastic PyTorch job from 2 to 3 nodes in place and completes it", func(ctx SpecContext) {
+		requireRealNode(ctx)
+		ns := newNamespace(ctx, "torch-elastic")
+		data, err := os.ReadFile(filepath.Join(repoRoot, elasticExample))
+		Expect(err).NotTo(HaveOccurred())
+		docs := strings.Split(string(data), "\n---\n")
+		Expect(docs).To(HaveLen(2))
+		rt, tj := &trainerv1alpha1.TrainingRuntime{}, &trainerv1alpha1.TrainJob{}
+		Expect(yaml.UnmarshalStrict([]byte(docs[0]), rt)).To(Succeed())
+		Expect(yaml.UnmarshalStrict([]byte(docs[1]), tj)).To(Succeed())
+		rt.Namespace, tj.Namespace = ns, ns
+		Expect(rt.Spec.MLPolicy.Torch.ElasticPolicy).NotTo(BeNil(), "the example's runtime is elastic")
+		createStrict(ctx, rt)
+		createStrict(ctx, tj)
+
+		byJobSet := map[string]string{jobsetv1alpha2.JobSetNameKey: tj.Name}
+		logsOf := func(g Gomega, pod corev1.Pod) string {
+			out, err := kubectl(ctx, "-n", ns, "logs", pod.Name)
+			g.Expect(err).NotTo(HaveOccurred(), out)
+			return out
+		}
+		before := map[string]bool{}
+		Eventually(func(g Gomega) {
+			pods := listPods(g, ctx, ns, byJobSet)
+			g.Expect(pods).To(HaveLen(2))
+			for _, p := range pods {
+				g.Expect(logsOf(g, p)).To(ContainSubstring("of 2: all_reduce 2"), "pod %s trains in a round of 2", p.Name)
+				before[string(p.UID)] = true
+			}
+		}).WithTimeout(5 * time.Minute).WithPolling(3 * time.Second).Should(Succeed())
+		job := &batchv1.Job{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: tj.Name + "-node-0"}, job)).To(Succeed())
+		Expect(job.Spec.Parallelism).To(HaveValue(BeEquivalentTo(2)))
+
+		Expect(k8s.Patch(ctx, tj, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"trainer":{"numNodes":3}}}`)))).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			resized := &batchv1.Job{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(job), resized)).To(Succeed())
+			g.Expect(resized.UID).To(Equal(job.UID), "the same Job, resized in place")
+			g.Expect(resized.Spec.Parallelism).To(HaveValue(BeEquivalentTo(3)))
+			g.Expect(resized.Spec.Completions).To(HaveValue(BeEquivalentTo(3)))
+		}).WithTimeout(time.Minute).Should(Succeed())
+		expectTrainJobCondition(ctx, tj, trainerv1alpha1.TrainJobComplete)
+
+		pods := listPods(Default, ctx, ns, byJobSet)
+		Expect(pods).To(HaveLen(3))
+		var kept int
+		var all strings.Builder
+		for _, p := range pods {
+			Expect(p.Spec.NodeName).To(HavePrefix("real-"))
+			if before[string(p.UID)] {
+				kept++
+			}
+			logs := logsOf(Default, p)
+			all.WriteString(logs)
+			Expect(logs).To(ContainSubstring("of 3: all_reduce 3"), "pod %s trained in the round of 3", p.Name)
+			Expect(logs).To(ContainSubstring("nnodes 1:3"))
+		}
+		AddReportEntry("training logs", all.String())
+		Expect(kept).To(Equal(2), "both first pods ran on into the round of 3")
+		Eventually(func(g Gomega) {
+			var msgs []string
+			for _, e := range eventsFor(g, ctx, tj) {
+				if e.Reason == "Resized" {
+					msgs = append(msgs, e.Message)
+				}
+			}
+			g.Expect(msgs).To(ContainElement(ContainSubstring("from 2 to 3 nodes")))
+		}).Should(Succeed())
 	})
 
 	// A training script that exits 3 fails its pod with that code, the Job,

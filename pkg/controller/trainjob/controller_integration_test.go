@@ -275,7 +275,14 @@ func TestCachedJobSetsAreTrimmed(t *testing.T) {
 		return js
 	}
 	first, second := cached("first"), cached("second")
-	g.Expect(first.Spec.ReplicatedJobs).To(gomega.BeEmpty(), "the cache keeps the replicated jobs")
+	// Of the replicated jobs the cache keeps names and counts only.
+	g.Expect(first.Spec.ReplicatedJobs).To(gomega.HaveLen(len(whole.Spec.ReplicatedJobs)))
+	for i, rj := range first.Spec.ReplicatedJobs {
+		w := whole.Spec.ReplicatedJobs[i]
+		kept := jobsetv1alpha2.ReplicatedJob{Name: w.Name, Replicas: w.Replicas}
+		kept.Template.Spec.Parallelism, kept.Template.Spec.Completions = w.Template.Spec.Parallelism, w.Template.Spec.Completions
+		g.Expect(rj).To(gomega.Equal(kept), "the cache keeps the template of replicated job %s", w.Name)
+	}
 	g.Expect(first.Spec.Suspend).To(gomega.Equal(whole.Spec.Suspend))
 	g.Expect(first.OwnerReferences).To(gomega.Equal(whole.OwnerReferences))
 	g.Expect(first.Annotations).To(gomega.HaveKeyWithValue(RuntimeSnapshotAnnotation, whole.Annotations[RuntimeSnapshotAnnotation]))
@@ -628,4 +635,38 @@ func jobNames(js *jobsetv1alpha2.JobSet) string {
 		names = append(names, rj.Name)
 	}
 	return strings.Join(names, ",")
+}
+
+// TestElasticJobIsResizedInPlace: a running elastic job's numNodes change
+// reaches its JobSet's trainer job (parallelism and completions, nothing
+// else of the template), and the job gets a Resized event; a static job
+// may not change numNodes at all (the CRD lets the field change only so
+// the webhook can decide, and the controller leaves a running JobSet
+// alone).
+func TestElasticJobIsResizedInPlace(t *testing.T) {
+	h := startHarness(t)
+	g := gomega.NewWithT(t)
+	ns := h.newNamespace(t)
+	spec := trainertesting.MakeRuntimeSpec().Torch(nil).TorchElastic(1, 4, nil).ReplicatedJob(trainertesting.TrainerJob("torch:runtime")).Obj()
+	rtName := h.clusterRuntime(t, ns, "elastic", spec)
+	h.create(t, newTrainJob(ns, "grow", rtName).NumNodes(2).Image("torch:user").Obj())
+	before := h.eventuallyJobSet(t, ns, "grow")
+	g.Expect(replicatedJob(before, trainer.TrainerNodeName).Template.Spec.Parallelism).To(gomega.Equal(ptr.To[int32](2)))
+
+	tj := h.trainJob(g, ns, "grow")
+	tj.Spec.Trainer.NumNodes = ptr.To[int32](3)
+	g.Expect(h.c.Update(context.Background(), tj)).To(gomega.Succeed())
+	g.Eventually(func(g gomega.Gomega) {
+		js := h.eventuallyJobSet(t, ns, "grow")
+		node := replicatedJob(js, trainer.TrainerNodeName).Template.Spec
+		g.Expect(node.Parallelism).To(gomega.Equal(ptr.To[int32](3)))
+		g.Expect(node.Completions).To(gomega.Equal(ptr.To[int32](3)))
+		// Nothing else of the replicated job changed (JobSet's webhook
+		// would refuse it).
+		want := replicatedJob(before, trainer.TrainerNodeName).DeepCopy()
+		want.Template.Spec.Parallelism, want.Template.Spec.Completions = node.Parallelism, node.Completions
+		g.Expect(*replicatedJob(js, trainer.TrainerNodeName)).To(gomega.Equal(*want))
+	}).WithTimeout(20 * time.Second).Should(gomega.Succeed())
+	g.Eventually(func(g gomega.Gomega) []string { return h.eventReasons(g, ns, "grow") }).
+		WithTimeout(10 * time.Second).Should(gomega.ContainElement(ReasonResized))
 }

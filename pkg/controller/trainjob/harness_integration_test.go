@@ -31,6 +31,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	"github.com/gantry-dev/gantry/pkg/framework/features"
 	"github.com/gantry-dev/gantry/pkg/framework/workload"
 	"github.com/gantry-dev/gantry/test/testenv"
 	"github.com/gantry-dev/gantry/test/testenv/managertest"
@@ -114,8 +115,17 @@ func newHarness() (*harness, error) {
 	}
 	c := h.writes.Client(interceptor.NewClient(noWatchClient{mgr.GetClient()}, h.faultFuncs()))
 	progress := false
+	// Elastic PyTorch is on (TestElasticJobIsResizedInPlace); it changes
+	// nothing for jobs on other runtimes.
+	gates := features.New()
+	if err := gates.Register(Name, FeatureGates()); err != nil {
+		return nil, err
+	}
+	if err := gates.Set(string(ElasticPyTorch) + "=true"); err != nil {
+		return nil, err
+	}
 	r, err := New(mgr, Options{
-		Options:              workload.Options{MaxConcurrentReconciles: 2, Registerer: h.reg},
+		Options:              workload.Options{MaxConcurrentReconciles: 2, Registerer: h.reg, Features: gates.Reader()},
 		ProgressConditions:   &progress,
 		RuntimeNotFoundGrace: harnessRuntimeGrace,
 		Client:               c,

@@ -51,16 +51,25 @@ func IntegrationWith(f *Flags) workload.Integration {
 }
 
 // trimCachedJobSet keeps of a JobSet in the manager's cache its metadata,
-// status and spec.suspend: its replicated jobs' templates, most of its
-// size, are read by no reconciler (the applier verifies them by generation,
-// apply.Trimmed). The runtime snapshot annotation, the same text on every
-// JobSet of one runtime, is held once.
+// status, spec.suspend and each replicated job's name, replicas,
+// parallelism and completions (an elastic job's resize compares them):
+// its replicated jobs' templates, most of its size, are read by no
+// reconciler (the applier verifies them by generation, apply.Trimmed). The
+// runtime snapshot annotation, the same text on every JobSet of one
+// runtime, is held once.
 func trimCachedJobSet(obj client.Object) {
 	js, ok := obj.(*jobsetv1alpha2.JobSet)
 	if !ok {
 		return
 	}
-	js.Spec = jobsetv1alpha2.JobSetSpec{Suspend: js.Spec.Suspend}
+	var rjs []jobsetv1alpha2.ReplicatedJob
+	for _, rj := range js.Spec.ReplicatedJobs {
+		kept := jobsetv1alpha2.ReplicatedJob{Name: rj.Name, Replicas: rj.Replicas}
+		kept.Template.Spec.Parallelism = rj.Template.Spec.Parallelism
+		kept.Template.Spec.Completions = rj.Template.Spec.Completions
+		rjs = append(rjs, kept)
+	}
+	js.Spec = jobsetv1alpha2.JobSetSpec{Suspend: js.Spec.Suspend, ReplicatedJobs: rjs}
 	if snap, ok := js.Annotations[RuntimeSnapshotAnnotation]; ok {
 		js.Annotations[RuntimeSnapshotAnnotation] = unique.Make(snap).Value()
 	}
