@@ -20,10 +20,12 @@
 //  3. MPI          ML policy: SSH Secret, hostfile ConfigMap, OpenMPI env
 //  4. JAX          ML policy: JAX_* env
 //  5. XGBoost      ML policy: DMLC_* env
-//  6. TrainJobStatus progress endpoint env, token and CA (gate TrainJobStatus)
-//  7. Coscheduling gang scheduling: PodGroup and pod label
-//  8. Volcano      gang scheduling: Volcano PodGroup and pod annotation
-//  9. JobSet       pod network, the JobSet itself, status mapping
+//  6. Flux         ML policy: installer init container, CURVE Secret,
+//     scripts and broker configuration ConfigMap, wrapped command
+//  7. TrainJobStatus progress endpoint env, token and CA (gate TrainJobStatus)
+//  8. Coscheduling gang scheduling: PodGroup and pod label
+//  9. Volcano      gang scheduling: Volcano PodGroup and pod annotation
+//  10. JobSet      pod network, the JobSet itself, status mapping
 //
 // At most one ML plugin is active for a runtime (the API allows one policy),
 // so their relative order only fixes the order of validation messages; the
@@ -43,6 +45,6 @@
 //
 // Errors a spec change must fix are framework.BuildErrors (IsBuildError);
 // the controller reports them as a Created=False condition instead of
-// requeueing. Unsupported policies (flux, MPI implementations other than
+// requeueing. Unsupported policies (MPI implementations other than
 // OpenMPI) are also ErrUnsupportedPolicy.
 package runtime

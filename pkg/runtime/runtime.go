@@ -15,6 +15,7 @@ import (
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 	"github.com/gantry-dev/gantry/pkg/runtime/plugin"
 	"github.com/gantry-dev/gantry/pkg/runtime/plugins/coscheduling"
+	"github.com/gantry-dev/gantry/pkg/runtime/plugins/flux"
 	"github.com/gantry-dev/gantry/pkg/runtime/plugins/jax"
 	"github.com/gantry-dev/gantry/pkg/runtime/plugins/jobset"
 	"github.com/gantry-dev/gantry/pkg/runtime/plugins/mpi"
@@ -34,7 +35,7 @@ type (
 )
 
 var (
-	// ErrUnsupportedPolicy marks the flux policy and MPI implementations Gantry cannot run.
+	// ErrUnsupportedPolicy marks the MPI implementations Gantry cannot run.
 	ErrUnsupportedPolicy = plugin.ErrUnsupportedPolicy
 	// IsBuildError reports errors that only a change of the TrainJob or runtime can fix.
 	IsBuildError = plugin.IsBuildError
@@ -98,6 +99,7 @@ func New(opts Options) (*Runtime, error) {
 		mpi.MPI{},
 		jax.JAX,
 		xgboost.XGBoost,
+		flux.Flux{},
 		trainjobstatus.TrainJobStatus{Config: opts.StatusServer},
 		coscheduling.New(opts.RESTMapper),
 		volcano.New(opts.RESTMapper),
@@ -112,6 +114,10 @@ func New(opts Options) (*Runtime, error) {
 // ProgressConditions reports whether the status carries Gantry's Created=True
 // and Running conditions (see Options.ProgressConditions).
 func (r *Runtime) ProgressConditions() bool { return r.progress }
+
+// ElasticPyTorch reports whether the TrainJobElasticPyTorch gate is on (see
+// Options.ElasticPyTorch).
+func (r *Runtime) ElasticPyTorch() bool { return r.elastic }
 
 // PluginNames lists the plugins in the order they run.
 func (r *Runtime) PluginNames() []string { return r.fw.PluginNames() }
@@ -191,9 +197,6 @@ func (r *Runtime) Status(trainJob *trainer.TrainJob, jobSet *jobsetv1alpha2.JobS
 }
 
 func unsupportedPolicies(spec *trainer.TrainingRuntimeSpec) error {
-	if spec.MLPolicy != nil && spec.MLPolicy.Flux != nil {
-		return &plugin.BuildError{Err: fmt.Errorf("the flux ML policy: %w", ErrUnsupportedPolicy)}
-	}
 	if spec.MLPolicy != nil && spec.MLPolicy.MPI != nil {
 		if impl := ptr.Deref(spec.MLPolicy.MPI.MPIImplementation, trainer.MPIImplementationOpenMPI); impl != trainer.MPIImplementationOpenMPI && impl != "" {
 			return &plugin.BuildError{Err: fmt.Errorf("MPI implementation %q: %w", impl, ErrUnsupportedPolicy)}

@@ -47,7 +47,7 @@ func newRuntime(t testing.TB, objs ...client.Object) *Runtime {
 
 func TestPluginOrderIsFixed(t *testing.T) {
 	rt := newRuntime(t)
-	want := []string{"PlainML", "Torch", "MPI", "JAX", "XGBoost", "TrainJobStatus", "Coscheduling", "Volcano", "JobSet"}
+	want := []string{"PlainML", "Torch", "MPI", "JAX", "XGBoost", "Flux", "TrainJobStatus", "Coscheduling", "Volcano", "JobSet"}
 	for range 3 {
 		if diff := cmp.Diff(want, rt.PluginNames()); diff != "" {
 			t.Fatalf("plugin order (-want +got):\n%s", diff)
@@ -327,8 +327,8 @@ func TestNewObjectsErrors(t *testing.T) {
 		"empty template":     {job: trainertesting.MakeTrainJob("a", "default").Obj(), spec: trainertesting.MakeRuntimeSpec().Torch(nil).Obj()},
 		"no trainer step":    {job: trainertesting.MakeTrainJob("a", "default").Image("x").Obj(), spec: trainertesting.MakeRuntimeSpec().Torch(nil).ReplicatedJob(trainertesting.InitializerJobs()...).Obj()},
 		"reserved torch env": {job: trainertesting.MakeTrainJob("a", "default").Env("PET_NNODES", "9").Obj(), spec: valid},
-		"flux policy": {job: trainertesting.MakeTrainJob("a", "default").Obj(), wantUnsupported: true,
-			spec: trainertesting.MakeRuntimeSpec().Flux().ReplicatedJob(trainertesting.TrainerJob("t:1")).Obj()},
+		"flux without a trainer step": {job: trainertesting.MakeTrainJob("a", "default").Obj(),
+			spec: trainertesting.MakeRuntimeSpec().Flux().ReplicatedJob(trainertesting.InitializerJobs()...).Obj()},
 		"volcano with an empty queue": {job: trainertesting.MakeTrainJob("a", "default").Obj(),
 			spec: trainertesting.MakeRuntimeSpec().Volcano().Annotations(map[string]string{"scheduling.volcano.sh/queue-name": ""}).ReplicatedJob(trainertesting.TrainerJob("t:1")).Obj()},
 		"intel mpi": {job: trainertesting.MakeTrainJob("a", "default").Obj(), wantUnsupported: true,

@@ -14,6 +14,7 @@ import (
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 	"github.com/gantry-dev/gantry/pkg/runtime"
+	"github.com/gantry-dev/gantry/pkg/runtime/plugins/torch"
 )
 
 // +kubebuilder:webhook:path=/validate-trainer-kubeflow-org-v1alpha1-trainingruntime,mutating=false,failurePolicy=fail,sideEffects=None,groups=trainer.kubeflow.org,resources=trainingruntimes,verbs=create;update,versions=v1alpha1,name=vtrainingruntime.trainer.kubeflow.org,admissionReviewVersions=v1
@@ -111,19 +112,24 @@ func (v *ClusterTrainingRuntimeValidator) ValidateDelete(context.Context, *train
 //     step, at most one ML policy, numNodes >= 1, torch numProcPerNode
 //     auto/cpu/gpu or a positive integer, torch envInjection targets that
 //     list containers other than node (the CRD's rules, for older CRDs),
-//     MPI slots >= 1 and an absolute SSH mount path.
+//     MPI slots >= 1 and an absolute SSH mount path, Flux processes per
+//     node >= 1.
 //   - what every TrainJob of the runtime would be rejected for: the runtime
 //     framework's validation of a TrainJob that overrides nothing (an MPI
 //     runtime without launcher or node job, torch envInjection targets that
 //     do not exist).
 //
-// Policies Gantry cannot run (flux, volcano, MPI implementations other than
-// OpenMPI) are admitted with a warning, so runtimes written for Trainer
-// apply unchanged; TrainJobs that reference them are rejected.
+// Policies Gantry cannot run (MPI implementations other than OpenMPI), and
+// an elastic torch policy while the TrainJobElasticPyTorch gate is off, are
+// admitted with a warning, so runtimes written for Trainer apply unchanged;
+// TrainJobs that reference them are rejected.
 func validateRuntimeSpec(rt *runtime.Runtime, name string, spec *trainer.TrainingRuntimeSpec) (admission.Warnings, field.ErrorList) {
 	errs := validateReplicatedJobs(spec)
 	errs = append(errs, validateMLPolicy(spec.MLPolicy)...)
 	warnings := unsupportedPolicyWarnings(spec)
+	if torch.ElasticPolicy(spec.MLPolicy) != nil && !rt.ElasticPyTorch() {
+		warnings = append(warnings, fmt.Sprintf("spec.mlPolicy.torch.elasticPolicy: the manager's %s feature gate is off; TrainJobs that reference this runtime are rejected", torch.ElasticGateName))
+	}
 	if len(errs) > 0 || len(warnings) > 0 {
 		return warnings, errs
 	}
@@ -209,6 +215,9 @@ func validateMLPolicy(p *trainer.MLPolicy) field.ErrorList {
 	if t := p.Torch; t != nil && t.EnvInjection != nil {
 		errs = append(errs, validateEnvInjectionTargets(t.EnvInjection)...)
 	}
+	if f := p.Flux; f != nil && f.NumProcPerNode != nil && *f.NumProcPerNode < 1 {
+		errs = append(errs, field.Invalid(mlPolicyPath.Child("flux", "numProcPerNode"), *f.NumProcPerNode, "must be greater than or equal to 1"))
+	}
 	if m := p.MPI; m != nil {
 		mpiPath := mlPolicyPath.Child("mpi")
 		if m.NumProcPerNode != nil && *m.NumProcPerNode < 1 {
@@ -247,9 +256,6 @@ func unsupportedPolicyWarnings(spec *trainer.TrainingRuntimeSpec) admission.Warn
 	const tail = "Gantry cannot run it; TrainJobs that reference this runtime are rejected"
 	var w admission.Warnings
 	if p := spec.MLPolicy; p != nil {
-		if p.Flux != nil {
-			w = append(w, "spec.mlPolicy.flux: "+tail)
-		}
 		if p.MPI != nil && p.MPI.MPIImplementation != nil {
 			if impl := *p.MPI.MPIImplementation; impl != "" && impl != trainer.MPIImplementationOpenMPI {
 				w = append(w, fmt.Sprintf("spec.mlPolicy.mpi.mpiImplementation %s: %s", impl, tail))

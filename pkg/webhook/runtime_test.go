@@ -185,11 +185,11 @@ func TestRuntimeValidator(t *testing.T) {
 			want: `spec.template.spec.replicatedJobs: Invalid value: an MPI runtime needs a "launcher" or a "node" replicated job`,
 		},
 		{
-			name: "flux is admitted with a warning", runtime: torch,
+			name: "flux is admitted without a warning", runtime: torch,
 			mutate: func(s *trainer.TrainingRuntimeSpec) {
-				s.MLPolicy = &trainer.MLPolicy{MLPolicySource: trainer.MLPolicySource{Flux: &trainer.FluxMLPolicySource{}}}
+				s.MLPolicy = &trainer.MLPolicy{MLPolicySource: trainer.MLPolicySource{Flux: &trainer.FluxMLPolicySource{NumProcPerNode: ptr.To[int32](1)}}}
 			},
-			warning: "spec.mlPolicy.flux: Gantry cannot run it",
+			noWarnings: true,
 		},
 		{
 			name: "volcano is admitted without a warning", runtime: torch,
@@ -199,11 +199,28 @@ func TestRuntimeValidator(t *testing.T) {
 			noWarnings: true,
 		},
 		{
-			name: "flux is admitted with a warning", runtime: torch,
+			name: "flux with an init container of the installer's name", runtime: torch,
 			mutate: func(s *trainer.TrainingRuntimeSpec) {
 				s.MLPolicy = &trainer.MLPolicy{MLPolicySource: trainer.MLPolicySource{Flux: &trainer.FluxMLPolicySource{}}}
+				node(s).Template.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "flux-installer", Image: "x"}}
 			},
-			warning: "spec.mlPolicy.flux: Gantry cannot run it",
+			want: `spec.template.spec.replicatedJobs: Invalid value: the trainer step's init container "flux-installer" is reserved for the Flux policy`,
+		},
+		{
+			// testRuntime's gate is off: admitted, but its jobs are refused.
+			name: "elastic torch with the gate off", runtime: torch,
+			mutate: func(s *trainer.TrainingRuntimeSpec) {
+				s.MLPolicy.Torch.ElasticPolicy = &trainer.TorchElasticPolicy{MinNodes: 1, MaxNodes: 2}
+			},
+			warning: "spec.mlPolicy.torch.elasticPolicy: the manager's TrainJobElasticPyTorch feature gate is off; TrainJobs that reference this runtime are rejected",
+		},
+		{
+			// The CRD's rule, repeated for clusters whose CRD predates it.
+			name: "flux without processes", runtime: torch,
+			mutate: func(s *trainer.TrainingRuntimeSpec) {
+				s.MLPolicy = &trainer.MLPolicy{MLPolicySource: trainer.MLPolicySource{Flux: &trainer.FluxMLPolicySource{NumProcPerNode: ptr.To[int32](0)}}}
+			},
+			want: "spec.mlPolicy.flux.numProcPerNode: Invalid value: 0: must be greater than or equal to 1",
 		},
 	}
 	rt := testRuntime(t)

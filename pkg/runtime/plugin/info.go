@@ -34,9 +34,15 @@ type Info struct {
 	Scheduler Scheduler
 
 	// TrainerCommand, when set, replaces spec.trainer.command on the
-	// containers that take it: a plugin completed the command (torchtune's
-	// `tune run`). The TrainJob itself is never changed.
+	// containers that take it, also when the TrainJob has no spec.trainer:
+	// a plugin completed or wrapped the command (torchtune's `tune run`,
+	// Flux's entrypoint). The TrainJob itself is never changed.
 	TrainerCommand []string
+	// TrainerArgsInCommand, when true, keeps spec.trainer.args off those
+	// containers: the plugin that set TrainerCommand folded them into it
+	// (Flux hands the whole command line to its entrypoint). The runtime's
+	// own args, if any, stay, as in Trainer.
+	TrainerArgsInCommand bool
 
 	// Warnings are conditions worth an event that do not stop the build,
 	// e.g. a gang-scheduling policy whose CRD is not installed.
@@ -56,6 +62,12 @@ type PodSet struct {
 	InitContainers []Container
 	Containers     []Container
 	Volumes        []corev1.Volume
+	// ExtraInitContainers are init containers a plugin adds to every pod of
+	// the PodSet, complete (image, command, mounts): the render appends them
+	// after the template's own, in this order, replacing a template init
+	// container of the same name. A plugin that adds one should refuse, in
+	// its validation, runtimes that already have that name.
+	ExtraInitContainers []corev1.Container
 	// Endpoints are the pods' DNS names, filled by the pod-network extension point.
 	Endpoints []string
 	// SinglePodRequests is what one pod requests; times Count gives the PodSet's total.

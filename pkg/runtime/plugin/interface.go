@@ -83,6 +83,6 @@ func IsBuildError(err error) bool {
 	return errors.As(err, &be)
 }
 
-// ErrUnsupportedPolicy marks a runtime policy Gantry has no plugin for (flux,
-// MPI implementations other than OpenMPI). It is also a BuildError.
+// ErrUnsupportedPolicy marks a runtime policy Gantry has no plugin for (MPI
+// implementations other than OpenMPI). It is also a BuildError.
 var ErrUnsupportedPolicy = errors.New("policy not supported")

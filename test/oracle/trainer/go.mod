@@ -9,10 +9,12 @@ require (
 	github.com/gantry-dev/gantry v0.0.0
 	github.com/google/go-cmp v0.7.0
 	github.com/kubeflow/trainer/v2 v2.3.0
+	github.com/pelletier/go-toml/v2 v2.4.3
 	golang.org/x/crypto v0.55.0
 	k8s.io/apiextensions-apiserver v0.36.3
 	k8s.io/apimachinery v0.36.3
 	k8s.io/client-go v0.36.3
+	mvdan.cc/sh/v3 v3.14.1
 	sigs.k8s.io/controller-runtime v0.24.1
 	sigs.k8s.io/jobset v0.12.0
 	sigs.k8s.io/yaml v1.6.0

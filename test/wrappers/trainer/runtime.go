@@ -91,7 +91,8 @@ func (w *RuntimeSpecWrapper) XGBoost() *RuntimeSpecWrapper {
 	return w
 }
 
-// Flux selects the Flux policy, which Gantry does not support.
+// Flux selects the Flux policy, with numProcPerNode unset (the API server
+// defaults it to 1; the plugin takes unset as 1).
 func (w *RuntimeSpecWrapper) Flux() *RuntimeSpecWrapper {
 	w.mlPolicy().Flux = &trainer.FluxMLPolicySource{}
 	return w

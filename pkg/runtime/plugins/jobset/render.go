@@ -21,8 +21,11 @@ import (
 //     PodSet, the PodSet's volumes, and each container's env, ports and
 //     volume mounts as the plugins left them; the gang-scheduling pod labels
 //     and annotations on every pod template;
+//   - every replicated job: the init containers plugins add
+//     (PodSet.ExtraInitContainers), after the template's;
 //   - the trainer step's node container: the TrainJob's image, command and
-//     args (MPI workers keep the runtime's image and sshd); env and
+//     args, or the command a plugin made of them (Info.TrainerCommand,
+//     Info.TrainerArgsInCommand) (MPI workers keep the runtime's image and sshd); env and
 //     resources were placed by the plugins and NewInfo, see
 //     plugin.TrainerFieldsFor;
 //   - initializer containers: STORAGE_URI, env and the credentials Secret
@@ -59,22 +62,25 @@ func renderReplicatedJob(rJob *jobsetv1alpha2.ReplicatedJob, ps *plugin.PodSet, 
 	podTemplate.Annotations = mergeMaps(podTemplate.Annotations, info.Scheduler.PodAnnotations)
 	writeBackContainers(podTemplate.Spec.InitContainers, ps.InitContainers)
 	writeBackContainers(podTemplate.Spec.Containers, ps.Containers)
+	appendInitContainers(&podTemplate.Spec.InitContainers, ps.ExtraInitContainers)
 
 	for j := range podTemplate.Spec.Containers {
 		c := &podTemplate.Spec.Containers[j]
 		// Upstream's Builder.Trainer (jobset/builder.go): the trainer step's
 		// node container only; MPI workers keep the runtime's image and sshd.
-		if t := trainJob.Spec.Trainer; t != nil && plugin.TrainerFieldsFor(rJob, c.Name, info.MLPolicy).ImageCommandArgs {
-			if t.Image != nil {
+		// A plugin's TrainerCommand applies even without spec.trainer.
+		if plugin.TrainerFieldsFor(rJob, c.Name, info.MLPolicy).ImageCommandArgs {
+			t := trainJob.Spec.Trainer
+			if t != nil && t.Image != nil {
 				c.Image = *t.Image
 			}
 			switch {
 			case info.TrainerCommand != nil:
 				c.Command = slices.Clone(info.TrainerCommand)
-			case t.Command != nil:
+			case t != nil && t.Command != nil:
 				c.Command = slices.Clone(t.Command)
 			}
-			if t.Args != nil {
+			if t != nil && t.Args != nil && !info.TrainerArgsInCommand {
 				c.Args = slices.Clone(t.Args)
 			}
 		}
@@ -135,6 +141,20 @@ func writeBackContainers(containers []corev1.Container, from []plugin.Container)
 		containers[j].Env = deepCopyEnv(src.Env)
 		containers[j].Ports = slices.Clone(src.Ports)
 		containers[j].VolumeMounts = slices.Clone(src.VolumeMounts)
+	}
+}
+
+// appendInitContainers adds the init containers a plugin contributed
+// (PodSet.ExtraInitContainers) after the template's, replacing one of the
+// same name in place.
+func appendInitContainers(containers *[]corev1.Container, extra []corev1.Container) {
+	for _, c := range extra {
+		c := *c.DeepCopy()
+		if idx := slices.IndexFunc(*containers, func(existing corev1.Container) bool { return existing.Name == c.Name }); idx >= 0 {
+			(*containers)[idx] = c
+			continue
+		}
+		*containers = append(*containers, c)
 	}
 }
 
