@@ -46,3 +46,14 @@ func (r *Runtime) validateNumNodesUpdate(oldJob, newJob *trainer.TrainJob, spec 
 	}
 	return nil
 }
+
+// validateElasticGate refuses a new TrainJob on an elastic runtime while
+// the TrainJobElasticPyTorch gate is off. Jobs admitted while it was on are
+// left to run (and to be updated, but not resized) when it is turned off.
+func (r *Runtime) validateElasticGate(newJob *trainer.TrainJob, spec *trainer.TrainingRuntimeSpec) field.ErrorList {
+	if r.elastic || spec == nil || torch.ElasticPolicy(spec.MLPolicy) == nil {
+		return nil
+	}
+	return field.ErrorList{field.Forbidden(field.NewPath("spec", "runtimeRef"), fmt.Sprintf(
+		"runtime %s has mlPolicy.torch.elasticPolicy, which needs the manager's %s feature gate (off)", newJob.Spec.RuntimeRef.Name, torch.ElasticGateName))}
+}

@@ -116,8 +116,10 @@ func TestNumNodesUpdateRule(t *testing.T) {
 		old, new *trainer.TrainJob
 		want     string // substring of the error; empty: allowed
 	}{
-		"elastic, gate on":             {gate: true, spec: elasticRuntimeSpec(), old: job().Obj(), new: job().NumNodes(3).Obj()},
-		"elastic, unchanged, gate off": {spec: elasticRuntimeSpec(), old: job().Obj(), new: job().Obj(), want: "feature gate"},
+		"elastic, gate on": {gate: true, spec: elasticRuntimeSpec(), old: job().Obj(), new: job().NumNodes(3).Obj()},
+		// A job admitted while the gate was on is still updated (suspend,
+		// labels) once it is off; only its resize is refused.
+		"elastic, unchanged, gate off": {spec: elasticRuntimeSpec(), old: job().Obj(), new: job().Obj()},
 		"elastic, gate off":            {spec: elasticRuntimeSpec(), old: job().Obj(), new: job().NumNodes(3).Obj(), want: "TrainJobElasticPyTorch"},
 		"static runtime":               {gate: true, spec: static, old: job().Obj(), new: job().NumNodes(3).Obj(), want: "mlPolicy.torch.elasticPolicy"},
 		"above maxNodes":               {gate: true, spec: elasticRuntimeSpec(), old: job().Obj(), new: job().NumNodes(5).Obj(), want: "maxNodes (4)"},
@@ -137,5 +139,25 @@ func TestNumNodesUpdateRule(t *testing.T) {
 				t.Errorf("errors %q, want one containing %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// A new job on an elastic runtime needs the gate at admission; the
+// controller builds jobs admitted while it was on even when it is off.
+func TestElasticGateAtAdmissionOnly(t *testing.T) {
+	job := trainertesting.MakeTrainJob("tj", "default").NumNodes(2).Image("img").Obj()
+	errs := newElasticRuntime(t, false).Validate(nil, job, elasticRuntimeSpec())
+	if !strings.Contains(fmt.Sprint(errs), "needs the manager's TrainJobElasticPyTorch feature gate (off)") {
+		t.Errorf("admission with the gate off: %v", errs)
+	}
+	if errs := newElasticRuntime(t, true).Validate(nil, job, elasticRuntimeSpec()); len(errs) > 0 {
+		t.Errorf("admission with the gate on: %v", errs)
+	}
+	res, err := newElasticRuntime(t, false).NewObjects(context.Background(), job, elasticRuntimeSpec())
+	if err != nil {
+		t.Fatalf("building an admitted elastic job with the gate off: %v", err)
+	}
+	if len(res.Components) == 0 {
+		t.Fatal("no JobSet built")
 	}
 }

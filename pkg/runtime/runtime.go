@@ -95,7 +95,7 @@ func New(opts Options) (*Runtime, error) {
 	}
 	fw, err := plugin.New(
 		plainml.PlainML{},
-		torch.Torch{Elastic: opts.ElasticPyTorch, ClusterDomain: opts.ClusterDomain},
+		torch.Torch{ClusterDomain: opts.ClusterDomain},
 		mpi.MPI{},
 		jax.JAX,
 		xgboost.XGBoost,
@@ -138,7 +138,7 @@ func (r *Runtime) NewObjects(ctx context.Context, trainJob *trainer.TrainJob, sp
 	if errs := ValidateTrainJob(trainJob); len(errs) > 0 {
 		return nil, &plugin.BuildError{Err: errs.ToAggregate()}
 	}
-	if errs := r.Validate(nil, trainJob, spec); len(errs) > 0 {
+	if errs := r.validate(nil, trainJob, spec); len(errs) > 0 {
 		return nil, &plugin.BuildError{Err: errs.ToAggregate()}
 	}
 	info, err := plugin.NewInfo(trainJob, spec)
@@ -166,6 +166,17 @@ func (r *Runtime) NewObjects(ctx context.Context, trainJob *trainer.TrainJob, sp
 // is nil on create. It reads nothing from the cluster, so a webhook can call
 // it after resolving the runtime.
 func (r *Runtime) Validate(oldJob, newJob *trainer.TrainJob, spec *trainer.TrainingRuntimeSpec) field.ErrorList {
+	errs := r.validate(oldJob, newJob, spec)
+	if oldJob == nil {
+		errs = append(errs, r.validateElasticGate(newJob, spec)...)
+	}
+	return errs
+}
+
+// validate is Validate without the admission-only checks (the feature
+// gates a new job needs), for the controller, which builds jobs that were
+// admitted while a gate may have been on.
+func (r *Runtime) validate(oldJob, newJob *trainer.TrainJob, spec *trainer.TrainingRuntimeSpec) field.ErrorList {
 	runtimeRef := field.NewPath("spec", "runtimeRef")
 	if newJob == nil {
 		return field.ErrorList{field.Required(field.NewPath("spec"), "a TrainJob is required")}

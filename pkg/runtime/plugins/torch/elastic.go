@@ -53,20 +53,17 @@ func NumNodes(trainJob *trainer.TrainJob, mlPolicy *trainer.MLPolicy) int32 {
 	return 1
 }
 
-// validateElastic checks a TrainJob on an elastic runtime: the gate is on,
-// the node count is within the bounds, the job is no torchtune job (its
-// recipes take their rendezvous from the command) and sets none of the
-// rendezvous variables.
+// validateElastic checks a TrainJob on an elastic runtime: the node count
+// is within the bounds, the job is no torchtune job (its recipes take their
+// rendezvous from the command) and sets none of the rendezvous variables.
+// The feature gate is the admission webhook's to check (runtime.Validate):
+// a job admitted while it was on keeps running when it is turned off.
 func (t Torch) validateElastic(info *plugin.Info, newJob *trainer.TrainJob) field.ErrorList {
 	ep := ElasticPolicy(info.MLPolicy)
 	if ep == nil {
 		return nil
 	}
 	runtimeRef := field.NewPath("spec", "runtimeRef")
-	if !t.Elastic {
-		return field.ErrorList{field.Forbidden(runtimeRef, fmt.Sprintf(
-			"runtime %s has mlPolicy.torch.elasticPolicy, which needs the manager's %s feature gate (off)", newJob.Spec.RuntimeRef.Name, ElasticGateName))}
-	}
 	var errs field.ErrorList
 	if n := NumNodes(newJob, info.MLPolicy); n < ep.MinNodes || n > ep.MaxNodes {
 		errs = append(errs, field.Invalid(field.NewPath("spec", "trainer", "numNodes"), n, fmt.Sprintf(

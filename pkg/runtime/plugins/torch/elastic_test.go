@@ -30,7 +30,7 @@ func TestElasticEnv(t *testing.T) {
 		want        []corev1.EnvVar
 	}{
 		"default cluster domain, no restart budget": {
-			plugin: Torch{Elastic: true},
+			plugin: Torch{},
 			want: []corev1.EnvVar{
 				{Name: "PET_NNODES", Value: "1:4"},
 				{Name: "PET_NPROC_PER_NODE", Value: "2"},
@@ -42,7 +42,7 @@ func TestElasticEnv(t *testing.T) {
 			},
 		},
 		"own cluster domain and restarts": {
-			plugin:      Torch{Elastic: true, ClusterDomain: "corp.example"},
+			plugin:      Torch{ClusterDomain: "corp.example"},
 			maxRestarts: ptr.To[int32](5),
 			want: []corev1.EnvVar{
 				{Name: "PET_NNODES", Value: "1:4"},
@@ -104,13 +104,12 @@ func TestValidateElastic(t *testing.T) {
 		job    *trainertesting.TrainJobWrapper
 		want   string // substring of the error; empty: valid
 	}{
-		"within the bounds":          {plugin: Torch{Elastic: true}, job: trainertesting.MakeTrainJob("j", "default").NumNodes(4).Image("i")},
-		"runtime's numNodes":         {plugin: Torch{Elastic: true}, job: trainertesting.MakeTrainJob("j", "default").Image("i")},
-		"gate off":                   {plugin: Torch{}, job: trainertesting.MakeTrainJob("j", "default").NumNodes(2).Image("i"), want: "TrainJobElasticPyTorch feature gate"},
-		"above maxNodes":             {plugin: Torch{Elastic: true}, job: trainertesting.MakeTrainJob("j", "default").NumNodes(5).Image("i"), want: "between the runtime's elasticPolicy.minNodes (1) and maxNodes (4)"},
-		"rendezvous variable set":    {plugin: Torch{Elastic: true}, job: trainertesting.MakeTrainJob("j", "default").Env("PET_RDZV_ENDPOINT", "x:1"), want: "elastic rendezvous variables"},
-		"torchtune on elastic":       {plugin: Torch{Elastic: true}, job: trainertesting.MakeTrainJob("j", "default").Command(torchTuneEntrypoint...), want: "torchtune"},
-		"static reserved still held": {plugin: Torch{Elastic: true}, job: trainertesting.MakeTrainJob("j", "default").Env("PET_NNODES", "9"), want: "torchrun variables"},
+		"within the bounds":          {plugin: Torch{}, job: trainertesting.MakeTrainJob("j", "default").NumNodes(4).Image("i")},
+		"runtime's numNodes":         {plugin: Torch{}, job: trainertesting.MakeTrainJob("j", "default").Image("i")},
+		"above maxNodes":             {plugin: Torch{}, job: trainertesting.MakeTrainJob("j", "default").NumNodes(5).Image("i"), want: "between the runtime's elasticPolicy.minNodes (1) and maxNodes (4)"},
+		"rendezvous variable set":    {plugin: Torch{}, job: trainertesting.MakeTrainJob("j", "default").Env("PET_RDZV_ENDPOINT", "x:1"), want: "elastic rendezvous variables"},
+		"torchtune on elastic":       {plugin: Torch{}, job: trainertesting.MakeTrainJob("j", "default").Command(torchTuneEntrypoint...), want: "torchtune"},
+		"static reserved still held": {plugin: Torch{}, job: trainertesting.MakeTrainJob("j", "default").Env("PET_NNODES", "9"), want: "torchrun variables"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

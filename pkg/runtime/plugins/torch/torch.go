@@ -30,9 +30,6 @@ const ElasticGateName = "TrainJobElasticPyTorch"
 
 // Torch implements the validation and ML-policy extension points.
 type Torch struct {
-	// Elastic is the TrainJobElasticPyTorch gate: off, TrainJobs on a
-	// runtime with mlPolicy.torch.elasticPolicy are refused.
-	Elastic bool
 	// ClusterDomain is the cluster DNS suffix of the elastic rendezvous
 	// endpoint; empty means DefaultClusterDomain.
 	ClusterDomain string
