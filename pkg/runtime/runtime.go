@@ -63,7 +63,7 @@ type Options struct {
 	// mode and may change spec.trainer.numNodes while they run.
 	ElasticPyTorch bool
 	// ClusterDomain is the cluster DNS suffix (elastic PyTorch's rendezvous
-	// endpoint); empty means cluster.local.
+	// endpoint, the Flux brokers' addresses); empty means cluster.local.
 	ClusterDomain string
 }
 
@@ -99,7 +99,7 @@ func New(opts Options) (*Runtime, error) {
 		mpi.MPI{},
 		jax.JAX,
 		xgboost.XGBoost,
-		flux.Flux{},
+		flux.Flux{ClusterDomain: opts.ClusterDomain},
 		trainjobstatus.TrainJobStatus{Config: opts.StatusServer},
 		coscheduling.New(opts.RESTMapper),
 		volcano.New(opts.RESTMapper),

@@ -73,7 +73,11 @@ func ConfigMapName(trainJobName string) string { return trainJobName + "-flux-en
 func CurveSecretName(trainJobName string) string { return trainJobName + "-flux-curve" }
 
 // Flux implements validation, ML policy and component building.
-type Flux struct{}
+type Flux struct {
+	// ClusterDomain is the cluster DNS suffix in the brokers' connect
+	// address; empty means cluster.local, which Trainer v2.3 always uses.
+	ClusterDomain string
+}
 
 var (
 	_ plugin.CustomValidationPlugin = Flux{}
@@ -211,7 +215,7 @@ func trainerTemplateContainer(info *plugin.Info) *corev1.Container {
 // Build returns the CURVE Secret, only when it does not exist yet and
 // marked create-only, and the ConfigMap, which follows the TrainJob (node
 // count, processes, GPUs, settings).
-func (Flux) Build(ctx context.Context, existing client.Reader, info *plugin.Info, trainJob *trainer.TrainJob) ([]plugin.Component, error) {
+func (f Flux) Build(ctx context.Context, existing client.Reader, info *plugin.Info, trainJob *trainer.TrainJob) ([]plugin.Component, error) {
 	if !active(info) {
 		return nil, nil
 	}
@@ -230,7 +234,7 @@ func (Flux) Build(ctx context.Context, existing client.Reader, info *plugin.Info
 	case err != nil:
 		return nil, fmt.Errorf("looking up Secret %s: %w", secretKey, err)
 	}
-	cm, err := newConfigMap(info, trainJob)
+	cm, err := newConfigMap(info, trainJob, f.ClusterDomain)
 	if err != nil {
 		return nil, err
 	}
@@ -252,12 +256,15 @@ func newCurveSecret(trainJob *trainer.TrainJob) (*corev1.Secret, error) {
 }
 
 // newConfigMap renders the scripts and the broker configuration.
-func newConfigMap(info *plugin.Info, trainJob *trainer.TrainJob) (*corev1.ConfigMap, error) {
+func newConfigMap(info *plugin.Info, trainJob *trainer.TrainJob, clusterDomain string) (*corev1.ConfigMap, error) {
 	ps, _, err := info.TrainerNode("flux")
 	if err != nil {
 		return nil, err
 	}
 	inst := instanceFor(info, ps, trainJob)
+	if clusterDomain != "" {
+		inst.clusterDomain = clusterDomain
+	}
 	broker, err := inst.brokerConfig()
 	if err != nil {
 		return nil, fmt.Errorf("rendering the Flux broker configuration: %w", err)

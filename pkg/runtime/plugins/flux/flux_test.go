@@ -313,6 +313,33 @@ func TestBrokerConfig(t *testing.T) {
 	}
 }
 
+// TestBrokerConnectsInTheClusterDomain: the manager's cluster domain
+// (CLUSTER_DOMAIN) replaces cluster.local in the brokers' addresses.
+func TestBrokerConnectsInTheClusterDomain(t *testing.T) {
+	job := trainertesting.MakeTrainJob("j", "team-a").NumNodes(2).Obj()
+	info, err := plugin.NewInfo(job, fluxRuntime(1, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := Flux{ClusterDomain: "corp.example"}
+	if err := f.EnforceMLPolicy(info, job); err != nil {
+		t.Fatal(err)
+	}
+	comps, err := f.Build(context.Background(), fake.NewClientBuilder().Build(), info, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range comps {
+		if cm, ok := c.Object.(*corev1.ConfigMap); ok {
+			if want := `default_connect = 'tcp://%h.j.team-a.svc.corp.example:%p'`; !strings.Contains(cm.Data["broker.toml"], want) {
+				t.Errorf("broker.toml lacks %s:\n%s", want, cm.Data["broker.toml"])
+			}
+			return
+		}
+	}
+	t.Fatal("no ConfigMap built")
+}
+
 // TestSettingsPrecedence: defaults, then the runtime's node container env,
 // then spec.trainer.env; valueFrom and empty values do not count.
 func TestSettingsPrecedence(t *testing.T) {

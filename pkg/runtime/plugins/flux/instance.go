@@ -52,6 +52,8 @@ type instance struct {
 	// gpus is the GPUs per node, from the effective resources per node.
 	gpus     int64
 	settings Settings
+	// clusterDomain is the cluster DNS suffix of the brokers' addresses.
+	clusterDomain string
 }
 
 func instanceFor(info *plugin.Info, ps *plugin.PodSet, trainJob *trainer.TrainJob) instance {
@@ -63,14 +65,15 @@ func instanceFor(info *plugin.Info, ps *plugin.PodSet, trainJob *trainer.TrainJo
 		procs = *t.NumProcPerNode
 	}
 	return instance{
-		trainJobName: trainJob.Name,
-		namespace:    trainJob.Namespace,
-		podSetName:   ps.Name,
-		subdomain:    info.Subdomain(trainJob.Name),
-		nodes:        int64(max(1, ps.Count)),
-		procs:        int64(max(1, procs)),
-		gpus:         plugin.GPUCount(plugin.ResourcesPerNode(info, trainJob)),
-		settings:     SettingsFor(info, trainJob),
+		trainJobName:  trainJob.Name,
+		namespace:     trainJob.Namespace,
+		podSetName:    ps.Name,
+		subdomain:     info.Subdomain(trainJob.Name),
+		nodes:         int64(max(1, ps.Count)),
+		procs:         int64(max(1, procs)),
+		gpus:          plugin.GPUCount(plugin.ResourcesPerNode(info, trainJob)),
+		settings:      SettingsFor(info, trainJob),
+		clusterDomain: "cluster.local",
 	}
 }
 
@@ -154,7 +157,7 @@ func (in instance) brokerConfig() (string, error) {
 	c.Bootstrap.CurveCert = curveCertPath
 	c.Bootstrap.DefaultPort = brokerPort
 	c.Bootstrap.DefaultBind = "tcp://" + in.settings.NetworkDevice + ":%p"
-	c.Bootstrap.DefaultConnect = fmt.Sprintf("tcp://%%h.%s.%s.svc.cluster.local:%%p", in.subdomain, in.namespace)
+	c.Bootstrap.DefaultConnect = fmt.Sprintf("tcp://%%h.%s.%s.svc.%s:%%p", in.subdomain, in.namespace, in.clusterDomain)
 	c.Bootstrap.Hosts = []bootstrapHost{{Host: in.hostlist()}}
 	c.Archive.DBPath = archivePath
 	c.Archive.Period = "1m"
