@@ -186,7 +186,20 @@ var _ = Describe("A RayJob on the real node", Label(labelRay, labelReal), func()
 		Expect(failing.Status.Reason).To(Equal(rayv1.AppFailed))
 		Expect(ptr.Deref(failing.Status.Failed, 0)).To(BeEquivalentTo(2), "two attempts, both failed")
 		Expect(ptr.Deref(failing.Status.Succeeded, 0)).To(BeEquivalentTo(0))
-		Expect(clusters).To(HaveLen(2), "each attempt ran on a cluster of its own")
+		// Each attempt ran on a cluster of its own: the RayJob's
+		// CreatedRayCluster events name both. (The polling above sees a
+		// cluster only while its attempt lasts: with the manager in the
+		// cluster, which reaches the head without being pointed at it, the
+		// second attempt can start and fail between two polls.)
+		Eventually(ctx, func(g Gomega) {
+			created := map[string]bool{}
+			for _, e := range eventsFor(g, ctx, failing) {
+				if e.Reason == string(rayv1.CreatedRayCluster) {
+					created[e.Message] = true
+				}
+			}
+			g.Expect(created).To(HaveLen(2), "each attempt ran on a cluster of its own (polled: %v)", clusters)
+		}).Should(Succeed())
 	})
 
 	// `kubectl ray job submit` (KubeRay v1.7.0's kubectl plugin, without -f)
