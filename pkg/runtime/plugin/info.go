@@ -146,6 +146,18 @@ func (i *Info) Subdomain(trainJobName string) string {
 	return trainJobName
 }
 
+// DefaultClusterDomain is the cluster DNS suffix where the manager is given
+// none (CLUSTER_DOMAIN), as Trainer and KubeRay assume.
+const DefaultClusterDomain = "cluster.local"
+
+// ClusterDomain is domain, or DefaultClusterDomain when it is empty.
+func ClusterDomain(domain string) string {
+	if domain == "" {
+		return DefaultClusterDomain
+	}
+	return domain
+}
+
 // PodHostname is the DNS name of a JobSet pod, JobSet's
 // "<jobset>-<replicatedJob>-<jobIndex>-<podIndex>.<subdomain>", for the
 // TrainJob's JobSet (named after the TrainJob).

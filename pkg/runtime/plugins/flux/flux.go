@@ -262,9 +262,7 @@ func newConfigMap(info *plugin.Info, trainJob *trainer.TrainJob, clusterDomain s
 		return nil, err
 	}
 	inst := instanceFor(info, ps, trainJob)
-	if clusterDomain != "" {
-		inst.clusterDomain = clusterDomain
-	}
+	inst.clusterDomain = plugin.ClusterDomain(clusterDomain)
 	broker, err := inst.brokerConfig()
 	if err != nil {
 		return nil, fmt.Errorf("rendering the Flux broker configuration: %w", err)

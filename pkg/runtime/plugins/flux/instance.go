@@ -73,7 +73,7 @@ func instanceFor(info *plugin.Info, ps *plugin.PodSet, trainJob *trainer.TrainJo
 		procs:         int64(max(1, procs)),
 		gpus:          plugin.GPUCount(plugin.ResourcesPerNode(info, trainJob)),
 		settings:      SettingsFor(info, trainJob),
-		clusterDomain: "cluster.local",
+		clusterDomain: plugin.DefaultClusterDomain,
 	}
 }
 

@@ -20,10 +20,6 @@ import (
 // change between the bounds while the job runs (the JobSet's parallelism
 // and completions follow, in place).
 
-// DefaultClusterDomain is the cluster DNS suffix used in the rendezvous
-// endpoint when Torch.ClusterDomain is empty.
-const DefaultClusterDomain = "cluster.local"
-
 // rdzvBackend is torchrun's rendezvous backend in elastic mode: c10d needs
 // no etcd; the node whose hostname matches the endpoint hosts the store.
 const rdzvBackend = "c10d"
@@ -90,11 +86,7 @@ func (t Torch) validateElastic(info *plugin.Info, newJob *trainer.TrainJob) fiel
 // PET_NODE_RANK is left out: the rendezvous assigns ranks.
 func (t Torch) elasticEnv(info *plugin.Info, trainJob *trainer.TrainJob, ps *plugin.PodSet, nproc string) []corev1.EnvVar {
 	ep := ElasticPolicy(info.MLPolicy)
-	domain := t.ClusterDomain
-	if domain == "" {
-		domain = DefaultClusterDomain
-	}
-	host := fmt.Sprintf("%s.%s.svc.%s", info.PodHostname(trainJob.Name, ps.Name, 0, 0), trainJob.Namespace, domain)
+	host := fmt.Sprintf("%s.%s.svc.%s", info.PodHostname(trainJob.Name, ps.Name, 0, 0), trainJob.Namespace, plugin.ClusterDomain(t.ClusterDomain))
 	port := strconv.Itoa(int(trainer.ContainerTrainerPort))
 	env := []corev1.EnvVar{
 		{Name: trainer.TorchEnvNumNodes, Value: fmt.Sprintf("%d:%d", ep.MinNodes, ep.MaxNodes)},

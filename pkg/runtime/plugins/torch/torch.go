@@ -31,7 +31,7 @@ const ElasticGateName = "TrainJobElasticPyTorch"
 // Torch implements the validation and ML-policy extension points.
 type Torch struct {
 	// ClusterDomain is the cluster DNS suffix of the elastic rendezvous
-	// endpoint; empty means DefaultClusterDomain.
+	// endpoint; empty means plugin.DefaultClusterDomain.
 	ClusterDomain string
 }
 
