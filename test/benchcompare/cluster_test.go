@@ -100,3 +100,46 @@ func (cl *cluster) waitEstablished(t *testing.T) {
 		time.Sleep(time.Second)
 	}
 }
+
+// controlPlane names the processes of a kwokctl binary cluster, as its pid
+// files (clusters/<name>/pids/<component>.pid) name them.
+var controlPlane = []string{"kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "kwok-controller"}
+
+// cpuSeconds is the CPU time each control-plane process has used so far
+// (0 for one whose pid file cannot be read).
+func (cl *cluster) cpuSeconds() map[string]float64 {
+	out := map[string]float64{}
+	for _, name := range controlPlane {
+		raw, err := os.ReadFile(filepath.Join(cl.workdir, "clusters", cl.name, "pids", name+".pid"))
+		if err != nil {
+			continue
+		}
+		var pid int
+		if _, err := fmt.Sscan(string(raw), &pid); err == nil {
+			out[name] = testenv.ProcessCPUSeconds(pid)
+		}
+	}
+	return out
+}
+
+// profileAPIServer starts a CPU profile of the API server over the next
+// seconds (kube-apiserver serves /debug/pprof to the admin), saved to path;
+// the function it returns waits for it and reports a failure on t.
+func (cl *cluster) profileAPIServer(t *testing.T, seconds int, path string) (wait func()) {
+	done := make(chan error, 1)
+	go func() {
+		out, err := exec.Command(bin("kubectl"), "--kubeconfig", cl.kubeconfig, "get", "--raw",
+			fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds)).Output()
+		if err == nil {
+			err = os.WriteFile(path, out, 0o644)
+		}
+		done <- err
+	}()
+	return func() {
+		if err := <-done; err != nil {
+			t.Errorf("API server profile: %v", err)
+		} else {
+			t.Logf("API server CPU profile: %s (go tool pprof -top bin/kube-apiserver %s)", path, path)
+		}
+	}
+}

@@ -242,8 +242,9 @@ func TestCompare(t *testing.T) {
 	n := bench.N(100)
 	rounds := bench.EnvPositive("BENCH_COMPARE_ROUNDS", 3)
 	selected := strings.Split(os.Getenv("BENCH_COMPARE"), ",")
-	if only := os.Getenv("BENCH_COMPARE_ONLY"); only != "" && only != "gantry" && only != "upstream" {
-		t.Fatalf("BENCH_COMPARE_ONLY=%q: want gantry or upstream", only)
+	only := os.Getenv("BENCH_COMPARE_ONLY")
+	if only != "" && only != "gantry" && only != "upstream" && only != "floor" {
+		t.Fatalf("BENCH_COMPARE_ONLY=%q: want gantry, upstream or floor", only)
 	}
 	phases := bench.EnvPositive("BENCH_COMPARE_PHASES", 0)
 	var tables []string
@@ -253,6 +254,14 @@ func TestCompare(t *testing.T) {
 		}
 		if phases > 0 && phases < len(p.phases) {
 			p.phases = p.phases[:phases]
+		}
+		if only == "floor" {
+			for round := 1; round <= rounds; round++ {
+				t.Run(fmt.Sprintf("%s/floor/%d", p.name, round), func(t *testing.T) {
+					runFloor(t, p, n, fmt.Sprintf("bc-floor-%d", round))
+				})
+			}
+			continue
 		}
 		results := map[string][]sample{}
 		for round := 1; round <= rounds; round++ {
@@ -295,7 +304,48 @@ type sample struct {
 	rssMiB    float64 // the operator's VmHWM
 	idleMiB   float64 // its VmHWM once ready, before the first object
 	cpuSecond float64
+	// controlPlaneCPU is the CPU seconds each control-plane process
+	// (controlPlane) used from the first create until the operator was
+	// quiet.
+	controlPlaneCPU map[string]float64
+	writesTotal     int64
+	// writesWhole is every write the operator sent since it started: its
+	// start-up (CRDs, webhook certificates, runtimes it installs) and idle
+	// time included, as its rest_client_requests_total counts them.
+	writesWhole int64
+	limitFloor  float64 // clientLimitFloor, seconds
 	reconcileFigures
+}
+
+// clientLimitFloor is the shortest time in which the operator's client
+// could have sent its writes at the client limit: a controller-runtime
+// client (every operator here) has one REST client, and so one token
+// bucket of QPS, per resource type (rest.Config sets no shared
+// RateLimiter), and the event recorder another; the most-written resource
+// bounds it. byVerb counts writes by "VERB resource[/subresource]".
+func clientLimitFloor(byVerb map[string]int) float64 {
+	perResource := map[string]int{}
+	for key, n := range byVerb {
+		_, resource, _ := strings.Cut(key, " ")
+		resource, _, _ = strings.Cut(resource, "/")
+		perResource[resource] += n
+	}
+	most := 0
+	for _, n := range perResource {
+		most = max(most, n)
+	}
+	return float64(max(most-burst, 0)) / qps
+}
+
+// formatCPU renders control-plane CPU seconds in controlPlane's order.
+func formatCPU(cpu map[string]float64) string {
+	parts := make([]string, 0, len(controlPlane))
+	for _, name := range controlPlane {
+		if v, ok := cpu[name]; ok {
+			parts = append(parts, fmt.Sprintf("%s %.1f", name, v))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (s sample) String() string {
@@ -334,9 +384,12 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 	// phase holds (the first is near the peak of a burst of creations), in
 	// _artifacts/ (go tool pprof -sample_index=inuse_space; GODEBUG=
 	// memprofilerate=1 in the environment samples every allocation).
+	// BENCH_COMPARE_CPU_PROFILE=<seconds> keeps a CPU profile of each
+	// such operator over the first seconds of the run.
 	var extra []string
-	pprofAddr := ""
-	if os.Getenv("BENCH_COMPARE_HEAP_PROFILE") == "true" && op.pprofFlag != "" {
+	pprofAddr, heapProfiles := "", os.Getenv("BENCH_COMPARE_HEAP_PROFILE") == "true"
+	cpuProfile := bench.EnvPositive("BENCH_COMPARE_CPU_PROFILE", 0)
+	if (heapProfiles || cpuProfile > 0) && op.pprofFlag != "" {
 		pprofAddr = testenv.FreeAddr(t)
 		extra = append(extra, op.pprofFlag+"="+pprofAddr)
 	}
@@ -347,9 +400,21 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 	anon, file := proc.RSSMiB()
 	t.Logf("%s idle: RSS %.1f MiB anonymous, %.1f MiB of files", op.name, anon, file)
 	logGoMemory(t, op.name+" idle", metricsAddr)
-	if pprofAddr != "" {
+	if heapProfiles && pprofAddr != "" {
 		saveHeapProfile(t, pprofAddr, clusterName+"-0")
 	}
+	// BENCH_COMPARE_APISERVER_PROFILE=<seconds> keeps a CPU profile of the
+	// API server over the first seconds of the run, in _artifacts/.
+	waitProfile := func() {}
+	if secs := bench.EnvPositive("BENCH_COMPARE_APISERVER_PROFILE", 0); secs > 0 {
+		waitProfile = cl.profileAPIServer(t, secs, filepath.Join(artifacts(t), "apiserver-"+clusterName+".pb.gz"))
+	}
+	if cpuProfile > 0 && pprofAddr != "" {
+		waitOperatorProfile := saveCPUProfile(t, pprofAddr, cpuProfile, filepath.Join(artifacts(t), "cpu-"+clusterName+".pb.gz"))
+		defer waitOperatorProfile()
+	}
+	cpuBefore := cl.cpuSeconds()
+	apiBefore, apiErr := cl.apiServerMetrics()
 	before, readsBefore, proxiedBefore := counter.Total(), proxy.Reads.Total(), proxy.Proxied.Total()
 	start := time.Now()
 	objects := n
@@ -378,12 +443,31 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 			t.Fatalf("%s: %s: %v", op.name, ph.name, err)
 		}
 		s.phases = append(s.phases, time.Since(start))
-		if pprofAddr != "" {
+		if heapProfiles && pprofAddr != "" {
 			saveHeapProfile(t, pprofAddr, fmt.Sprintf("%s-%d", clusterName, len(s.phases)))
 		}
 	}
 	// Trailing writes (the last status, events) belong to the run.
 	counter.WaitQuiet(3*time.Second, 2*time.Minute)
+	cpuAfter := cl.cpuSeconds()
+	s.controlPlaneCPU = map[string]float64{}
+	for name, after := range cpuAfter {
+		s.controlPlaneCPU[name] = after - cpuBefore[name]
+	}
+	t.Logf("control plane CPU seconds over the run: %s", formatCPU(s.controlPlaneCPU))
+	if apiErr == nil {
+		var apiAfter apiServerWork
+		if apiAfter, apiErr = cl.apiServerMetrics(); apiErr == nil {
+			logAPIServerWork(t, apiBefore, apiAfter)
+		}
+	}
+	if apiErr != nil {
+		t.Logf("API server metrics: %v", apiErr)
+	}
+	s.writesTotal = counter.Total() - before
+	s.writesWhole = counter.Total()
+	s.limitFloor = clientLimitFloor(counter.ByVerb())
+	waitProfile()
 	s.writes = float64(counter.Total()-before) / float64(n)
 	s.reads = float64(proxy.Reads.Total()-readsBefore) / float64(n)
 	s.proxied = float64(proxy.Proxied.Total()-proxiedBefore) / float64(n)
@@ -477,6 +561,45 @@ func startJobSet(t *testing.T, cl *cluster) {
 	t.Cleanup(func() { run("down") })
 }
 
+// saveCPUProfile starts a CPU profile over the next seconds of the Go
+// process serving pprof at addr, saved to path; the function it returns
+// waits for it and reports a failure on t.
+func saveCPUProfile(t *testing.T, addr string, seconds int, path string) (wait func()) {
+	done := make(chan error, 1)
+	go func() {
+		resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, seconds))
+		if err != nil {
+			done <- err
+			return
+		}
+		defer func() { _ = resp.Body.Close() }()
+		raw, err := io.ReadAll(resp.Body)
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("%s", resp.Status)
+		}
+		if err == nil {
+			err = os.WriteFile(path, raw, 0o644)
+		}
+		done <- err
+	}()
+	return func() {
+		if err := <-done; err != nil {
+			t.Errorf("CPU profile: %v", err)
+		} else {
+			t.Logf("CPU profile: %s", path)
+		}
+	}
+}
+
+// artifacts is _artifacts/, created if missing.
+func artifacts(t *testing.T) string {
+	dir := filepath.Join(testenv.RepoRoot(), "_artifacts")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 func port(addr string) string { return addr[strings.LastIndexByte(addr, ':')+1:] }
 
 // saveHeapProfile writes the heap profile served at addr to
@@ -494,12 +617,8 @@ func saveHeapProfile(t *testing.T, addr, name string) {
 		t.Errorf("heap profile: %s %v", resp.Status, err)
 		return
 	}
-	dir := filepath.Join(testenv.RepoRoot(), "_artifacts")
-	path := filepath.Join(dir, "heap-"+name+".pb.gz")
-	if err := os.MkdirAll(dir, 0o755); err == nil {
-		err = os.WriteFile(path, raw, 0o644)
-	}
-	if err != nil {
+	path := filepath.Join(artifacts(t), "heap-"+name+".pb.gz")
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
 		t.Errorf("heap profile: %v", err)
 		return
 	}

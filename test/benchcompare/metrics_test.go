@@ -3,10 +3,15 @@
 package benchcompare
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"net/http"
 	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/rest"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -164,4 +169,104 @@ func goMemory(addr string) (string, error) {
 		v("go_memstats_stack_inuse_bytes")/mib,
 		(v("go_memstats_mspan_inuse_bytes")+v("go_memstats_mcache_inuse_bytes")+v("go_memstats_gc_sys_bytes")+v("go_memstats_other_sys_bytes")+v("go_memstats_buck_hash_sys_bytes"))/mib,
 		v("go_goroutines"), v("go_threads")), nil
+}
+
+// apiServerWork is what the API server's own metrics say it did, as sums
+// since it started: seconds spent serving requests per "VERB resource[/sub]"
+// and watch events sent per kind, with their bytes.
+type apiServerWork struct {
+	requestSeconds map[string]float64
+	requests       map[string]float64
+	watchEvents    map[string]float64
+	watchBytes     map[string]float64
+}
+
+// apiServerMetrics reads the API server's /metrics as the admin.
+func (cl *cluster) apiServerMetrics() (apiServerWork, error) {
+	w := apiServerWork{requestSeconds: map[string]float64{}, requests: map[string]float64{}, watchEvents: map[string]float64{}, watchBytes: map[string]float64{}}
+	hc, err := rest.HTTPClientFor(cl.cfg)
+	if err != nil {
+		return w, err
+	}
+	resp, err := hc.Get(strings.TrimSuffix(cl.cfg.Host, "/") + "/metrics")
+	if err != nil {
+		return w, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return w, fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return w, err
+	}
+	request := func(m *dto.Metric) string {
+		key := label(m, "verb") + " " + label(m, "resource")
+		if sub := label(m, "subresource"); sub != "" {
+			key += "/" + sub
+		}
+		return key
+	}
+	if fam := families["apiserver_request_duration_seconds"]; fam != nil {
+		for _, m := range fam.GetMetric() {
+			if label(m, "verb") == "WATCH" {
+				continue // open for the whole run: its duration says nothing of work
+			}
+			w.requestSeconds[request(m)] += m.GetHistogram().GetSampleSum()
+			w.requests[request(m)] += float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	if fam := families["apiserver_watch_events_total"]; fam != nil {
+		for _, m := range fam.GetMetric() {
+			w.watchEvents[watchKey(m)] += m.GetCounter().GetValue()
+		}
+	}
+	if fam := families["apiserver_watch_events_sizes"]; fam != nil {
+		for _, m := range fam.GetMetric() {
+			w.watchBytes[watchKey(m)] += m.GetHistogram().GetSampleSum()
+		}
+	}
+	return w, nil
+}
+
+// watchKey names a watch-event series "resource.group" (the label was
+// "kind" before Kubernetes v1.32).
+func watchKey(m *dto.Metric) string {
+	resource := label(m, "resource")
+	if resource == "" {
+		resource = label(m, "kind")
+	}
+	return strings.TrimSuffix(resource+"."+label(m, "group"), ".")
+}
+
+// logAPIServerWork logs what the API server did between before and after:
+// the requests that took it longest (count and seconds) and the watch
+// events it sent per kind.
+func logAPIServerWork(t *testing.T, before, after apiServerWork) {
+	type row struct {
+		key      string
+		seconds  float64
+		count    float64
+		kilobyte float64
+	}
+	var reqs, watches []row
+	for key, s := range after.requestSeconds {
+		if d := s - before.requestSeconds[key]; d > 0 {
+			reqs = append(reqs, row{key: key, seconds: d, count: after.requests[key] - before.requests[key]})
+		}
+	}
+	for key, n := range after.watchEvents {
+		if d := n - before.watchEvents[key]; d > 0 {
+			watches = append(watches, row{key: key, count: d, kilobyte: (after.watchBytes[key] - before.watchBytes[key]) / 1024})
+		}
+	}
+	slices.SortFunc(reqs, func(a, b row) int { return cmp.Compare(b.seconds, a.seconds) })
+	slices.SortFunc(watches, func(a, b row) int { return cmp.Compare(b.count, a.count) })
+	for _, r := range reqs[:min(len(reqs), 15)] {
+		t.Logf("API server: %-45s %7.0f requests, %7.1f s serving them (wall time, summed)", r.key, r.count, r.seconds)
+	}
+	for _, r := range watches[:min(len(watches), 10)] {
+		t.Logf("API server: watch events %-35s %7.0f sent, %8.0f KiB", r.key, r.count, r.kilobyte)
+	}
 }

@@ -36,6 +36,13 @@ func table(p pairing, n, rounds int, results map[string][]sample) string {
 		row("s to "+ph.name, "%.1f", func(s sample) float64 { return s.phases[i].Seconds() })
 	}
 	row("writes per "+p.unit, "%.2f", func(s sample) float64 { return s.writes })
+	// What the client limit would cost if it were one limit for all
+	// writes, and what it costs as controller-runtime applies it: one per
+	// resource type (clientLimitFloor). An operator without a client limit
+	// (Slinky here) has neither.
+	row("writes over the process's life (start-up included)", "%.0f", func(s sample) float64 { return float64(s.writesWhole) })
+	row("writes ÷ QPS (s)", "%.1f", func(s sample) float64 { return float64(s.writesTotal) / qps })
+	row("client-limit floor (s): most-written resource's writes beyond the burst ÷ QPS", "%.1f", func(s sample) float64 { return s.limitFloor })
 	row("reads per "+p.unit, "%.2f", func(s sample) float64 { return s.reads })
 	if slices.ContainsFunc(append(slices.Clone(up), ga...), func(s sample) bool { return s.proxied > 0 }) {
 		row("dashboard calls per "+p.unit+" (services/proxy)", "%.2f", func(s sample) float64 { return s.proxied })
@@ -44,6 +51,16 @@ func table(p pairing, n, rounds int, results map[string][]sample) string {
 	row("idle RSS (MiB)", "%.0f", func(s sample) float64 { return s.idleMiB })
 	row("RSS per "+p.unit+" (KiB)", "%.0f", func(s sample) float64 { return (s.rssMiB - s.idleMiB) * 1024 / float64(n) })
 	row("CPU seconds", "%.1f", func(s sample) float64 { return s.cpuSecond })
+	row("API server CPU seconds", "%.1f", func(s sample) float64 { return s.controlPlaneCPU["kube-apiserver"] })
+	row("rest of the control plane, CPU seconds", "%.1f", func(s sample) float64 {
+		sum := 0.0
+		for name, v := range s.controlPlaneCPU {
+			if name != "kube-apiserver" {
+				sum += v
+			}
+		}
+		return sum
+	})
 	row("reconciles per "+p.unit, "%.2f", func(s sample) float64 { return s.reconciles / float64(n) })
 	row("reconcile errors", "%.0f", func(s sample) float64 { return s.errors })
 	row("reconciles asking to requeue", "%.0f", func(s sample) float64 { return s.requeues })

@@ -139,8 +139,12 @@ func statusMiB(statusFile, field string) float64 {
 
 // CPUSeconds is the user plus system CPU time the process has used so far;
 // 0 when it cannot be read.
-func (m *ManagerProcess) CPUSeconds() float64 {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.cmd.Process.Pid))
+func (m *ManagerProcess) CPUSeconds() float64 { return ProcessCPUSeconds(m.cmd.Process.Pid) }
+
+// ProcessCPUSeconds is the user plus system CPU time process pid has used
+// so far; 0 when it cannot be read (no such process).
+func ProcessCPUSeconds(pid int) float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
 	}
