@@ -121,12 +121,19 @@ func newReconciler(c client.Client, apiReader client.Reader, recorder clienteven
 	return r
 }
 
+// podUpdateDelay is how long a Pod's update waits before it reconciles
+// its cluster, so that a cluster's Pods scheduled and becoming Ready one
+// after another are seen in one reconcile and one status write, not one
+// each (workload.CoalesceUpdates). A Pod created or deleted reconciles at
+// once.
+const podUpdateDelay = time.Second
+
 // SetupWithManager registers the controller and its watches.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	podOwner := expectations.LabelOwner(rayv1.RayClusterLabelKey, rayv1.RayNodeGroupLabelKey)
 	enqueueOwner := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &rayv1.RayCluster{}, handler.OnlyControllerOwner())
 	return workload.NewController(mgr, Name, &rayv1.RayCluster{}, r.workers, workload.SpecChanged).
-		Watches(&corev1.Pod{}, r.expectations.Handler(podOwner, enqueueOwner)).
+		Watches(&corev1.Pod{}, r.expectations.Handler(podOwner, workload.CoalesceUpdates(enqueueOwner, podUpdateDelay))).
 		Owns(&corev1.Service{}).
 		Owns(&corev1.ServiceAccount{}).
 		Owns(&rbacv1.Role{}).

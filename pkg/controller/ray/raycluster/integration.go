@@ -27,6 +27,15 @@ func Integration() workload.Integration { return IntegrationWith(NewFlags()) }
 func IntegrationWith(f *Flags) workload.Integration {
 	return workload.Integration{Name: Name, AddToScheme: []func(*runtime.Scheme) error{rayv1.AddToScheme},
 		FeatureGates: features.FeatureGates(), Flags: f, SetupIndexes: setupIndexes,
+		// KubeRay v1.7.0 ships --reconcile-concurrency 1. A RayCluster's
+		// first reconcile waits on the API server for each Pod, its
+		// Service and its status; with one worker a burst of new clusters
+		// queues behind those waits (at 1,000 clusters, 1 worker: every
+		// Pod at 180 s; 8 workers: 137 s, the machine's two cores then
+		// busy; docs/benchmarks.md). Each cluster is still reconciled by
+		// one worker at a time (the workqueue's guarantee); the state the
+		// reconcilers share between clusters is behind locks.
+		DefaultWorkers: 8,
 		Setup: func(ctx context.Context, mgr ctrl.Manager, opts workload.Options) error {
 			_, err := Setup(ctx, mgr, opts, f)
 			return err
