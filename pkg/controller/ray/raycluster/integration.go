@@ -31,7 +31,7 @@ func IntegrationWith(f *Flags) workload.Integration {
 		// first reconcile waits on the API server for each Pod, its
 		// Service and its status; with one worker a burst of new clusters
 		// queues behind those waits (at 1,000 clusters, 1 worker: every
-		// Pod at 180 s; 8 workers: 137 s, the machine's two cores then
+		// Pod at 170 s; 8 workers: 125 s, the machine's two cores then
 		// busy; docs/benchmarks.md). Each cluster is still reconciled by
 		// one worker at a time (the workqueue's guarantee); the state the
 		// reconcilers share between clusters is behind locks.
