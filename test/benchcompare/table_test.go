@@ -36,11 +36,11 @@ func table(p pairing, n, rounds int, results map[string][]sample) string {
 		row("s to "+ph.name, "%.1f", func(s sample) float64 { return s.phases[i].Seconds() })
 	}
 	row("writes per "+p.unit, "%.2f", func(s sample) float64 { return s.writes })
+	row("writes over the process's life (start-up included)", "%.0f", func(s sample) float64 { return float64(s.writesWhole) })
 	// What the client limit would cost if it were one limit for all
 	// writes, and what it costs as controller-runtime applies it: one per
 	// resource type (clientLimitFloor). An operator without a client limit
 	// (Slinky here) has neither.
-	row("writes over the process's life (start-up included)", "%.0f", func(s sample) float64 { return float64(s.writesWhole) })
 	row("writes ÷ QPS (s)", "%.1f", func(s sample) float64 { return float64(s.writesTotal) / qps })
 	row("client-limit floor (s): most-written resource's writes beyond the burst ÷ QPS", "%.1f", func(s sample) float64 { return s.limitFloor })
 	row("reads per "+p.unit, "%.2f", func(s sample) float64 { return s.reads })
