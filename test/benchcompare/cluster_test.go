@@ -126,20 +126,34 @@ func (cl *cluster) cpuSeconds() map[string]float64 {
 // seconds (kube-apiserver serves /debug/pprof to the admin), saved to path;
 // the function it returns waits for it and reports a failure on t.
 func (cl *cluster) profileAPIServer(t *testing.T, seconds int, path string) (wait func()) {
-	done := make(chan error, 1)
-	go func() {
-		out, err := exec.Command(bin("kubectl"), "--kubeconfig", cl.kubeconfig, "get", "--raw",
-			fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds)).Output()
-		if err == nil {
-			err = os.WriteFile(path, out, 0o644)
+	hc, err := rest.HTTPClientFor(cl.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return saveProfile(t, hc, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimSuffix(cl.cfg.Host, "/"), seconds), path)
+}
+
+// accountControlPlane reads the control plane's CPU times and the API
+// server's metrics now; the function it returns reads them again, logs
+// what the API server did in between (logAPIServerWork) and returns each
+// control-plane process's CPU seconds in between.
+func (cl *cluster) accountControlPlane(t *testing.T) (end func() map[string]float64) {
+	cpuBefore := cl.cpuSeconds()
+	apiBefore, apiErr := cl.apiServerMetrics()
+	return func() map[string]float64 {
+		cpu := map[string]float64{}
+		for name, after := range cl.cpuSeconds() {
+			cpu[name] = after - cpuBefore[name]
 		}
-		done <- err
-	}()
-	return func() {
-		if err := <-done; err != nil {
-			t.Errorf("API server profile: %v", err)
+		var apiAfter apiServerWork
+		if apiErr == nil {
+			apiAfter, apiErr = cl.apiServerMetrics()
+		}
+		if apiErr != nil {
+			t.Logf("API server metrics: %v", apiErr)
 		} else {
-			t.Logf("API server CPU profile: %s (go tool pprof -top bin/kube-apiserver %s)", path, path)
+			logAPIServerWork(t, apiBefore, apiAfter)
 		}
+		return cpu
 	}
 }

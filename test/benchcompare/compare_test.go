@@ -413,8 +413,7 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 		waitOperatorProfile := saveCPUProfile(t, pprofAddr, cpuProfile, filepath.Join(artifacts(t), "cpu-"+clusterName+".pb.gz"))
 		defer waitOperatorProfile()
 	}
-	cpuBefore := cl.cpuSeconds()
-	apiBefore, apiErr := cl.apiServerMetrics()
+	endAccount := cl.accountControlPlane(t)
 	before, readsBefore, proxiedBefore := counter.Total(), proxy.Reads.Total(), proxy.Proxied.Total()
 	start := time.Now()
 	objects := n
@@ -449,21 +448,8 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 	}
 	// Trailing writes (the last status, events) belong to the run.
 	counter.WaitQuiet(3*time.Second, 2*time.Minute)
-	cpuAfter := cl.cpuSeconds()
-	s.controlPlaneCPU = map[string]float64{}
-	for name, after := range cpuAfter {
-		s.controlPlaneCPU[name] = after - cpuBefore[name]
-	}
+	s.controlPlaneCPU = endAccount()
 	t.Logf("control plane CPU seconds over the run: %s", formatCPU(s.controlPlaneCPU))
-	if apiErr == nil {
-		var apiAfter apiServerWork
-		if apiAfter, apiErr = cl.apiServerMetrics(); apiErr == nil {
-			logAPIServerWork(t, apiBefore, apiAfter)
-		}
-	}
-	if apiErr != nil {
-		t.Logf("API server metrics: %v", apiErr)
-	}
 	s.writesTotal = counter.Total() - before
 	s.writesWhole = counter.Total()
 	s.limitFloor = clientLimitFloor(counter.ByVerb())
@@ -565,9 +551,16 @@ func startJobSet(t *testing.T, cl *cluster) {
 // process serving pprof at addr, saved to path; the function it returns
 // waits for it and reports a failure on t.
 func saveCPUProfile(t *testing.T, addr string, seconds int, path string) (wait func()) {
+	return saveProfile(t, http.DefaultClient, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, seconds), path)
+}
+
+// saveProfile fetches a pprof profile from url with hc in the background,
+// saved to path; the function it returns waits for it and reports a
+// failure on t.
+func saveProfile(t *testing.T, hc *http.Client, url, path string) (wait func()) {
 	done := make(chan error, 1)
 	go func() {
-		resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, seconds))
+		resp, err := hc.Get(url)
 		if err != nil {
 			done <- err
 			return
@@ -584,9 +577,9 @@ func saveCPUProfile(t *testing.T, addr string, seconds int, path string) (wait f
 	}()
 	return func() {
 		if err := <-done; err != nil {
-			t.Errorf("CPU profile: %v", err)
+			t.Errorf("profile %s: %v", url, err)
 		} else {
-			t.Logf("CPU profile: %s", path)
+			t.Logf("CPU profile: %s (go tool pprof -top <binary> %s)", path, path)
 		}
 	}
 }

@@ -48,8 +48,7 @@ func runFloor(t *testing.T, p pairing, n int, clusterName string) {
 		t.Fatal(err)
 	}
 
-	cpuBefore := cl.cpuSeconds()
-	apiBefore, apiErr := cl.apiServerMetrics()
+	endAccount := cl.accountControlPlane(t)
 	start := time.Now()
 	clusters := make(chan *rayv1.RayCluster, n)
 	errs := make(chan error, floorWorkers)
@@ -93,19 +92,7 @@ func runFloor(t *testing.T, p pairing, n int, clusterName string) {
 		phases = append(phases, time.Since(start))
 	}
 	wg.Wait()
-	cpu := map[string]float64{}
-	for name, after := range cl.cpuSeconds() {
-		cpu[name] = after - cpuBefore[name]
-	}
-	if apiErr == nil {
-		var apiAfter apiServerWork
-		if apiAfter, apiErr = cl.apiServerMetrics(); apiErr == nil {
-			logAPIServerWork(t, apiBefore, apiAfter)
-		}
-	}
-	if apiErr != nil {
-		t.Logf("API server metrics: %v", apiErr)
-	}
+	cpu := endAccount()
 	t.Logf("floor, N=%d (%d Pods), no operator (the harness makes each cluster's head Service and Pods, %d clusters at a time, QPS %d / burst %d): "+
 		"every Pod exists at %.1f s, every Pod is Ready at %.1f s; control plane CPU seconds: %s",
 		n, 4*n, floorWorkers, qps, burst, phases[0].Seconds(), phases[1].Seconds(), formatCPU(cpu))

@@ -132,7 +132,12 @@ func quantile(fam *dto.MetricFamily, q float64) float64 {
 
 // scrape reads the Prometheus text served at addr/metrics.
 func scrape(addr string) (map[string]*dto.MetricFamily, error) {
-	resp, err := http.Get("http://" + addr + "/metrics")
+	return scrapeURL(http.DefaultClient, "http://"+addr+"/metrics")
+}
+
+// scrapeURL reads the Prometheus text served at url, through hc.
+func scrapeURL(hc *http.Client, url string) (map[string]*dto.MetricFamily, error) {
+	resp, err := hc.Get(url)
 	if err != nil {
 		return nil, err
 	}
@@ -188,16 +193,7 @@ func (cl *cluster) apiServerMetrics() (apiServerWork, error) {
 	if err != nil {
 		return w, err
 	}
-	resp, err := hc.Get(strings.TrimSuffix(cl.cfg.Host, "/") + "/metrics")
-	if err != nil {
-		return w, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return w, fmt.Errorf("GET /metrics: %s", resp.Status)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
+	families, err := scrapeURL(hc, strings.TrimSuffix(cl.cfg.Host, "/")+"/metrics")
 	if err != nil {
 		return w, err
 	}
