@@ -242,17 +242,19 @@ func TestParseFlagsPropagatedNodeConditions(t *testing.T) {
 // TestWorkersPerController: the worker count each family's controllers get
 // from the parsed flags, as Run hands them over: --workers for the families
 // it names, else --max-concurrent-reconciles, else the family's default
-// (what the upstream operator ships: trainjob 5, the others 1).
+// (trainjob 5, as Trainer ships; raycluster 8, where KubeRay ships 1;
+// slurm 1, as Slinky).
 func TestWorkersPerController(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{nil, "raycluster=1,trainjob=5,slurm=1"},
+		{nil, "raycluster=8,trainjob=5,slurm=1"},
 		{[]string{"--workers=raycluster=4"}, "raycluster=4,trainjob=5,slurm=1"},
-		{[]string{"--workers=trainjob=1"}, "raycluster=1,trainjob=1,slurm=1"},
+		{[]string{"--workers=trainjob=1"}, "raycluster=8,trainjob=1,slurm=1"},
+		{[]string{"--workers=raycluster=1"}, "raycluster=1,trainjob=5,slurm=1"},
 		{[]string{"--max-concurrent-reconciles=3"}, "raycluster=3,trainjob=3,slurm=3"},
-		{[]string{"--max-concurrent-reconciles=3", "--workers=raycluster=8,slurm=2"}, "raycluster=8,trainjob=3,slurm=2"},
+		{[]string{"--max-concurrent-reconciles=3", "--workers=raycluster=6,slurm=2"}, "raycluster=6,trainjob=3,slurm=2"},
 	} {
 		reg := &workload.Registry{}
 		reg.MustRegister(ray.Integration())

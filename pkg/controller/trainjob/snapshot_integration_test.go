@@ -96,7 +96,7 @@ func TestJobFromTrainerBuildsFromTrainersSnapshot(t *testing.T) {
 
 	// Gantry does not get to write a JobSet until the test has played
 	// Trainer: its snapshot and its (suspended) JobSet.
-	h.faults.failJobSetApplies(ns, 1<<30)
+	left := h.faults.failJobSetApplies(ns, 1<<30)
 	h.create(t, newTrainJob(ns, "moved", rtName).Suspend(true).Obj())
 	tj := h.trainJob(g, ns, "moved")
 	atTrainer := trainertesting.MakeClusterTrainingRuntime(rtName).Spec(torchRuntimeWithImage("torch:trainer")).Obj()
@@ -105,6 +105,17 @@ func TestJobFromTrainerBuildsFromTrainersSnapshot(t *testing.T) {
 	g.Eventually(func() error {
 		return h.seen.cache.Get(context.Background(), client.ObjectKeyFromObject(tj), &jobsetv1alpha2.JobSet{})
 	}).WithTimeout(10 * time.Second).Should(gomega.Succeed())
+	// A reconcile that loaded before the cache held Trainer's JobSet may
+	// still be on its way to the apply, and would build from the live
+	// runtime once applies pass. Reconciles of one job run one at a time:
+	// after a failed apply seen from here, a second one comes from a
+	// reconcile that began after it, with the JobSet cached.
+	for range 2 {
+		failed := left.Load()
+		h.forceReconcile(t, tj)
+		g.Eventually(left.Load).WithTimeout(10*time.Second).Should(gomega.BeNumerically("<", failed),
+			"an apply fails after the JobSet is cached")
+	}
 	h.faults.failJobSetApplies(ns, 0)
 	h.forceReconcile(t, tj)
 
