@@ -31,6 +31,13 @@ type Applier struct {
 	// an object, their entries become this applier's apply entry
 	// (csaupgrade), so that nothing they wrote is orphaned or fought over.
 	UpgradeFrom []string
+	// Creates says that this controller also creates objects with Create,
+	// whose fields land in FieldOwner's update entry: before every apply
+	// over an existing object, its managedFields are read through
+	// Uncached and that entry, if any, becomes the apply entry. It costs a
+	// read on the applies that change something, never on a reconcile
+	// that sends nothing.
+	Creates bool
 	// Trimmed, when set, names the kinds the cache holds without their
 	// spec; ApplyIfChanged then verifies their spec by generation, and
 	// past the cache when the generation moved.
@@ -75,6 +82,9 @@ func (a Applier) check() error {
 	}
 	if a.Trimmed != nil && a.Trimmed.reader == nil {
 		return errors.New("apply: Applier's Trimmed kinds have no uncached reader to verify them with")
+	}
+	if a.Creates && a.Uncached == nil {
+		return errors.New("apply: an Applier that Creates needs Uncached to read managedFields past the cache")
 	}
 	return nil
 }

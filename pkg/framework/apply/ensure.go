@@ -62,7 +62,7 @@ func (a Applier) ensureFrom(ctx context.Context, desired, live client.Object) (R
 			kindOf(desired), desired.GetName(), owner.Kind, owner.Name)
 	}
 	if live != nil && len(a.UpgradeFrom) > 0 && live.GetAnnotations()[AnnotationAppliedHash] == "" {
-		if err := a.upgradeManagedFields(ctx, live); err != nil {
+		if err := a.upgradeManagedFields(ctx, live, a.UpgradeFrom...); err != nil {
 			return "", live, err
 		}
 	}
@@ -160,17 +160,18 @@ func emptyLike(obj client.Object) client.Object {
 	return reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)
 }
 
-// upgradeManagedFields moves the fields that the UpgradeFrom managers wrote
-// with create, update or patch into the applier's own apply entry
-// (csaupgrade), once, before the first apply to an object: an object that
-// carries no applied-hash annotation was never applied by Gantry. Without
+// upgradeManagedFields moves the fields that the managers (UpgradeFrom's,
+// or FieldOwner's own for an Applier that Creates) wrote with create,
+// update or patch into the applier's own apply entry (csaupgrade): for
+// UpgradeFrom once, before the first apply to an object (one that carries
+// no applied-hash annotation was never applied by Gantry). Without
 // it the old entries would keep every field they ever wrote: a field that
 // desired no longer sets would stay forever (orphaned), owned by a manager
 // that no longer writes. The cache strips managedFields, so they are read
 // through Uncached when live has none. The patch carries live's
 // resourceVersion, so a concurrent write makes it a Conflict and the
 // reconcile is retried.
-func (a Applier) upgradeManagedFields(ctx context.Context, live client.Object) error {
+func (a Applier) upgradeManagedFields(ctx context.Context, live client.Object, managers ...string) error {
 	obj := live
 	if len(obj.GetManagedFields()) == 0 && a.Uncached != nil {
 		full, err := get(ctx, a.Uncached, live)
@@ -179,7 +180,7 @@ func (a Applier) upgradeManagedFields(ctx context.Context, live client.Object) e
 		}
 		obj = full
 	}
-	patch, err := csaupgrade.UpgradeManagedFieldsPatch(obj, sets.New(a.UpgradeFrom...), a.FieldOwner)
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(obj, sets.New(managers...), a.FieldOwner)
 	if err != nil || patch == nil {
 		return err
 	}

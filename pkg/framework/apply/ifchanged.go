@@ -63,6 +63,13 @@ func (a Applier) ApplyIfChanged(ctx context.Context, obj client.Object, live cli
 			return false, err
 		}
 	}
+	if a.Creates && live != nil && !isNil(live) {
+		// Fields a Create wrote stay with FieldOwner's update entry, which
+		// this apply could not remove them from.
+		if err := a.upgradeManagedFields(ctx, live, a.FieldOwner); err != nil {
+			return false, err
+		}
+	}
 	if err := a.Apply(ctx, withHash); err != nil {
 		return false, err
 	}

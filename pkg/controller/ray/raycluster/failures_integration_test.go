@@ -239,3 +239,32 @@ func TestPodLimitStopsInt32MaximumFlood(t *testing.T) {
 	}, timeout).Should(Succeed())
 	g.Expect(len(pods(g, rc, workerSel))).To(BeZero())
 }
+
+// The head Service of a new cluster is made with a plain create; an
+// annotation later dropped from headServiceAnnotations must still leave
+// the Service, as it did when the Service was first applied: the apply
+// that follows moves the create's fields into Gantry's apply entry first.
+func TestHeadServiceAnnotationDroppedAfterCreate(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(t)
+	rc := raytesting.MakeRayCluster("svcann", ns).WorkerGroup("cpu", 1).Obj()
+	rc.Spec.HeadServiceAnnotations = map[string]string{"example.com/kept": "1", "example.com/dropped": "1"}
+	rc = create(t, rc)
+	g.Eventually(func(g Gomega) {
+		g.Expect(headService(g, rc).Annotations).To(HaveKey("example.com/dropped"))
+	}, timeout).Should(Succeed())
+
+	update(t, rc, func(c *rayv1.RayCluster) {
+		c.Spec.HeadServiceAnnotations = map[string]string{"example.com/kept": "2"}
+	})
+	g.Eventually(func(g Gomega) {
+		ann := headService(g, rc).Annotations
+		g.Expect(ann).To(HaveKeyWithValue("example.com/kept", "2"))
+		g.Expect(ann).NotTo(HaveKey("example.com/dropped"))
+	}, timeout).Should(Succeed())
+	svc := headService(g, rc)
+	for _, e := range svc.ManagedFields {
+		g.Expect(e.Manager == raycluster.FieldOwner && e.Operation == metav1.ManagedFieldsOperationUpdate).To(BeFalse(),
+			"an update entry of %s is left: %+v", raycluster.FieldOwner, svc.ManagedFields)
+	}
+}

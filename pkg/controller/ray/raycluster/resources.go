@@ -39,11 +39,14 @@ func (r *Reconciler) ensureOwned(ctx context.Context, kind string, desired clien
 	return r.owned(kind, desired, res, err)
 }
 
-// ensureOwnedFrom is ensureOwned with the live object already read, from
-// the cache or else the API server (nil: none).
-func (r *Reconciler) ensureOwnedFrom(ctx context.Context, kind string, desired, live client.Object) (created bool, err error) {
-	res, _, err := r.applier.EnsureOwnFrom(ctx, desired, live)
-	return r.owned(kind, desired, res, err)
+// headServiceApplier writes the head Service, which it may create with a
+// plain create (reconcileHeadService): its applies first move what the
+// create wrote into the apply entry, reading managedFields past the cache.
+func (r *Reconciler) headServiceApplier() apply.Applier {
+	a := r.applier
+	a.Uncached = r.apiReader
+	a.Creates = true
+	return a
 }
 
 // owned turns EnsureOwn's result into ensureOwned's.
@@ -149,11 +152,37 @@ func (r *Reconciler) reconcileAutoscalerRBAC(ctx context.Context, s *scope) erro
 
 func (r *Reconciler) reconcileHeadService(ctx context.Context, s *scope) error {
 	svc := podspec.BuildHeadService(s.Object, r.cfg.Build)
+	key := client.ObjectKeyFromObject(svc)
+	// A new cluster's head Service is in no cache: it is created with one
+	// request, where a read past the cache and an apply would take two
+	// (every new cluster pays this before its Pods). A Service that
+	// exists there (a user's, or KubeRay's before the migration) makes the
+	// create fail and change nothing; it is then read and judged below.
+	cached := &corev1.Service{}
+	err := r.client.Get(ctx, key, cached)
+	switch {
+	case err == nil:
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("reading Service %s: %w", key, err)
+	default:
+		created, err := r.headServiceApplier().Create(ctx, svc)
+		if err != nil {
+			return err
+		}
+		if created {
+			s.Events.Add(string(rayv1.CreatedService), "Created head Service %s", svc.Name)
+			s.headService = svc
+			return nil
+		}
+		cached = nil
+	}
 	// One read, from the cache or else the API server, serves both the
 	// immutable-field check and the ownership check.
-	live, err := r.liveService(ctx, client.ObjectKeyFromObject(svc))
-	if err != nil {
-		return err
+	live := cached
+	if live == nil {
+		if live, err = r.liveService(ctx, key); err != nil {
+			return err
+		}
 	}
 	recreated, err := r.deleteHeadServiceIfImmutable(ctx, svc, live)
 	if err != nil {
@@ -172,7 +201,8 @@ func (r *Reconciler) reconcileHeadService(ctx context.Context, s *scope) error {
 	if live != nil {
 		liveObj = live
 	}
-	created, err := r.ensureOwnedFrom(ctx, "Service", svc, liveObj)
+	res, _, err := r.headServiceApplier().EnsureOwnFrom(ctx, svc, liveObj)
+	created, err := r.owned("Service", svc, res, err)
 	if err != nil {
 		var notOwned *notOwnedError
 		if errors.As(err, &notOwned) {
