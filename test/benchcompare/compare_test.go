@@ -297,7 +297,11 @@ func sides(p pairing) []operator {
 
 // sample is one run's figures.
 type sample struct {
-	phases    []time.Duration
+	phases []time.Duration
+	// submitted is how long the harness took to create the objects, one
+	// after another as a script would: every later phase includes it, and
+	// the load the operator puts on the API server meanwhile slows it.
+	submitted time.Duration
 	writes    float64 // per object
 	reads     float64 // GETs and LISTs per object (watches not counted)
 	proxied   float64 // calls through services/proxy per object (a Ray dashboard)
@@ -425,7 +429,7 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 			t.Fatal(err)
 		}
 	}
-	s := sample{idleMiB: idle}
+	s := sample{idleMiB: idle, submitted: time.Since(start)}
 	for _, ph := range p.phases {
 		if ph.begin != nil {
 			if err := ph.begin(ctx, cl.c, n); err != nil {

@@ -32,6 +32,7 @@ func table(p pairing, n, rounds int, results map[string][]sample) string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", name, u.format(format), g.format(format), ratio)
 	}
+	row("s until the harness had created every "+p.unit, "%.1f", func(s sample) float64 { return s.submitted.Seconds() })
 	for i, ph := range p.phases {
 		row("s to "+ph.name, "%.1f", func(s sample) float64 { return s.phases[i].Seconds() })
 	}
