@@ -3,11 +3,8 @@ package apply
 import (
 	"context"
 	"fmt"
-	"reflect"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -30,20 +27,10 @@ func (a Applier) Create(ctx context.Context, desired client.Object) (bool, error
 	if err := a.check(); err != nil {
 		return false, err
 	}
-	body, err := ToApplyObject(desired, a.Client.Scheme())
+	body, hash, err := a.hashedBody(desired)
 	if err != nil {
 		return false, err
 	}
-	hash, err := bodyHash(body)
-	if err != nil {
-		return false, err
-	}
-	ann := body.GetAnnotations()
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	ann[AnnotationAppliedHash] = hash
-	body.SetAnnotations(ann)
 	if err := a.Client.Create(ctx, body, client.FieldOwner(a.FieldOwner)); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return false, nil
@@ -51,14 +38,5 @@ func (a Applier) Create(ctx context.Context, desired client.Object) (bool, error
 		return false, fmt.Errorf("creating %s %s/%s: %w", body.GetKind(), body.GetNamespace(), body.GetName(), err)
 	}
 	a.Trimmed.record(desired, body, hash)
-	if u, ok := desired.(*unstructured.Unstructured); ok {
-		u.Object = body.Object
-		return true, nil
-	}
-	v := reflect.ValueOf(desired).Elem()
-	v.Set(reflect.Zero(v.Type()))
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(body.Object, desired); err != nil {
-		return true, fmt.Errorf("decoding the created %s: %w", body.GetKind(), err)
-	}
-	return true, nil
+	return true, setFrom(desired, body, "created")
 }

@@ -37,21 +37,10 @@ func (a Applier) ApplyIfChanged(ctx context.Context, obj client.Object, live cli
 	if err := a.check(); err != nil {
 		return false, err
 	}
-	body, err := ToApplyObject(obj, a.Client.Scheme())
+	withHash, hash, err := a.hashedBody(obj)
 	if err != nil {
 		return false, err
 	}
-	hash, err := bodyHash(body)
-	if err != nil {
-		return false, err
-	}
-	withHash := body.DeepCopy()
-	ann := withHash.GetAnnotations()
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	ann[AnnotationAppliedHash] = hash
-	withHash.SetAnnotations(ann)
 
 	if live != nil && !isNil(live) && live.GetDeletionTimestamp() == nil {
 		want := runtime.DeepCopyJSON(withHash.Object)
@@ -74,16 +63,42 @@ func (a Applier) ApplyIfChanged(ctx context.Context, obj client.Object, live cli
 		return false, err
 	}
 	a.Trimmed.record(obj, withHash, hash)
-	if _, ok := obj.(*unstructured.Unstructured); ok {
-		obj.(*unstructured.Unstructured).Object = withHash.Object
-		return true, nil
+	return true, setFrom(obj, withHash, "applied")
+}
+
+// hashedBody is obj as an apply request's body, with the applied-hash
+// annotation of that body (without the annotation), and the hash.
+func (a Applier) hashedBody(obj client.Object) (*unstructured.Unstructured, string, error) {
+	body, err := ToApplyObject(obj, a.Client.Scheme())
+	if err != nil {
+		return nil, "", err
+	}
+	hash, err := bodyHash(body)
+	if err != nil {
+		return nil, "", err
+	}
+	ann := body.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[AnnotationAppliedHash] = hash
+	body.SetAnnotations(ann)
+	return body, hash, nil
+}
+
+// setFrom overwrites obj with u, the server's object after a write (what
+// says which write, for the error).
+func setFrom(obj client.Object, u *unstructured.Unstructured, what string) error {
+	if tu, ok := obj.(*unstructured.Unstructured); ok {
+		tu.Object = u.Object
+		return nil
 	}
 	v := reflect.ValueOf(obj).Elem()
 	v.Set(reflect.Zero(v.Type()))
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(withHash.Object, obj); err != nil {
-		return true, fmt.Errorf("decoding the applied %s: %w", withHash.GetKind(), err)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
+		return fmt.Errorf("decoding the %s %s: %w", what, u.GetKind(), err)
 	}
-	return true, nil
+	return nil
 }
 
 // Contains reports whether every field of want is present in have with an
