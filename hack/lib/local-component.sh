@@ -113,6 +113,19 @@ stop_controller() {
   rm -f "$STATE/controller.pid"
 }
 
+# started_alive: the controller start_controller just started is still
+# running. From the fork on it is this shell's child, but until the forked
+# shell has exec'd nohup and the controller its arguments are this script's,
+# so controller_pid's check of the arguments would call a process that a
+# busy machine has not yet scheduled "exited" (as CI once saw, with an empty
+# log). Being this shell's child, and not a zombie, is proof enough.
+started_alive() {
+  local pid ppid stat
+  pid=$(cat "$STATE/controller.pid" 2>/dev/null) || return 1
+  read -r ppid stat < <(ps -o ppid=,stat= -p "$pid" 2>/dev/null) || return 1
+  [ "$ppid" = "$$" ] && [ "${stat#Z}" = "$stat" ]
+}
+
 # wait_ready PROBE_ADDR CHECK waits up to 2 minutes until the controller's
 # readyz answers and then CHECK (a function proving its webhooks are
 # called) succeeds.
@@ -120,7 +133,7 @@ wait_ready() {
   local probe=$1 check=$2 readyz=false
   : >"$STATE/dry-run.log"
   for _ in $(seq 1 240); do
-    controller_pid >/dev/null ||
+    started_alive ||
       die "the $NAME controller exited; last log lines:$(printf '\n'; tail -n 30 "$STATE/controller.log")"
     if [ $readyz = false ] && curl -fsS "http://$probe/readyz" >/dev/null 2>&1; then readyz=true; fi
     if [ $readyz = true ] && "$check"; then return 0; fi
