@@ -24,7 +24,13 @@ import (
 // slurmd pod per matching Kubernetes node, each registering a real node
 // (the stand-in runs its slurmd); a node that stops matching while its
 // Slurm node runs a job is drained, its pod kept until the job ends.
-var _ = Describe("A DaemonSet-mode NodeSet against real Slurm", Label(labelSlurm), Ordered, Serial, func() {
+//
+// Not Serial: the one slurmctld is shared only with "A NodeSet against real
+// Slurm", which is Serial and so runs after every parallel spec; the three
+// Nodes made here carry a taint that only this NodeSet tolerates, and the
+// manager is never restarted. (As Serial it added its 106 s to the suite's
+// wall time, alone on one process.)
+var _ = Describe("A DaemonSet-mode NodeSet against real Slurm", Label(labelSlurm), Ordered, func() {
 	const setName = "ds"
 	var (
 		slurm *realSlurm
