@@ -112,6 +112,7 @@
   verbs:
   - create
   - get
+  - update
 - apiGroups:
   - ""
   - events.k8s.io
@@ -472,6 +473,7 @@
   verbs:
   - create
   - get
+  - update
 - apiGroups:
   - batch
   resources:

@@ -47,7 +47,8 @@ const (
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
 // With --use-kubernetes-proxy the dashboard and the Serve proxy are reached
 // through services/proxy and pods/proxy.
-// +kubebuilder:rbac:groups="",resources=services/proxy,verbs=get;create
+// (A Serve config is PUT: update.)
+// +kubebuilder:rbac:groups="",resources=services/proxy,verbs=get;create;update
 // +kubebuilder:rbac:groups="",resources=pods/proxy,verbs=get
 
 // Reconciler reconciles RayServices.
