@@ -1,7 +1,8 @@
 // Package standin is a stand-in for Ray's dashboard HTTP API, written from
 // scratch for tests: health and version, the Jobs REST API (jobs run as
 // `/bin/sh -c <entrypoint>` processes, PENDING → RUNNING → SUCCEEDED,
-// FAILED or STOPPED, honouring runtime_env.env_vars only) and the Serve
+// FAILED or STOPPED, honouring runtime_env.env_vars only; or, with
+// NewSimulatedJobs, simulated as kwok simulates a Pod's containers) and the Serve
 // REST API reduced to bookkeeping (every application of the last config
 // RUNNING, every deployment HEALTHY). The test image's `ray` stand-in serves
 // it on the head, and Gantry's dashboard client is tested against it.

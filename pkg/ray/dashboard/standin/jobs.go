@@ -33,6 +33,8 @@ type job struct {
 	pid           int
 	stopRequested bool
 	done          chan struct{}
+	// stopSim ends a simulated job (closed by stop).
+	stopSim chan struct{}
 }
 
 // Jobs runs submitted jobs as `/bin/sh -c <entrypoint>` processes, each in
@@ -48,6 +50,23 @@ type Jobs struct {
 	// stopGrace is how long a stopped job gets between SIGTERM and SIGKILL.
 	stopGrace time.Duration
 	closed    bool
+	// plan, when set, simulates jobs instead of running them.
+	plan Plan
+}
+
+// Plan says how a simulated job goes: RUNNING for runFor, then SUCCEEDED
+// for exit code 0 and FAILED for any other.
+type Plan func(req dashboard.JobRequest) (runFor time.Duration, exitCode int)
+
+// NewSimulatedJobs runs nothing: every submitted job is RUNNING at once and
+// ends as plan says, the way kwok's simulated kubelet runs a Pod's
+// containers. It is the dashboard of heads that run on simulated nodes,
+// where an entrypoint has nowhere to run (and must not run on the machine
+// that simulates them).
+func NewSimulatedJobs(plan Plan, logf func(format string, args ...any)) *Jobs {
+	m := NewJobs("", logf)
+	m.plan = plan
+	return m
 }
 
 // NewJobs runs jobs with RAY_ADDRESS=gcsAddress and reports what they do
@@ -109,8 +128,6 @@ func (m *Jobs) submit(req dashboard.JobRequest) (dashboard.JobDetails, error) {
 		return dashboard.JobDetails{}, &httpError{http.StatusInternalServerError,
 			fmt.Sprintf("Job with submission_id %s already exists. Please use a different submission_id.", id)}
 	}
-	m.nextJobID++
-	jobID := fmt.Sprintf("%02x000000", m.nextJobID)
 	metadata := req.Metadata
 	if metadata == nil {
 		metadata = map[string]string{}
@@ -136,6 +153,18 @@ func (m *Jobs) submit(req dashboard.JobRequest) (dashboard.JobDetails, error) {
 	m.jobs[id] = j
 	m.order = append(m.order, id)
 
+	if m.plan != nil {
+		runFor, code := m.plan(req)
+		m.nextJobIDFor(j)
+		j.stopSim = make(chan struct{})
+		j.details.Status = dashboard.JobRunning
+		j.details.Message = "Job is currently running."
+		fmt.Fprintf(j.logs, "simulated job: the entrypoint is not run; it ends in %v with exit code %d\n", runFor, code)
+		m.logf("job %s simulated (%v, exit code %d): %s", id, runFor, code, req.Entrypoint)
+		go m.simulate(j, runFor, code)
+		return j.details, nil
+	}
+
 	cmd := exec.Command("/bin/sh", "-c", req.Entrypoint)
 	cmd.Env = append(append(os.Environ(), env...), "RAY_ADDRESS="+m.gcsAddress)
 	cmd.Stdout, cmd.Stderr = j.logs, j.logs
@@ -153,13 +182,33 @@ func (m *Jobs) submit(req dashboard.JobRequest) (dashboard.JobDetails, error) {
 		return j.details, nil
 	}
 	j.pid = cmd.Process.Pid
-	j.details.JobID = &jobID
-	m.byJobID[jobID] = id
+	m.nextJobIDFor(j)
 	j.details.Status = dashboard.JobRunning
 	j.details.Message = "Job is currently running."
 	m.logf("job %s started (pid %d): %s", id, j.pid, req.Entrypoint)
 	go m.wait(j, cmd)
 	return j.details, nil
+}
+
+// nextJobIDFor gives a started job its Ray job ID; m.mu must be held.
+func (m *Jobs) nextJobIDFor(j *job) {
+	m.nextJobID++
+	jobID := fmt.Sprintf("%02x000000", m.nextJobID)
+	j.details.JobID = &jobID
+	m.byJobID[jobID] = j.details.SubmissionID
+}
+
+// simulate ends a simulated job after runFor, or when it is stopped.
+func (m *Jobs) simulate(j *job, runFor time.Duration, code int) {
+	timer := time.NewTimer(runFor)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-j.stopSim:
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ended(j, code, "")
 }
 
 func (m *Jobs) wait(j *job, cmd *exec.Cmd) {
@@ -173,6 +222,11 @@ func (m *Jobs) wait(j *job, cmd *exec.Cmd) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.ended(j, code, signalled)
+}
+
+// ended records how a job ended; m.mu must be held.
+func (m *Jobs) ended(j *job, code int, signalled string) {
 	end := nowMillis()
 	d := &j.details
 	d.EndTime = &end
@@ -247,7 +301,18 @@ func (m *Jobs) stop(id string) (bool, error) {
 	if !ok {
 		return false, notFound(id)
 	}
-	if j.details.Status.IsTerminal() || j.pid == 0 {
+	if j.details.Status.IsTerminal() {
+		return false, nil
+	}
+	if j.stopSim != nil {
+		if !j.stopRequested {
+			j.stopRequested = true
+			close(j.stopSim)
+			m.logf("job %s: stop requested", j.details.SubmissionID)
+		}
+		return true, nil
+	}
+	if j.pid == 0 {
 		return false, nil
 	}
 	if !j.stopRequested {
@@ -297,6 +362,11 @@ func (m *Jobs) Shutdown() {
 	m.closed = true
 	var running []*job
 	for _, j := range m.jobs {
+		if !j.details.Status.IsTerminal() && j.stopSim != nil && !j.stopRequested {
+			j.stopRequested = true
+			close(j.stopSim)
+			running = append(running, j)
+		}
 		if !j.details.Status.IsTerminal() && j.pid != 0 {
 			j.stopRequested = true
 			_ = syscall.Kill(-j.pid, syscall.SIGKILL)
