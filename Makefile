@@ -77,7 +77,7 @@ help: ## Show this help.
 ##@ Run and test
 .PHONY: run
 RUN_TOOLS := $(KUBE_APISERVER) $(ETCD) $(KUBE_CONTROLLER_MANAGER) $(KUBE_SCHEDULER) $(KUBECTL) $(KWOK) $(KWOKCTL) $(HELM) $(JOBSET)
-run: manager ## Start a local control plane (kwok, 3 nodes, and a real node where this machine can run one), helm-install the chart and run the manager as the chart's ServiceAccount.
+run: manager kwokray ## Start a local control plane (kwok, 3 nodes, and a real node where this machine can run one), helm-install the chart and run the manager as the chart's ServiceAccount.
 	@missing=(); for t in $(RUN_TOOLS); do [ -x "$$t" ] || missing+=("$$t"); done; \
 	n=$${#missing[@]}; i=0; \
 	for t in "$${missing[@]}"; do i=$$((i + 1)); \
@@ -172,6 +172,11 @@ test-assets: ## Build kube-apiserver and etcd for envtest unless KUBEBUILDER_ASS
 	@if [ -z "$$KUBEBUILDER_ASSETS" ]; then $(MAKE) --no-print-directory $(KUBE_APISERVER) $(ETCD); fi
 
 ##@ Build
+# The stand-in for Ray on the heads of kwok's simulated nodes (make run).
+.PHONY: kwokray
+kwokray:
+	$(GO) build -o $(BIN)/kwokray ./hack/kwokray
+
 .PHONY: manager
 manager: ## Build the manager binary into bin/.
 	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags '-X github.com/gantry-dev/gantry/pkg/version.Version=$(VERSION)' -o $(BIN)/manager ./cmd/manager

@@ -311,6 +311,65 @@ metrics_access() {
   export GANTRY_METRICS_SCHEME=https GANTRY_METRICS_TOKEN="$token"
 }
 
+# kwokray_up starts hack/kwokray: a stand-in Ray dashboard and Serve proxy
+# for every Ray head on a kwok node, reached at the head's IP (routed to
+# this machine), and the submitter of their RayJobs, so that RayJobs and
+# RayServices there reach their end states. Routing needs root; elsewhere
+# it says why not and those RayJobs wait for a dashboard. $PORTS_FILE
+# records the outcome for the e2e suite (GANTRY_KWOK_RAY, or
+# GANTRY_KWOK_RAY_SKIP_REASON).
+kwokray_up() {
+  sed -i -e "/^GANTRY_KWOK_RAY=/d" -e "/^GANTRY_KWOK_RAY_SKIP_REASON=/d" "$PORTS_FILE"
+  local why=""
+  if [ "$(id -u)" != 0 ]; then
+    why="it routes the heads' IPs to this machine, which needs root"
+  elif ! command -v ip >/dev/null 2>&1; then
+    why="it routes the heads' IPs with ip (iproute2), which is not installed"
+  fi
+  if [ -n "$why" ]; then
+    log "no stand-in Ray dashboard for heads on simulated nodes: $why; RayJobs and RayServices there wait for a dashboard"
+    echo "GANTRY_KWOK_RAY_SKIP_REASON=$why" >>"$PORTS_FILE"
+    return 0
+  fi
+  kwokray_down
+  : >"$STATE/kwokray.log"
+  nohup "$BIN/kwokray" --kubeconfig "$KUBECONFIG" >>"$STATE/kwokray.log" 2>&1 &
+  echo $! >"$STATE/kwokray.pid"
+  local pid=$!
+  for _ in $(seq 1 120); do
+    grep -q '^kwokray: ready' "$STATE/kwokray.log" && break
+    # Our own child, not a zombie, until it exits (a just-forked one may
+    # not have exec'd yet, so its name is not checked).
+    local ppid="" stat=""
+    read -r ppid stat < <(ps -o ppid=,stat= -p "$pid" 2>/dev/null) || true
+    [ "$ppid" = "$$" ] && [ "${stat#Z}" = "$stat" ] ||
+      { log "kwokray exited; last log lines:"; tail -n 20 "$STATE/kwokray.log"; exit 1; }
+    sleep 0.25
+  done
+  grep -q '^kwokray: ready' "$STATE/kwokray.log" ||
+    { log "kwokray was not ready within 30 s; see $STATE/kwokray.log"; exit 1; }
+  echo "GANTRY_KWOK_RAY=true" >>"$PORTS_FILE"
+  log "kwokray: a stand-in Ray dashboard for every Ray head on a simulated node (log: $STATE/kwokray.log)"
+}
+
+kwokray_running() {
+  [ -f "$STATE/kwokray.pid" ] && kill -0 "$(cat "$STATE/kwokray.pid")" 2>/dev/null
+}
+
+# kwokray_down stops it; it removes its routes as it exits, and the
+# flush is repeated for one that was killed.
+kwokray_down() {
+  if kwokray_running; then
+    local pid
+    pid=$(cat "$STATE/kwokray.pid")
+    kill -TERM "$pid"
+    for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$STATE/kwokray.pid"
+  if [ "$(id -u)" = 0 ] && [ -x "$BIN/kwokray" ]; then "$BIN/kwokray" --flush-routes >/dev/null 2>&1 || true; fi
+}
+
 # run_release_manager starts the release's manager with its Deployment's
 # flags. The manager runs outside the cluster, so it may take slurmrestd's
 # URL from a RestApi's gantry.dev/slurmrestd-url annotation
@@ -318,7 +377,9 @@ metrics_access() {
 # from a RayCluster's gantry.dev/ray-dashboard-url (RayDashboardURLOverride).
 # Elastic PyTorch (TrainJobElasticPyTorch, alpha) is on too, with JobSet's
 # ElasticJobSet gate (hack/jobset-local.sh), so elastic TrainJobs can be
-# tried and tested here.
+# tried and tested here. Where kwokray runs, the manager reaches Ray
+# dashboards through the API server (--use-kubernetes-proxy, KubeRay's flag
+# for an operator outside the cluster), which dials the head's IP.
 run_release_manager() {
   local deploy
   deploy=$(kubectl -n "$RELEASE_NS" get deployment -l "app.kubernetes.io/instance=$RELEASE" \
@@ -329,6 +390,7 @@ run_release_manager() {
     -o go-template='{{range (index .spec.template.spec.containers 0).args}}{{.}}{{"\n"}}{{end}}')
   [ ${#chart_args[@]} -gt 0 ] || { log "the chart's Deployment has no manager arguments"; exit 1; }
   manager_kubeconfig "$deploy"
+  if kwokray_running; then chart_args+=(--use-kubernetes-proxy); fi
   rm -rf "$RSTATE/certs"; mkdir -p "$RSTATE/certs"
   start_manager "${chart_args[@]}" --kubeconfig "$RSTATE/manager.kubeconfig" \
     --webhook-port="$WEBHOOK_PORT" --webhook-secret-namespace="$RELEASE_NS" \
@@ -510,6 +572,7 @@ up() {
     # The real JobSet controller (pinned version), its CRDs and webhooks,
     # running on this machine like the manager.
     BIN=$BIN JOBSET_STATE_DIR=$STATE/jobset hack/jobset-local.sh up | sed 's/^/gantry-run: /'
+    kwokray_up
     release_up
   fi
   echo "$KUBECONFIG" >"$STATE/kubeconfig-path"
@@ -522,6 +585,7 @@ Gantry is running (manager ready: http://$PROBE_ADDR/readyz, metrics: ${GANTRY_M
   $BIN/kubectl get nodes
   $BIN/kubectl apply -f config/samples/ray_v1_raycluster_minimal.yaml   # a Ray cluster that becomes ready
   $BIN/kubectl apply -f config/samples/trainer_v1alpha1_trainjob.yaml   # a TrainJob that runs to Complete
+  $BIN/kubectl apply -f config/samples/ray_v1_rayjob.yaml               # a RayJob that runs to Complete (needs kwokray: root)
   $BIN/kubectl get trainjob,jobset,jobs,pods -w                         # watch it: Created -> Running -> Complete
   $BIN/kubectl get raycluster,trainjob,pods
   tail -f $STATE/manager.log                                            # manager logs
@@ -531,6 +595,7 @@ MSG
 }
 
 down() {
+  kwokray_down
   hack/realnode.sh down 2>&1 | sed 's/^/gantry-run: /'
   if [ "${USE_EXISTING_CLUSTER:-false}" != "true" ]; then
     local_kubeconfig

@@ -194,26 +194,26 @@ var _ = Describe("KubeRay's Grafana dashboard", Label(labelRay), func() {
 	// RayJobs and RayServices: a real Prometheus scrapes the manager, and
 	// every RayJob and RayService panel's query, run as Grafana runs it,
 	// returns series of this namespace. The RayJobs are one that fails (its
-	// submitter, on a simulated node, submits nothing: KubeRay's "Submitter
-	// completed but Ray job not found") and one created suspended; the
-	// RayService, on simulated nodes, is never Ready. The UpgradeInProgress
+	// Ray job, simulated by hack/kwokray, exits 1) and one created
+	// suspended; the RayService has no Serve config. The UpgradeInProgress
 	// panel needs an upgrade: the real-node RayService spec checks it.
 	It("shows Gantry's RayJobs and RayServices in its RayJob and RayService panels", func(ctx SpecContext) {
 		prom, why := prometheusForManager(ctx)
 		if prom == nil {
 			Skip(why)
 		}
+		requireKwokRay(ctx, "")
 		ns := newNamespace(ctx, "grafana")
 		start := time.Now().Add(-time.Minute)
-		failing := raywrappers.MakeRayJob("fails", ns, "python -c 'print(1)'").Obj()
+		failing := raywrappers.MakeRayJob("fails", ns, "python -c 'print(1)'").Annotation("gantry.dev/kwok-exit-code", "1").Obj()
 		failing.UID = ""
 		createStrict(ctx, failing)
 		suspended := raywrappers.MakeRayJob("suspended", ns, "python -c 'print(1)'").ShutdownAfterJobFinishes(0).Suspend(true).Obj()
 		suspended.UID = ""
 		createStrict(ctx, suspended)
 		svc := &rayv1.RayService{
-			ObjectMeta: metav1.ObjectMeta{Name: "never-ready", Namespace: ns},
-			Spec:       rayv1.RayServiceSpec{RayClusterSpec: raywrappers.MakeRayCluster("never-ready", ns).WorkerGroup("cpu", 1).Obj().Spec},
+			ObjectMeta: metav1.ObjectMeta{Name: "no-config", Namespace: ns},
+			Spec:       rayv1.RayServiceSpec{RayClusterSpec: raywrappers.MakeRayCluster("no-config", ns).WorkerGroup("cpu", 1).Obj().Spec},
 		}
 		createStrict(ctx, svc)
 

@@ -240,8 +240,10 @@ var _ = Describe("Kueue", Label(labelKueue), func() {
 		for i, name := range []string{"job-a", "job-b"} {
 			rc := queuedRayCluster(ns, name, queue)
 			jobs[i] = &rayv1.RayJob{
-				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{kueueQueueLabel: queue}},
-				Spec:       rayv1.RayJobSpec{Entrypoint: "python -c 'print(1)'", RayClusterSpec: &rc.Spec, ShutdownAfterJobFinishes: true},
+				// The Ray job outlasts the spec where hack/kwokray simulates it.
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{kueueQueueLabel: queue},
+					Annotations: map[string]string{"gantry.dev/kwok-run-seconds": "600"}},
+				Spec: rayv1.RayJobSpec{Entrypoint: "python -c 'print(1)'", RayClusterSpec: &rc.Spec, ShutdownAfterJobFinishes: true},
 			}
 			createStrict(ctx, jobs[i])
 			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(jobs[i]), jobs[i])).To(Succeed())

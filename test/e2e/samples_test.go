@@ -108,6 +108,8 @@ var sampleRuns = map[string]sampleRun{
 	"RayCluster with token auth": {files: []string{"ray_v1_raycluster_auth.yaml"}, check: rayClusterReadyWith("ray_v1_raycluster_auth.yaml")},
 	"multi-host TPU RayCluster": {files: []string{"ray_v1_raycluster_tpu_multihost.yaml"},
 		setup: tpuNodes, check: rayClusterReadyWith("ray_v1_raycluster_tpu_multihost.yaml")},
+	"RayJob":     {files: []string{"ray_v1_rayjob.yaml"}, setup: requireKwokRay, check: rayJobSucceeded("rayjob-sample")},
+	"RayService": {files: []string{"ray_v1_rayservice.yaml"}, setup: requireKwokRay, check: rayServiceServing("rayservice-sample")},
 	"Slurm Controller, RestApi and NodeSet": {
 		files: []string{"slinky_v1beta1_controller.yaml", "slinky_v1beta1_restapi.yaml", "slinky_v1beta1_nodeset.yaml"},
 		check: func(g Gomega, ctx context.Context, ns string) {

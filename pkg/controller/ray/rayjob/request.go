@@ -10,10 +10,12 @@ import (
 	"github.com/gantry-dev/gantry/pkg/ray/dashboard"
 )
 
-// jobRequest is the HTTPMode submission of job, as KubeRay's dashboard
+// JobRequest is the HTTPMode submission of job, as KubeRay's dashboard
 // client builds it: the entrypoint under the RayJob's submission ID, with
-// its metadata, runtime environment and entrypoint resources.
-func jobRequest(job *rayv1.RayJob) (dashboard.JobRequest, error) {
+// its metadata, runtime environment and entrypoint resources. It is also
+// what `make run`'s stand-in for simulated heads submits for a submitter
+// (hack/kwokray).
+func JobRequest(job *rayv1.RayJob) (dashboard.JobRequest, error) {
 	req := dashboard.JobRequest{Entrypoint: job.Spec.Entrypoint, SubmissionID: job.Status.JobId, Metadata: job.Spec.Metadata}
 	if job.Spec.RuntimeEnvYAML != "" {
 		if err := yaml.Unmarshal([]byte(job.Spec.RuntimeEnvYAML), &req.RuntimeEnv); err != nil {

@@ -220,7 +220,7 @@ func (r *Reconciler) jobInfoFailed(ctx context.Context, s *scope, dash *dashboar
 	if dashboard.IsNotFound(err) {
 		switch {
 		case mode(job) == rayv1.HTTPMode:
-			req, rerr := jobRequest(job)
+			req, rerr := JobRequest(job)
 			if rerr == nil {
 				_, rerr = dash.SubmitJob(ctx, req)
 				if errors.Is(rerr, dashboard.ErrSubmissionIDInUse) {
