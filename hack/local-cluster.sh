@@ -199,6 +199,10 @@ helm_upgrade() {
       --set-json 'tolerations=[{"key":"gantry.dev/real-node","operator":"Equal","value":"true","effect":"NoSchedule"}]'
       --set featureGates.SlurmrestdURLOverride=true --set featureGates.RayDashboardURLOverride=true
       --set featureGates.TrainJobElasticPyTorch=true)
+    # The real node routes nothing to kwok's Pod IPs (hack/realnode.sh), so
+    # the heads kwokray serves are reached through the API server, on this
+    # machine, as the local manager reaches them.
+    if kwokray_running; then where+=(--set-json 'extraArgs=["--use-kubernetes-proxy"]'); fi
   fi
   # shellcheck disable=SC2086
   "$BIN/helm" --kubeconfig "$KUBECONFIG" upgrade --install "$RELEASE" charts/gantry \
