@@ -145,15 +145,19 @@ func (s *standIns) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		}
 		for _, c := range p.Spec.Containers {
 			if c.Name == rayv1.SubmitterContainerName {
-				return s.submitFor(ctx, p, p)
+				job, err := s.rayJobOf(ctx, p)
+				if job == nil || err != nil {
+					return ctrl.Result{}, err
+				}
+				return s.submitFor(ctx, p, p, job)
 			}
 		}
 		return ctrl.Result{}, nil
 	}
 	// A K8sJobMode submitter: its RayJob's cluster's head.
-	job := &rayv1.RayJob{}
-	if err := s.c.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Labels[rayv1.RayOriginatedFromCRNameLabelKey]}, job); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	job, err := s.rayJobOf(ctx, p)
+	if job == nil || err != nil {
+		return ctrl.Result{}, err
 	}
 	var heads corev1.PodList
 	if err := s.c.List(ctx, &heads, client.InNamespace(p.Namespace), client.MatchingLabels{
@@ -164,7 +168,17 @@ func (s *standIns) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	if job.Status.RayClusterName == "" || len(heads.Items) != 1 {
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
-	return s.submitFor(ctx, p, &heads.Items[0])
+	return s.submitFor(ctx, p, &heads.Items[0], job)
+}
+
+// rayJobOf is the RayJob that submitter Pod p belongs to (its
+// ray.io/originated-from-cr-name label), or nil when it is gone.
+func (s *standIns) rayJobOf(ctx context.Context, p *corev1.Pod) (*rayv1.RayJob, error) {
+	job := &rayv1.RayJob{}
+	if err := s.c.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Labels[rayv1.RayOriginatedFromCRNameLabelKey]}, job); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return job, nil
 }
 
 // startHead serves the stand-in for head p, once per Pod UID and IP.
@@ -269,7 +283,7 @@ func (s *standIns) stopAll() {
 // the dashboard of headPod, as `ray job submit` would, and then, for a
 // submitter Pod of its own, follows the Ray job as `ray job logs --follow`
 // would: when it ends, the Pod is annotated to finish with exit code 0.
-func (s *standIns) submitFor(ctx context.Context, submitter, headPod *corev1.Pod) (ctrl.Result, error) {
+func (s *standIns) submitFor(ctx context.Context, submitter, headPod *corev1.Pod, job *rayv1.RayJob) (ctrl.Result, error) {
 	key := client.ObjectKeyFromObject(submitter)
 	s.mu.Lock()
 	done := s.submitted[key] == submitter.UID
@@ -278,10 +292,6 @@ func (s *standIns) submitFor(ctx context.Context, submitter, headPod *corev1.Pod
 	if h == nil {
 		// The head is not served yet (not Running, or not reconciled).
 		return ctrl.Result{RequeueAfter: time.Second}, nil
-	}
-	job := &rayv1.RayJob{}
-	if err := s.c.Get(ctx, types.NamespacedName{Namespace: submitter.Namespace, Name: submitter.Labels[rayv1.RayOriginatedFromCRNameLabelKey]}, job); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if job.Status.JobId == "" {
 		return ctrl.Result{RequeueAfter: time.Second}, nil
