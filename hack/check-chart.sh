@@ -406,6 +406,12 @@ lacks 'batch-scheduler' "$(docs Deployment)"
 render batch-scheduler --set raycluster.batchScheduler=volcano
 hasitem --batch-scheduler=volcano "$(docs Deployment)"
 refuse batch-scheduler-unknown "batchScheduler" --set raycluster.batchScheduler=kueue
+# --- RayCluster: dashboards through the API server (KubeRay's useKubernetesProxy) ----------
+render default
+lacks 'use-kubernetes-proxy' "$(docs Deployment)"
+render kubernetes-proxy --set raycluster.useKubernetesProxy=true
+hasitem --use-kubernetes-proxy "$(docs Deployment)"
+refuse kubernetes-proxy-string "useKubernetesProxy" --set-string raycluster.useKubernetesProxy=yes
 render runtimes-prefix --set trainingRuntimes.namePrefix=gantry-
 has '      name: gantry-torch-distributed' "$(runtimes_cm)"
 lacks '      name: torch-distributed' "$(runtimes_cm)"

@@ -202,7 +202,7 @@ helm_upgrade() {
     # The real node routes nothing to kwok's Pod IPs (hack/realnode.sh), so
     # the heads kwokray serves are reached through the API server, on this
     # machine, as the local manager reaches them.
-    if kwokray_running; then where+=(--set-json 'extraArgs=["--use-kubernetes-proxy"]'); fi
+    if kwokray_running; then where+=(--set raycluster.useKubernetesProxy=true); fi
   fi
   # shellcheck disable=SC2086
   "$BIN/helm" --kubeconfig "$KUBECONFIG" upgrade --install "$RELEASE" charts/gantry \
