@@ -76,6 +76,12 @@ function esc(s,    out, p, q) {
 # --- CRDs: templates (not crds/) so `helm upgrade` updates them. ---------------
 rm -rf "$chart/crds" "$tpl/crds"
 mkdir -p "$tpl/crds"
+# Each spec as one line of JSON (hack/crddesc: the Helm release size), with
+# no "{{" or "}}" for Helm to take as an action, and the schema parts the
+# CRDs repeat written once, as named templates in _crd_schemas.tpl.
+specs=$(mktemp -d)
+trap 'rm -rf "$specs"' EXIT
+go run ./hack/crddesc -chart-json "$specs" -shared-template "$tpl/_crd_schemas.tpl" "$crd_dir"/*.yaml
 for f in "$crd_dir"/*.yaml; do
   [ -e "$f" ] || continue
   base=$(basename "$f")
@@ -96,13 +102,13 @@ for f in "$crd_dir"/*.yaml; do
       /^spec:$/ { exit }
       { print esc($0) }
     ' "$f"
-    # The spec as one line of JSON (hack/crddesc: the Helm release size),
-    # written with no "{{" or "}}" for Helm to take as an action.
     printf 'spec: '
-    go run ./hack/crddesc -spec-json "$f"
+    cat "$specs/$base.json"
     echo '{{- end }}'
   } > "$tpl/crds/$base"
 done
+rm -rf "$specs"
+trap - EXIT
 
 # --- RBAC: the generated rules split by scope, and by workload family. ---------
 # config/rbac/role.yaml has every marker's rules; config/rbac/<family>/ the

@@ -18,9 +18,17 @@
 // the YAML's deep indentation compresses badly; JSON (valid YAML) keeps the
 // release well under the API server's 1 MiB Secret limit.
 //
+// With -chart-json DIR -shared-template FILE.tpl it does the same for
+// several CRDs at once, into DIR/<CRD file name>.json, and writes each
+// schema part they repeat (a RayCluster spec in every Ray CRD, Pod and
+// JobSet templates) once, as a named template in FILE.tpl that the specs
+// include; Helm renders the same JSON (shared.go).
+//
 // Usage: go run ./hack/crddesc -depth N [-serve-deprecated V] FILE...   (rewrites each file)
 //
 //	go run ./hack/crddesc -spec-json FILE
+//	go run ./hack/crddesc -chart-json DIR -shared-template FILE.tpl CRD...
+//	go run ./hack/crddesc -check-rendered MANIFEST CRD...   (the chart renders each CRD's spec)
 package main
 
 import (
@@ -38,7 +46,28 @@ func main() {
 	depth := flag.Int("depth", 4, "keep descriptions of fields at most this deep (spec is 1, spec.x is 2, ...)")
 	deprecated := flag.String("serve-deprecated", "", "also serve this version, deprecated, with the storage version's schema")
 	specJSON := flag.String("spec-json", "", "print this CRD's spec as compact JSON and exit")
+	chartJSON := flag.String("chart-json", "", "write each CRD's spec as compact JSON into this directory, the parts they repeat shared through -shared-template, and exit")
+	sharedTemplate := flag.String("shared-template", "", "with -chart-json: the Helm template file that defines the shared parts")
+	checkManifest := flag.String("check-rendered", "", "check that this manifest (helm template's output) renders every CRD given with its spec, and exit")
 	flag.Parse()
+	if *checkManifest != "" {
+		if err := checkRendered(*checkManifest, flag.Args()); err != nil {
+			fmt.Fprintf(os.Stderr, "crddesc: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *chartJSON != "" {
+		if *sharedTemplate == "" {
+			fmt.Fprintln(os.Stderr, "crddesc: -chart-json needs -shared-template")
+			os.Exit(2)
+		}
+		if err := writeChartJSON(*chartJSON, *sharedTemplate, flag.Args()); err != nil {
+			fmt.Fprintf(os.Stderr, "crddesc: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *specJSON != "" {
 		if err := printSpecJSON(os.Stdout, *specJSON); err != nil {
 			fmt.Fprintf(os.Stderr, "crddesc: %s: %v\n", *specJSON, err)
