@@ -229,7 +229,39 @@ func (r *Reconciler) Load(ctx context.Context, s *scope) error {
 			s.submitter = submitter
 		case !apierrors.IsNotFound(err):
 			return err
+		case submitterExpected(job.Status.JobDeploymentStatus):
+			return r.loadUncachedSubmitter(ctx, s)
 		}
+	}
+	return nil
+}
+
+// submitterExpected: in these states a K8sJobMode RayJob's submitter Job
+// exists (Running follows it; Suspending and Retrying delete it) unless
+// someone deleted it.
+func submitterExpected(state rayv1.JobDeploymentStatus) bool {
+	switch state {
+	case rayv1.JobDeploymentStatusRunning, rayv1.JobDeploymentStatusSuspending, rayv1.JobDeploymentStatusRetrying:
+		return true
+	}
+	return false
+}
+
+// loadUncachedSubmitter looks past the cache for a submitter Job the cache
+// does not hold: the one KubeRay's operator created for a RayJob it was
+// running before the move to Gantry carries no app.kubernetes.io/managed-by
+// label. The RayJob takes it over when it controls it. In Running a Job of
+// that name it does not control is an error; in Suspending and Retrying it
+// is not the RayJob's to delete, and is left alone.
+func (r *Reconciler) loadUncachedSubmitter(ctx context.Context, s *scope) error {
+	existing, err := r.adopt(ctx, s.Object, &batchv1.Job{}, submitterKey(s.Object))
+	switch {
+	case err == nil:
+		s.submitter = existing.(*batchv1.Job)
+	case apierrors.IsNotFound(err):
+	case errors.Is(err, errNotControlled) && s.Object.Status.JobDeploymentStatus != rayv1.JobDeploymentStatusRunning:
+	default:
+		return err
 	}
 	return nil
 }

@@ -268,6 +268,69 @@ func TestK8sJobModeSubmitterJobSubmitsAndTheJobCompletes(t *testing.T) {
 	waitFor(t, job, rayv1.JobDeploymentStatusComplete)
 }
 
+// asKubeRaysSubmitter relabels the RayJob's submitter Job as KubeRay's
+// operator labels the Jobs it creates (created-by kuberay-operator, no
+// managed-by), as a RayJob KubeRay was running before the move to Gantry
+// has it: Gantry's cache no longer holds it.
+func asKubeRaysSubmitter(t *testing.T, job *rayv1.RayJob) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		sub := &batchv1.Job{}
+		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(job), sub)).To(Succeed())
+		delete(sub.Labels, "app.kubernetes.io/managed-by")
+		sub.Labels["app.kubernetes.io/created-by"] = "kuberay-operator"
+		g.Expect(k8s.Update(context.Background(), sub)).To(Succeed())
+	}, timeout).Should(Succeed())
+}
+
+// A K8sJobMode RayJob KubeRay was running when Gantry took over: its
+// submitter Job (KubeRay's, not in Gantry's cache) is taken over and
+// followed to the end.
+func TestKubeRaysRunningSubmitterIsTakenOverAndTheJobCompletes(t *testing.T) {
+	ns := newNamespace(t)
+	job := create(t, makeJob("migrated", ns, "echo moved").Obj())
+	readyCluster(t, job)
+	running := waitFor(t, job, rayv1.JobDeploymentStatusRunning)
+	asKubeRaysSubmitter(t, job)
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
+		sub := &batchv1.Job{}
+		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(job), sub)).To(Succeed())
+		g.Expect(sub.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "gantry"), "KubeRay's submitter is taken over")
+	}, timeout).Should(Succeed())
+	_, err := dash.SubmitJob(context.Background(), dashboard.JobRequest{Entrypoint: "echo moved", SubmissionID: running.Status.JobId})
+	g.Expect(err).NotTo(HaveOccurred())
+	finishSubmitter(t, job, true)
+	waitFor(t, job, rayv1.JobDeploymentStatusComplete)
+}
+
+// Suspending such a RayJob deletes KubeRay's submitter Job too, so that
+// the resumed RayJob's submitter is a new one.
+func TestSuspendingDeletesKubeRaysSubmitter(t *testing.T) {
+	ns := newNamespace(t)
+	job := create(t, makeJob("migrated-suspend", ns, "sleep 60").ShutdownAfterJobFinishes(0).Obj())
+	readyCluster(t, job)
+	waitFor(t, job, rayv1.JobDeploymentStatusRunning)
+	// Suspend in the same write as the relabelling's aftermath: the
+	// RayJob must not see its Job again through its own cache first.
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
+		sub := &batchv1.Job{}
+		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(job), sub)).To(Succeed())
+		delete(sub.Labels, "app.kubernetes.io/managed-by")
+		sub.Labels["app.kubernetes.io/created-by"] = "kuberay-operator"
+		g.Expect(k8s.Update(context.Background(), sub)).To(Succeed())
+		cur := get(g, job)
+		cur.Spec.Suspend = true
+		g.Expect(k8s.Update(context.Background(), cur)).To(Succeed())
+	}, timeout).Should(Succeed())
+	waitFor(t, job, rayv1.JobDeploymentStatusSuspended)
+	g.Eventually(func(g Gomega) {
+		err := k8s.Get(context.Background(), client.ObjectKeyFromObject(job), &batchv1.Job{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "KubeRay's submitter Job: %v", err)
+	}, timeout).Should(Succeed())
+}
+
 func TestFailedSubmitterFailsTheRayJob(t *testing.T) {
 	ns := newNamespace(t)
 	job := create(t, makeJob("subfail", ns, "true").Obj())

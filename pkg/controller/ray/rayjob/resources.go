@@ -2,6 +2,7 @@ package rayjob
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -96,6 +97,10 @@ func (r *Reconciler) ensureSubmitter(ctx context.Context, s *scope, cluster *ray
 	return nil
 }
 
+// errNotControlled is adopt's error for an object the RayJob does not
+// control.
+var errNotControlled = errors.New("never taken over")
+
 // adopt reads an object the cache does not hold and labels it Gantry's if
 // the RayJob controls it; one the RayJob does not control is an error,
 // never taken over.
@@ -104,7 +109,7 @@ func (r *Reconciler) adopt(ctx context.Context, job *rayv1.RayJob, obj client.Ob
 		return nil, err
 	}
 	if !metav1.IsControlledBy(obj, job) {
-		return nil, fmt.Errorf("%s %s exists and is not RayJob %s's", kindOf(obj), key, job.Name)
+		return nil, fmt.Errorf("%s %s exists and is not RayJob %s's: %w", kindOf(obj), key, job.Name, errNotControlled)
 	}
 	if obj.GetLabels()[builder.LabelManagedBy] != builder.ManagedByGantry {
 		patch := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"labels":{%q:%q}}}`, builder.LabelManagedBy, builder.ManagedByGantry))
