@@ -168,7 +168,17 @@ func TestRayServiceClusterHashMatchesKubeRays(t *testing.T) {
 func TestRayServiceServicesMatchKubeRays(t *testing.T) {
 	ctx := context.Background()
 	compared := 0
+	var cases []serviceCase
 	for _, c := range serviceCorpus(t) {
+		cases = append(cases, c)
+		// The same spec with headServiceAnnotations, which no sample
+		// sets: they are the cluster's head Service's, not the
+		// RayService's <name>-head-svc.
+		annotated := serviceCase{name: c.name + " with headServiceAnnotations", spec: *c.spec.DeepCopy()}
+		annotated.spec.HeadServiceAnnotations = map[string]string{"example.com/lb": "internal"}
+		cases = append(cases, annotated)
+	}
+	for _, c := range cases {
 		if !sameOnKubeRays(t, &c.spec) {
 			continue
 		}

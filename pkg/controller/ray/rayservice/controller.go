@@ -241,4 +241,12 @@ type scope struct {
 
 func headServiceName(svc *rayv1.RayService) string { return svc.Name + "-head-svc" }
 
-func serveServiceName(svc *rayv1.RayService) string { return svc.Name + "-serve-svc" }
+// serveServiceName is the Serve Service's name: spec.serveService's when
+// it names one (its namespace is never used: the Service is always in the
+// RayService's, as KubeRay's), else "<rayservice>-serve-svc".
+func serveServiceName(svc *rayv1.RayService) string {
+	if user := svc.Spec.ServeService; user != nil && user.Name != "" {
+		return user.Name
+	}
+	return svc.Name + "-serve-svc"
+}

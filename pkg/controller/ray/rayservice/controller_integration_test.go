@@ -178,8 +178,12 @@ func serveEndpoints(t *testing.T, svc *rayv1.RayService, cluster string) int {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: svc.Name + "-serve-svc-abc", Namespace: svc.Namespace, Labels: map[string]string{
-		discoveryv1.LabelServiceName: svc.Name + "-serve-svc",
+	serveName := svc.Name + "-serve-svc"
+	if svc.Spec.ServeService != nil && svc.Spec.ServeService.Name != "" {
+		serveName = svc.Spec.ServeService.Name
+	}
+	slice := &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: serveName + "-abc", Namespace: svc.Namespace, Labels: map[string]string{
+		discoveryv1.LabelServiceName: serveName,
 		builder.LabelManagedBy:       builder.ManagedByGantry,
 	}}, AddressType: discoveryv1.AddressTypeIPv4}
 	for i := range pods.Items {
@@ -453,6 +457,34 @@ func TestRayServiceSuspendDeletesWhatItOwnsAndResumes(t *testing.T) {
 		g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, string(rayv1.RayServiceSuspended))).To(BeFalse())
 		g.Expect(cur.Status.PendingServiceStatus.RayClusterName).NotTo(BeEmpty())
 		g.Expect(cur.Status.PendingServiceStatus.RayClusterName).NotTo(Equal(cluster))
+	}, timeout).Should(Succeed())
+}
+
+// spec.serveService names the Serve Service (KubeRay's
+// ray-service.custom-serve-service.yaml): its endpoints make the
+// RayService Ready, and suspending deletes it.
+func TestRayServiceWithACustomServeServiceNameServesAndSuspends(t *testing.T) {
+	ns := newNamespace(t)
+	in := makeService("named", ns)
+	in.Spec.ServeService = &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "custom-serve"}}
+	svc, cluster := startService(t, in)
+	g := NewWithT(t)
+	g.Expect(svc.Status.NumServeEndpoints).To(BeEquivalentTo(2))
+	serve := service(g, ns, "custom-serve")
+	g.Expect(serve.Spec.Selector).To(HaveKeyWithValue(rayv1.RayClusterLabelKey, cluster))
+	err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "named-serve-svc"}, &corev1.Service{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no Service under the default name: %v", err)
+
+	g.Eventually(func(g Gomega) {
+		cur := get(g, svc)
+		cur.Spec.Suspend = true
+		g.Expect(k8s.Update(context.Background(), cur)).To(Succeed())
+	}, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		cur := get(g, svc)
+		g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, string(rayv1.RayServiceSuspended))).To(BeTrue(), "conditions %+v", cur.Status.Conditions)
+		err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "custom-serve"}, &corev1.Service{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the custom Serve Service: %v", err)
 	}, timeout).Should(Succeed())
 }
 

@@ -118,9 +118,13 @@ func (r *Reconciler) getServiceUncached(ctx context.Context, key types.Namespace
 
 // BuildHeadService is "<rayservice>-head-svc": the cluster's own head
 // Service under the RayService's name and labels, selecting that
-// cluster's head, so clients keep one address across upgrades.
+// cluster's head, so clients keep one address across upgrades. The
+// cluster's headServiceAnnotations are its own head Service's, not this
+// one's (as KubeRay's); spec.headGroupSpec.headService's annotations are.
 func BuildHeadService(svc *rayv1.RayService, cluster *rayv1.RayCluster, opts podspec.BuildOptions) *corev1.Service {
-	head := podspec.BuildHeadService(cluster, opts)
+	withoutAnnotations := *cluster
+	withoutAnnotations.Spec.HeadServiceAnnotations = nil
+	head := podspec.BuildHeadService(&withoutAnnotations, opts)
 	head.Name = headServiceName(svc)
 	head.Namespace = svc.Namespace
 	head.Labels = map[string]string{
@@ -181,9 +185,7 @@ func BuildServeService(svc *rayv1.RayService, cluster *rayv1.RayCluster) (*corev
 			out.Labels = map[string]string{}
 		}
 		maps.Copy(out.Labels, labels)
-		if out.Name == "" {
-			out.Name = serveServiceName(svc)
-		}
+		out.Name = serveServiceName(svc)
 		if out.Spec.Type == "" {
 			out.Spec.Type = serviceType
 		}
