@@ -488,6 +488,36 @@ func TestRayServiceWithACustomServeServiceNameServesAndSuspends(t *testing.T) {
 	}, timeout).Should(Succeed())
 }
 
+// A RayService KubeRay was serving when Gantry took over: its Serve
+// Service's EndpointSlices carry no managed-by label yet (the EndpointSlice
+// controller copies it from the Service once Gantry labelled that), so
+// Gantry's cache holds none. The RayService stays Ready meanwhile.
+func TestRayServiceStaysReadyWhileItsEndpointSlicesAreNotCached(t *testing.T) {
+	ns := newNamespace(t)
+	svc, _ := startService(t, makeService("moved", ns))
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
+		var list discoveryv1.EndpointSliceList
+		g.Expect(k8s.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+		g.Expect(list.Items).To(HaveLen(1))
+		sl := &list.Items[0]
+		delete(sl.Labels, builder.LabelManagedBy)
+		g.Expect(k8s.Update(context.Background(), sl)).To(Succeed())
+	}, timeout).Should(Succeed())
+	// A reconcile after the cache lost the slice: any change of the spec's
+	// deletion delay reaches calculateStatus without a new cluster.
+	g.Eventually(func(g Gomega) {
+		cur := get(g, svc)
+		cur.Spec.RayClusterDeletionDelaySeconds = ptr.To[int32](1)
+		g.Expect(k8s.Update(context.Background(), cur)).To(Succeed())
+	}, timeout).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		cur := get(g, svc)
+		g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, string(rayv1.RayServiceReady))).To(BeTrue(), "conditions %+v", cur.Status.Conditions)
+		g.Expect(cur.Status.NumServeEndpoints).To(BeEquivalentTo(2))
+	}, 5*time.Second).Should(Succeed())
+}
+
 // A Service of the RayService's name that the user made is never taken
 // over (KubeRay updates it): the RayService reports it and waits.
 func TestRayServiceLeavesAUsersServiceOfItsNameAlone(t *testing.T) {

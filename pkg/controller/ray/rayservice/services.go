@@ -205,10 +205,23 @@ func BuildServeService(svc *rayv1.RayService, cluster *rayv1.RayCluster) (*corev
 }
 
 // countServeEndpoints is the number of distinct ready Pods in the Serve
-// Service's EndpointSlices (a dual-stack Pod appears in two).
-func (r *Reconciler) countServeEndpoints(ctx context.Context, key types.NamespacedName) (int32, error) {
+// Service's EndpointSlices (a dual-stack Pod appears in two), from the
+// cache. The cache holds only slices labelled managed-by=gantry, which the
+// EndpointSlice controller copies from the Service; a Serve Service
+// KubeRay made has none until Gantry labelled it and the controller
+// followed. So where the cache finds none but the status counted some,
+// the API server is asked before Ready turns False.
+func (r *Reconciler) countServeEndpoints(ctx context.Context, key types.NamespacedName, counted int32) (int32, error) {
+	n, err := readyServeEndpoints(ctx, r.client, key)
+	if err != nil || n > 0 || counted == 0 {
+		return n, err
+	}
+	return readyServeEndpoints(ctx, r.apiReader, key)
+}
+
+func readyServeEndpoints(ctx context.Context, reader client.Reader, key types.NamespacedName) (int32, error) {
 	slices := &discoveryv1.EndpointSliceList{}
-	if err := r.client.List(ctx, slices, client.InNamespace(key.Namespace),
+	if err := reader.List(ctx, slices, client.InNamespace(key.Namespace),
 		client.MatchingLabels{discoveryv1.LabelServiceName: key.Name}); err != nil {
 		return 0, err
 	}

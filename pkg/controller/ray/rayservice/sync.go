@@ -122,7 +122,7 @@ func (r *Reconciler) calculateStatus(ctx context.Context, s *scope, headSvc, ser
 		ctrl.LoggerFrom(ctx).Info("preparing a new pending RayCluster", "cluster", st.PendingServiceStatus.RayClusterName)
 	}
 
-	n, err := r.countServeEndpoints(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: serveServiceName(svc)})
+	n, err := r.countServeEndpoints(ctx, types.NamespacedName{Namespace: svc.Namespace, Name: serveServiceName(svc)}, s.observed.NumServeEndpoints)
 	if err != nil {
 		return err
 	}
