@@ -20,6 +20,8 @@ type Config struct {
 	// TransitionGracePeriod: a Ray job that ended this long ago while its
 	// submitter still runs ends the RayJob anyway
 	// (RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS, 300).
+	// Zero is the default; NoTransitionGracePeriod (any negative) ends it
+	// as soon as the Ray job has.
 	TransitionGracePeriod time.Duration
 	// StatusCheckTimeout: a dashboard that cannot tell the job's status for
 	// this long fails the RayJob (RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS, 300).
@@ -45,6 +47,10 @@ const (
 	DefaultTransitionGracePeriod    = 300 * time.Second
 	DefaultStatusCheckTimeout       = 300 * time.Second
 	DefaultSubmitterFinishedTimeout = 30 * time.Second
+	// NoTransitionGracePeriod is the grace period of
+	// RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS=0 (or below),
+	// which KubeRay takes as none.
+	NoTransitionGracePeriod = -time.Nanosecond
 )
 
 // ConfigFromEnv reads KubeRay's environment variables; gates and build
@@ -56,9 +62,14 @@ func ConfigFromEnv(getenv func(string) string) Config {
 		}
 		return def
 	}
+	grace := seconds("RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS", DefaultTransitionGracePeriod)
+	if s, err := strconv.Atoi(strings.TrimSpace(getenv("RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS"))); err == nil && s <= 0 {
+		// KubeRay takes any integer here: none at all is no grace.
+		grace = NoTransitionGracePeriod
+	}
 	return Config{
 		Build:                     podspec.DefaultBuildOptions(),
-		TransitionGracePeriod:     seconds("RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS", DefaultTransitionGracePeriod),
+		TransitionGracePeriod:     grace,
 		StatusCheckTimeout:        seconds("RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS", DefaultStatusCheckTimeout),
 		SubmitterFinishedTimeout:  DefaultSubmitterFinishedTimeout,
 		DeleteRayJobAfterFinishes: strings.EqualFold(strings.TrimSpace(getenv("DELETE_RAYJOB_CR_AFTER_JOB_FINISHES")), "true"),
@@ -71,7 +82,7 @@ func (c Config) withDefaults() Config {
 	if c.Build.ClusterDomain == "" {
 		c.Build = podspec.DefaultBuildOptions()
 	}
-	if c.TransitionGracePeriod <= 0 {
+	if c.TransitionGracePeriod == 0 {
 		c.TransitionGracePeriod = DefaultTransitionGracePeriod
 	}
 	if c.StatusCheckTimeout <= 0 {

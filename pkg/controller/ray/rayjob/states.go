@@ -341,7 +341,7 @@ func deadlinePassed(s *scope, seconds *int32, reason rayv1.JobFailedReason, fiel
 func (r *Reconciler) gracePeriodExceeded(s *scope) bool {
 	job := s.Object
 	end := job.Status.RayJobStatusInfo.EndTime
-	if !rayv1.IsJobTerminal(job.Status.JobStatus) || end == nil || s.now.Before(end.Add(r.cfg.TransitionGracePeriod)) {
+	if !rayv1.IsJobTerminal(job.Status.JobStatus) || end == nil || s.now.Before(end.Add(max(r.cfg.TransitionGracePeriod, 0))) {
 		return false
 	}
 	job.Status.JobDeploymentStatus = rayv1.JobDeploymentStatusComplete
