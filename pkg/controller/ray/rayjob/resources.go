@@ -235,17 +235,22 @@ func submissionFailed(job *rayv1.RayJob, message string) {
 	job.Status.Message = message
 }
 
-// headPod is the cluster's head Pod, nil when there is none.
+// headPod is the cluster's head Pod, nil when there is none. Two (a head
+// being replaced) are an error, as in KubeRay: the reconcile waits rather
+// than read the submitter container of the wrong one.
 func (r *Reconciler) headPod(ctx context.Context, cluster *rayv1.RayCluster) (*corev1.Pod, error) {
 	pods := &corev1.PodList{}
 	if err := r.client.List(ctx, pods, client.InNamespace(cluster.Namespace),
 		client.MatchingLabels{rayv1.RayClusterLabelKey: cluster.Name, rayv1.RayNodeTypeLabelKey: string(rayv1.HeadNode)}); err != nil {
 		return nil, err
 	}
-	if len(pods.Items) == 0 {
+	switch len(pods.Items) {
+	case 0:
 		return nil, nil
+	case 1:
+		return &pods.Items[0], nil
 	}
-	return &pods.Items[0], nil
+	return nil, fmt.Errorf("RayCluster %s/%s has %d head Pods", cluster.Namespace, cluster.Name, len(pods.Items))
 }
 
 // containerStatus is the status of pod's container name, nil before the
