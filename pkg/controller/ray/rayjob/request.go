@@ -3,6 +3,7 @@ package rayjob
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	"sigs.k8s.io/yaml"
 
@@ -23,11 +24,11 @@ func JobRequest(job *rayv1.RayJob) (dashboard.JobRequest, error) {
 		}
 	}
 	if n := job.Spec.EntrypointNumCpus; n != 0 {
-		v := float64(n)
+		v := widen(n)
 		req.EntrypointNumCPUs = &v
 	}
 	if n := job.Spec.EntrypointNumGpus; n != 0 {
-		v := float64(n)
+		v := widen(n)
 		req.EntrypointNumGPUs = &v
 	}
 	if job.Spec.EntrypointResources != "" {
@@ -36,4 +37,14 @@ func JobRequest(job *rayv1.RayJob) (dashboard.JobRequest, error) {
 		}
 	}
 	return req, nil
+}
+
+// widen is the float64 of n's shortest decimal: 0.1 is sent as 0.1, as
+// KubeRay sends the float32, not as 0.10000000149011612.
+func widen(n float32) float64 {
+	v, err := strconv.ParseFloat(strconv.FormatFloat(float64(n), 'g', -1, 32), 64)
+	if err != nil {
+		return float64(n)
+	}
+	return v
 }
