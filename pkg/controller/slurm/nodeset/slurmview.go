@@ -79,7 +79,7 @@ func loadSlurmView(ctx context.Context, c slurm.Client, now time.Time) *slurmVie
 		v.err = fmt.Errorf("listing Slurm jobs: %w", err)
 		return v
 	}
-	v.deadlines = nodeDeadlines(jobs, now)
+	v.deadlines = nodeDeadlines(jobs)
 	for i := range jobs {
 		j := &jobs[i]
 		if j.HoldsNodes() {
@@ -98,11 +98,20 @@ func loadSlurmView(ctx context.Context, c slurm.Client, now time.Time) *slurmVie
 	return v
 }
 
+// farDeadline is the deadline of a node held by a job with no known end,
+// counted from its start (Slinky adds the largest Duration to the start of
+// a job without a time limit), or noStartDeadline for a job Slurm gives
+// no start: far, and the same at every reconcile, so the pod-deadline
+// annotation written from it does not change.
+const farDeadline = 100 * 365 * 24 * time.Hour
+
+var noStartDeadline = time.Date(9999, time.December, 31, 0, 0, 0, 0, time.UTC)
+
 // nodeDeadlines maps each node to the latest time limit of the jobs
 // holding it: the time by which the node is expected to be idle. A
 // suspended or stopped job's clock is not running, so its nodes have no
 // known end.
-func nodeDeadlines(jobs []slurm.Job, now time.Time) map[string]time.Time {
+func nodeDeadlines(jobs []slurm.Job) map[string]time.Time {
 	out := map[string]time.Time{}
 	for i := range jobs {
 		j := &jobs[i]
@@ -116,7 +125,10 @@ func nodeDeadlines(jobs []slurm.Job, now time.Time) map[string]time.Time {
 		if !bounded {
 			// No limit: the node may stay busy forever; a far deadline
 			// keeps it last in line for scale-in.
-			deadline = now.Add(100 * 365 * 24 * time.Hour)
+			deadline = noStartDeadline
+			if start, ok := j.StartTime.Time(); ok {
+				deadline = start.Add(farDeadline)
+			}
 		}
 		names, err := j.NodeNames()
 		if err != nil {

@@ -124,7 +124,7 @@ func TestNodeDeadlines(t *testing.T) {
 		// A suspended job's clock stops: its end is not known.
 		job(5, "ns-4", now.Add(time.Hour), slurm.JobStateSuspended),
 	}
-	got := nodeDeadlines(jobs, now)
+	got := nodeDeadlines(jobs)
 	if !got["ns-4"].After(now.Add(24 * 365 * time.Hour)) {
 		t.Errorf("deadline of ns-4 (a suspended job) = %v, want none (far away)", got["ns-4"])
 	}
@@ -139,6 +139,17 @@ func TestNodeDeadlines(t *testing.T) {
 	}
 	if !got["ns-3"].After(now.Add(24 * 365 * time.Hour)) {
 		t.Errorf("a job without a time limit should put its node last, got %v", got["ns-3"])
+	}
+	// The far deadlines are the job's, not the clock's: the pod-deadline
+	// annotation written from them would change at every reconcile.
+	started := now.Add(-2 * time.Hour)
+	unlimited := slurm.Job{JobID: 6, Nodes: "ns-5", State: []slurm.JobState{slurm.JobStateRunning},
+		StartTime: slurm.NewNoVal(started.Unix()), TimeLimit: slurm.InfiniteNoVal()}
+	if d := nodeDeadlines([]slurm.Job{unlimited})["ns-5"]; !d.Equal(started.Add(farDeadline)) {
+		t.Errorf("deadline of a job without a time limit started at %v = %v, want its start + %v", started, d, farDeadline)
+	}
+	if !got["ns-3"].Equal(noStartDeadline) {
+		t.Errorf("deadline of a job without a limit or a start = %v, want %v", got["ns-3"], noStartDeadline)
 	}
 }
 
