@@ -46,6 +46,9 @@ const (
 	// Failed condition.
 	TrainJobRuntimeNotSupportedReason = "TrainingRuntimeNotSupported"
 	TrainJobDeadlineExceededReason    = "DeadlineExceeded"
+	// TrainJobDeadlineExceededMessage is that condition's message, as
+	// Trainer v2.3 writes it.
+	TrainJobDeadlineExceededMessage = "TrainJob exceeded its active deadline"
 
 	// Created condition (upstream Trainer v2.0 values).
 	TrainJobJobsCreationSucceededReason = "JobsCreationSucceeded"

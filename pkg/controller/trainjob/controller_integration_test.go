@@ -513,6 +513,8 @@ func TestActiveDeadlineFailsTheJobAndDeletesTheJobSet(t *testing.T) {
 	h.eventuallyJobSet(t, ns, "bounded")
 
 	tj = h.eventuallyCondition(t, ns, "bounded", trainer.TrainJobFailed, metav1.ConditionTrue, trainer.TrainJobDeadlineExceededReason)
+	// Trainer's message, which tools may match; the event says how long.
+	g.Expect(meta.FindStatusCondition(tj.Status.Conditions, trainer.TrainJobFailed).Message).To(gomega.Equal("TrainJob exceeded its active deadline"))
 	g.Eventually(func() bool {
 		err := h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "bounded"}, &jobsetv1alpha2.JobSet{})
 		return apierrors.IsNotFound(err)

@@ -76,12 +76,11 @@ func (r *Reconciler) enforceDeadline(ctx context.Context, s *scope) error {
 // failDeadlineExceeded marks the TrainJob Failed/DeadlineExceeded, its
 // JobSet deleted.
 func (r *Reconciler) failDeadlineExceeded(ctx context.Context, trainJob *trainer.TrainJob, dl deadline) error {
-	msg := fmt.Sprintf("TrainJob exceeded its active deadline of %s", dl.limit)
 	failed := metav1.Condition{
 		Type:    trainer.TrainJobFailed,
 		Status:  metav1.ConditionTrue,
 		Reason:  trainer.TrainJobDeadlineExceededReason,
-		Message: msg,
+		Message: trainer.TrainJobDeadlineExceededMessage,
 	}
 	// Failed is a condition, which is never held.
 	changed, _, err := r.writeStatus(ctx, trainJob, nil, outcome{failed: &failed})
@@ -89,7 +88,7 @@ func (r *Reconciler) failDeadlineExceeded(ctx context.Context, trainJob *trainer
 		return err
 	}
 	if changed {
-		r.recorder.Warning(trainJob, trainer.TrainJobDeadlineExceededReason, "%s", msg)
+		r.recorder.Warning(trainJob, trainer.TrainJobDeadlineExceededReason, "%s of %s", trainer.TrainJobDeadlineExceededMessage, dl.limit)
 	}
 	return nil
 }

@@ -142,8 +142,9 @@ func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req UpdateRequest
+	// Unknown fields are ignored, as by Trainer's decoder, so that a newer
+	// SDK's report still lands.
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
-	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
 		reply(w, http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, "invalid payload: "+err.Error())
 		return

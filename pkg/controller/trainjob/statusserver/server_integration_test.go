@@ -136,8 +136,16 @@ func TestStatusReports(t *testing.T) {
 	if code, body := post(t, h, path, token, strings.Replace(report, "42", "150", 1)); code != http.StatusUnprocessableEntity || !strings.Contains(body, "progressPercentage") {
 		t.Errorf("progress 150: %d %s, want 422 naming progressPercentage", code, body)
 	}
-	if code, body := post(t, h, path, token, `{"trainerStatus":{"bogus":1}}`); code != http.StatusUnprocessableEntity {
-		t.Errorf("unknown field: %d %s, want 422", code, body)
+	// Fields it does not know are ignored, as Trainer's decoder does: a
+	// newer SDK's report still lands.
+	newer := strings.Replace(strings.Replace(report, "42", "43", 1), `{"trainerStatus":{`, `{"reporter":"sdk-9","trainerStatus":{"bogus":1,`, 1)
+	if code, body := post(t, h, path, token, newer); code != http.StatusOK {
+		t.Errorf("a report with unknown fields: %d %s, want 200", code, body)
+	} else {
+		must(t, f.env.Client.Get(context.Background(), client.ObjectKey{Namespace: f.ns, Name: "tj"}, got))
+		if p := ptr.Deref(got.Status.TrainerStatus.ProgressPercentage, -1); p != 43 {
+			t.Errorf("after a report with unknown fields, progress %d, want 43", p)
+		}
 	}
 	if code, _ := post(t, h, "/apis/other", token, report); code != http.StatusNotFound {
 		t.Errorf("unknown path: %d, want 404", code)

@@ -1,7 +1,6 @@
 package jobset
 
 import (
-	"cmp"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -149,7 +148,8 @@ func jobsStatus(in []jobsetv1alpha2.ReplicatedJobStatus) []trainer.JobStatus {
 			Suspended: ptr.To(s.Suspended),
 		})
 	}
-	slices.SortFunc(out, func(a, b trainer.JobStatus) int { return cmp.Compare(a.Name, b.Name) })
+	// In the JobSet's order (JobSet v0.12 stores it sorted by name,
+	// descending), as Trainer copies it.
 	return out
 }
 

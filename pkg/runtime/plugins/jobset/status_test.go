@@ -1,6 +1,7 @@
 package jobset
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -71,7 +72,7 @@ func TestTrainJobStatusWithProgressConditions(t *testing.T) {
 		},
 		"running": {
 			job: trainertesting.MakeTrainJob("a", "default").Obj(), jobSet: jobSet(nil, 2, 0),
-			wantConds: []metav1.Condition{created(), wasRunning}, wantJobs: []string{"dataset-initializer", "node"},
+			wantConds: []metav1.Condition{created(), wasRunning}, wantJobs: []string{"node", "dataset-initializer"},
 		},
 		"suspended while running": {
 			job: trainertesting.MakeTrainJob("a", "default").Condition(created()).Condition(wasRunning).Obj(), jobSet: jobSet([]metav1.Condition{jsSuspended}, 0),
@@ -133,6 +134,24 @@ func TestJobsStatusCopiesCounts(t *testing.T) {
 		Active: ptr.To[int32](4), Suspended: ptr.To[int32](5)}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("jobsStatus (-want +got):\n%s", diff)
+	}
+}
+
+// status.jobsStatus keeps the JobSet's order, as Trainer copies it: JobSet
+// v0.12 stores its replicated jobs' statuses sorted by name, descending
+// (node, model-initializer, dataset-initializer), and a reader that takes
+// jobsStatus[0] gets the same job on both.
+func TestJobsStatusKeepsTheJobSetsOrder(t *testing.T) {
+	js := &jobsetv1alpha2.JobSet{Status: jobsetv1alpha2.JobSetStatus{ReplicatedJobsStatus: []jobsetv1alpha2.ReplicatedJobStatus{
+		{Name: "node"}, {Name: "model-initializer"}, {Name: "dataset-initializer"},
+	}}}
+	got := TrainJobStatus(trainertesting.MakeTrainJob("a", "default").Obj(), js, now, false).JobsStatus
+	var names []string
+	for _, j := range got {
+		names = append(names, j.Name)
+	}
+	if want := []string{"node", "model-initializer", "dataset-initializer"}; !slices.Equal(names, want) {
+		t.Errorf("jobsStatus names %v, want the JobSet's order %v", names, want)
 	}
 }
 
