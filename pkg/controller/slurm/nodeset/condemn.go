@@ -121,6 +121,44 @@ func (r *Reconciler) releaseClaimsOnScaleIn(ctx context.Context, n *slinkyv1beta
 	return nil
 }
 
+// syncClaimOwners brings the pod's claims in line with whenDeleted, as
+// Slinky does on every pass: with Delete the NodeSet controls them (they go
+// with it), with Retain it does not. A claim another object controls (a
+// scaled-in pod, releaseClaimsOnScaleIn) or one being deleted is left as it
+// is, and so are other owners.
+func (r *Reconciler) syncClaimOwners(ctx context.Context, n *slinkyv1beta1.NodeSet, pod *corev1.Pod) error {
+	want := n.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted == slinkyv1beta1.DeletePersistentVolumeClaimRetentionPolicyType
+	for _, t := range n.Spec.VolumeClaimTemplates {
+		claim := &corev1.PersistentVolumeClaim{}
+		key := types.NamespacedName{Namespace: n.Namespace, Name: claimName(n, t.Name, claimSuffix(n, pod))}
+		if err := r.Client.Get(ctx, key, claim); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return err
+		}
+		if !claim.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if ref := metav1.GetControllerOf(claim); ref != nil && ref.UID != n.UID {
+			continue
+		}
+		if metav1.IsControlledBy(claim, n) == want {
+			continue
+		}
+		patch := client.MergeFromWithOptions(claim.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		claim.OwnerReferences = slices.DeleteFunc(claim.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == n.UID })
+		if want {
+			claim.OwnerReferences = append(claim.OwnerReferences, *metav1.NewControllerRef(n, slinkyv1beta1.NodeSetGVK))
+		}
+		if err := r.Client.Patch(ctx, claim, patch); err != nil {
+			return fmt.Errorf("setting the owners of PersistentVolumeClaim %s (whenDeleted %s): %w", claim.Name,
+				n.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted, err)
+		}
+	}
+	return nil
+}
+
 // cordonPod sets pod-cordon, recording why unless someone else already
 // cordoned the pod (their cordon must outlive Gantry's reason).
 func (r *Reconciler) cordonPod(ctx context.Context, pod *corev1.Pod, why string) error {

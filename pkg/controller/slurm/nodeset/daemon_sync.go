@@ -54,6 +54,9 @@ func (r *Reconciler) syncDaemonPods(ctx context.Context, n *slinkyv1beta1.NodeSe
 				return err
 			}
 		}
+		if err := r.syncClaimOwners(ctx, n, w.pod); err != nil {
+			return err
+		}
 		return r.repairIdentity(ctx, n, w)
 	}))
 	errs = append(errs, r.createDaemonPods(ctx, n, s, plan.create))

@@ -174,6 +174,11 @@ func (r *Reconciler) steadyState(ctx context.Context, n *slinkyv1beta1.NodeSet, 
 			}
 			return r.deletePod(ctx, s, w, whyExited)
 		}
+		if !isCondemned(pod) {
+			if err := r.syncClaimOwners(ctx, n, pod); err != nil {
+				return err
+			}
+		}
 		return r.repairIdentity(ctx, n, w)
 	}))
 	return errors.Join(errs...)
