@@ -20,9 +20,10 @@
 //     Pod, once Running on a kwok node; SidecarMode: the head Pod's
 //     submitter container) by submitting the RayJob's entrypoint to the
 //     head's dashboard under its submission ID, as `ray job submit` would;
-//     a submitter Pod then runs until the Ray job ends, as `ray job logs
-//     --follow` does: kwok leaves RayJob submitters running
-//     (hack/kwok/stages.yaml) until this program annotates them to finish.
+//     the submitter then runs until the Ray job ends, as `ray job submit`
+//     does: kwok leaves RayJob submitter Pods running (hack/kwok/stages.yaml)
+//     until this program annotates them to finish, and ends a head's
+//     submitter container once this program annotates the head.
 //
 // Heads on real nodes are left alone. It needs CAP_NET_ADMIN (root), as the
 // real node does; `make run` starts it where it can, and says why not where

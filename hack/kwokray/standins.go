@@ -31,6 +31,9 @@ import (
 const (
 	annotationRunSeconds = "gantry.dev/kwok-run-seconds"
 	annotationExitCode   = "gantry.dev/kwok-exit-code"
+	// annotationSubmitterExitCode on a head Pod ends its SidecarMode
+	// submitter container with that exit code.
+	annotationSubmitterExitCode = "gantry.dev/kwok-submitter-exit-code"
 	// kwokNodeAnnotation marks the Nodes kwok simulates.
 	kwokNodeAnnotation = "kwok.x-k8s.io/node"
 	// defaultRunFor is how long a simulated Ray job runs: kwok's Pods run
@@ -145,7 +148,7 @@ func (s *standIns) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		}
 		for _, c := range p.Spec.Containers {
 			if c.Name == rayv1.SubmitterContainerName {
-				job, err := s.rayJobOf(ctx, p)
+				job, err := s.rayJobOfHead(ctx, p)
 				if job == nil || err != nil {
 					return ctrl.Result{}, err
 				}
@@ -176,6 +179,25 @@ func (s *standIns) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 func (s *standIns) rayJobOf(ctx context.Context, p *corev1.Pod) (*rayv1.RayJob, error) {
 	job := &rayv1.RayJob{}
 	if err := s.c.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Labels[rayv1.RayOriginatedFromCRNameLabelKey]}, job); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return job, nil
+}
+
+// rayJobOfHead is the RayJob whose cluster head p is: a head Pod carries
+// only its cluster's name (ray.io/cluster); the cluster names the RayJob
+// that made it (ray.io/originated-from-crd and -cr-name). Nil when there
+// is none.
+func (s *standIns) rayJobOfHead(ctx context.Context, p *corev1.Pod) (*rayv1.RayJob, error) {
+	cluster := &rayv1.RayCluster{}
+	if err := s.c.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Labels[rayv1.RayClusterLabelKey]}, cluster); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if cluster.Labels[rayv1.RayOriginatedFromCRDLabelKey] != rayv1.RayJobKind {
+		return nil, nil
+	}
+	job := &rayv1.RayJob{}
+	if err := s.c.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: cluster.Labels[rayv1.RayOriginatedFromCRNameLabelKey]}, job); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
 	return job, nil
@@ -280,9 +302,10 @@ func (s *standIns) stopAll() {
 }
 
 // submitFor submits, once per submitter Pod, its RayJob's entrypoint to
-// the dashboard of headPod, as `ray job submit` would, and then, for a
-// submitter Pod of its own, follows the Ray job as `ray job logs --follow`
-// would: when it ends, the Pod is annotated to finish with exit code 0.
+// the dashboard of headPod, as `ray job submit` would, and then follows
+// the Ray job as it would: when the job ends, the submitter Pod (or, in
+// SidecarMode, the head Pod's submitter container) is annotated to finish
+// with exit code 0.
 func (s *standIns) submitFor(ctx context.Context, submitter, headPod *corev1.Pod, job *rayv1.RayJob) (ctrl.Result, error) {
 	key := client.ObjectKeyFromObject(submitter)
 	s.mu.Lock()
@@ -314,12 +337,21 @@ func (s *standIns) submitFor(ctx context.Context, submitter, headPod *corev1.Pod
 		s.mu.Unlock()
 		s.log.Info("submitted as the RayJob's submitter", "rayjob", client.ObjectKeyFromObject(job), "submitter", key, "submissionID", req.SubmissionID)
 	}
+	// `ray job submit` follows the Ray job's logs until it ends, and then
+	// exits 0. kwok ends it once annotated (hack/kwok/stages.yaml): a
+	// submitter Pod completes; in SidecarMode, the head Pod's submitter
+	// container terminates.
+	ended := map[string]string{annotationExitCode: "0", annotationRunSeconds: "0"}
 	if isHead(submitter) {
-		// SidecarMode: the submitter is a container of the head Pod.
+		ended = map[string]string{annotationSubmitterExitCode: "0"}
+	}
+	annotated := true
+	for k := range ended {
+		annotated = annotated && submitter.Annotations[k] != ""
+	}
+	if annotated {
 		return ctrl.Result{}, nil
 	}
-	// `ray job logs --follow` ends when the Ray job does, and with it the
-	// submitter Pod: kwok completes it once annotated (hack/kwok/stages.yaml).
 	info, err := dash.JobInfo(ctx, req.SubmissionID)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -327,15 +359,13 @@ func (s *standIns) submitFor(ctx context.Context, submitter, headPod *corev1.Pod
 	if !info.Status.IsTerminal() {
 		return ctrl.Result{RequeueAfter: time.Second}, nil
 	}
-	if submitter.Annotations[annotationExitCode] != "" {
-		return ctrl.Result{}, nil
-	}
 	patch := client.MergeFrom(submitter.DeepCopy())
 	if submitter.Annotations == nil {
 		submitter.Annotations = map[string]string{}
 	}
-	submitter.Annotations[annotationExitCode] = "0"
-	submitter.Annotations[annotationRunSeconds] = "0"
+	for k, v := range ended {
+		submitter.Annotations[k] = v
+	}
 	if err := s.c.Patch(ctx, submitter, patch); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

@@ -77,6 +77,14 @@ func headLabels(cluster string) map[string]string {
 	return map[string]string{rayv1.RayClusterLabelKey: cluster, rayv1.RayNodeTypeLabelKey: string(rayv1.HeadNode)}
 }
 
+// rayJobsCluster is the RayCluster a RayJob called job made, labelled as
+// the RayJob controller labels it.
+func rayJobsCluster(name, job string) *rayv1.RayCluster {
+	return &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
+		rayv1.RayOriginatedFromCRDLabelKey: rayv1.RayJobKind, rayv1.RayOriginatedFromCRNameLabelKey: job,
+	}}}
+}
+
 func newTestStandIns(t *testing.T, objs ...client.Object) (*standIns, *fakeRoutes) {
 	t.Helper()
 	scheme := runtime.NewScheme()
@@ -262,10 +270,9 @@ func TestSidecarSubmitterSubmitsFromTheHead(t *testing.T) {
 		Spec:       rayv1.RayJobSpec{Entrypoint: "echo hi", SubmissionMode: rayv1.SidecarMode},
 		Status:     rayv1.RayJobStatus{JobId: "side-1", RayClusterName: "side-c"},
 	}
-	labels := headLabels("side-c")
-	labels[rayv1.RayOriginatedFromCRDLabelKey] = rayv1.RayJobKind
-	labels[rayv1.RayOriginatedFromCRNameLabelKey] = "side"
-	s, _ := newTestStandIns(t, node("kwok-0", true), job, pod("side-c-head", "kwok-0", "10.0.0.9", labels, "ray-head", rayv1.SubmitterContainerName))
+	// A head Pod names only its cluster; the cluster names the RayJob.
+	s, _ := newTestStandIns(t, node("kwok-0", true), job, rayJobsCluster("side-c", "side"),
+		pod("side-c-head", "kwok-0", "10.0.0.9", headLabels("side-c"), "ray-head", rayv1.SubmitterContainerName))
 	reconcile(t, s, "side-c-head")
 	dash, err := dashboard.New(dashboard.Config{URL: served(s, "side-c-head").dashboardURL})
 	if err != nil {
@@ -277,5 +284,38 @@ func TestSidecarSubmitterSubmitsFromTheHead(t *testing.T) {
 	}
 	if info.Status != dashboard.JobRunning {
 		t.Errorf("just submitted: %s, want RUNNING for the default 3 s", info.Status)
+	}
+}
+
+// SidecarMode: when the Ray job ends, the head Pod is annotated for kwok
+// to end its submitter container (exit code 0); the Pod itself is not
+// asked to finish.
+func TestSidecarSubmitterEndsWithTheRayJob(t *testing.T) {
+	job := &rayv1.RayJob{
+		ObjectMeta: metav1.ObjectMeta{Name: "side", Namespace: ns, Annotations: map[string]string{annotationRunSeconds: "0"}},
+		Spec:       rayv1.RayJobSpec{Entrypoint: "echo hi", SubmissionMode: rayv1.SidecarMode},
+		Status:     rayv1.RayJobStatus{JobId: "side-2", RayClusterName: "side-c"},
+	}
+	s, _ := newTestStandIns(t, node("kwok-0", true), job, rayJobsCluster("side-c", "side"),
+		pod("side-c-head", "kwok-0", "10.0.0.10", headLabels("side-c"), "ray-head", rayv1.SubmitterContainerName))
+	deadline := time.Now().Add(10 * time.Second)
+	for reconcile(t, s, "side-c-head").RequeueAfter != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the head is still followed 10 s after a job of 0 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	got := &corev1.Pod{}
+	if err := s.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "side-c-head"}, got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Annotations[annotationSubmitterExitCode] != "0" {
+		t.Errorf("head annotations %v, want kwok's submitter exit code 0", got.Annotations)
+	}
+	if _, ok := got.Annotations[annotationExitCode]; ok {
+		t.Errorf("the head Pod was asked to finish: %v", got.Annotations)
+	}
+	if _, ok := got.Annotations[annotationRunSeconds]; ok {
+		t.Errorf("the head Pod was asked to finish: %v", got.Annotations)
 	}
 }

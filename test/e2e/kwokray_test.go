@@ -52,7 +52,8 @@ func rayJobSucceeded(name string) func(g Gomega, ctx context.Context, ns string)
 
 // rayServiceServing checks the RayService called name is Ready, every
 // Serve application of its active cluster RUNNING, and its Serve Service
-// has a ready endpoint of that cluster.
+// (<name>-serve-svc, or the one spec.serveService names) has a ready
+// endpoint of that cluster.
 func rayServiceServing(name string) func(g Gomega, ctx context.Context, ns string) {
 	return func(g Gomega, ctx context.Context, ns string) {
 		svc := &rayv1.RayService{}
@@ -63,7 +64,11 @@ func rayServiceServing(name string) func(g Gomega, ctx context.Context, ns strin
 		for app, st := range active.Applications {
 			g.Expect(st.Status).To(Equal(rayv1.ApplicationStatusRunning), "application %s", app)
 		}
-		n, clusters, err := readyServeEndpoints(ctx, ns, name+"-serve-svc")
+		serveName := name + "-serve-svc"
+		if svc.Spec.ServeService != nil && svc.Spec.ServeService.Name != "" {
+			serveName = svc.Spec.ServeService.Name
+		}
+		n, clusters, err := readyServeEndpoints(ctx, ns, serveName)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(n).To(BeNumerically(">=", 1))
 		g.Expect(clusters).To(HaveKey(active.RayClusterName))
@@ -124,11 +129,49 @@ var _ = Describe("KubeRay's samples on simulated nodes", Label(labelRay), func()
 		Expect(string(submitters[0].Status.Phase)).To(Equal("Succeeded"))
 	})
 
+	It("runs ray-job.sidecar-mode.yaml, unchanged, to Complete: the head's submitter container submits and ends with the Ray job", func(ctx SpecContext) {
+		requireKwokRay(ctx, "")
+		ns := newNamespace(ctx, "kuberay-rayjob-sidecar")
+		name := applyKubeRaySample(ctx, ns, "rayjob-samples", "ray-job.sidecar-mode.yaml")
+		// Well inside the 300 s a RayJob in Running waits for a submitter
+		// container that never ends.
+		Eventually(ctx, func(g Gomega) { rayJobSucceeded(name)(g, ctx, ns) }).Should(Succeed())
+
+		// No submitter Job; the head's submitter container ended with exit
+		// code 0 while its Ray container runs on.
+		Expect(listPods(Default, ctx, ns, map[string]string{"batch.kubernetes.io/job-name": name})).To(BeEmpty(), "SidecarMode runs no submitter Job")
+		rj := &rayv1.RayJob{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, rj)).To(Succeed())
+		heads := listPods(Default, ctx, ns, map[string]string{rayv1.RayClusterLabelKey: rj.Status.RayClusterName, rayv1.RayNodeTypeLabelKey: "head"})
+		Expect(heads).To(HaveLen(1), "the sample keeps its cluster after the job")
+		Expect(heads[0].Status.ContainerStatuses).To(HaveLen(len(heads[0].Spec.Containers)))
+		for _, cs := range heads[0].Status.ContainerStatuses {
+			switch cs.Name {
+			case rayv1.SubmitterContainerName:
+				Expect(cs.State.Terminated).NotTo(BeNil(), "the submitter container: %+v", cs.State)
+				Expect(cs.State.Terminated.ExitCode).To(BeZero())
+			default:
+				Expect(cs.State.Running).NotTo(BeNil(), "container %s: %+v", cs.Name, cs.State)
+			}
+		}
+	})
+
 	It("serves ray-service.sample.yaml, unchanged: Ready, every application RUNNING, the Serve Service on its head", func(ctx SpecContext) {
 		requireKwokRay(ctx, "")
 		ns := newNamespace(ctx, "kuberay-rayservice")
 		name := applyKubeRaySample(ctx, ns, "rayservice-samples", "ray-service.sample.yaml")
 		Eventually(ctx, func(g Gomega) { rayServiceServing(name)(g, ctx, ns) }).Should(Succeed())
+	})
+
+	It("serves ray-service.custom-serve-service.yaml, unchanged: Ready through the Serve Service it names", func(ctx SpecContext) {
+		requireKwokRay(ctx, "")
+		ns := newNamespace(ctx, "kuberay-rayservice-named")
+		name := applyKubeRaySample(ctx, ns, "rayservice-samples", "ray-service.custom-serve-service.yaml")
+		Eventually(ctx, func(g Gomega) { rayServiceServing(name)(g, ctx, ns) }).Should(Succeed())
+		svc := &rayv1.RayService{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, svc)).To(Succeed())
+		Expect(svc.Spec.ServeService).NotTo(BeNil())
+		Expect(svc.Status.NumServeEndpoints).To(BeNumerically(">=", 1))
 	})
 
 	It("fails an HTTPMode RayJob whose Ray job fails, after a retry on a new cluster", func(ctx SpecContext) {
