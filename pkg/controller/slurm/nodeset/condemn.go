@@ -99,6 +99,23 @@ func (r *Reconciler) releaseClaimsOnScaleIn(ctx context.Context, n *slinkyv1beta
 	if n.Spec.PersistentVolumeClaimRetentionPolicy.WhenScaled != slinkyv1beta1.DeletePersistentVolumeClaimRetentionPolicyType {
 		return nil
 	}
+	return r.forEachClaim(ctx, n, pod, func(claim *corev1.PersistentVolumeClaim) error {
+		if slices.ContainsFunc(claim.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == pod.UID }) {
+			return nil
+		}
+		patch := client.MergeFrom(claim.DeepCopy())
+		// The pod becomes the only controller: a claim may have one.
+		claim.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(pod, corev1.SchemeGroupVersion.WithKind("Pod"))}
+		if err := r.Client.Patch(ctx, claim, patch); err != nil {
+			return fmt.Errorf("handing PersistentVolumeClaim %s to Pod %s: %w", claim.Name, pod.Name, err)
+		}
+		return nil
+	})
+}
+
+// forEachClaim calls f with each of the pod's claims that exists, as the
+// cache shows it.
+func (r *Reconciler) forEachClaim(ctx context.Context, n *slinkyv1beta1.NodeSet, pod *corev1.Pod, f func(*corev1.PersistentVolumeClaim) error) error {
 	for _, t := range n.Spec.VolumeClaimTemplates {
 		claim := &corev1.PersistentVolumeClaim{}
 		key := types.NamespacedName{Namespace: n.Namespace, Name: claimName(n, t.Name, claimSuffix(n, pod))}
@@ -108,14 +125,8 @@ func (r *Reconciler) releaseClaimsOnScaleIn(ctx context.Context, n *slinkyv1beta
 			}
 			return err
 		}
-		if slices.ContainsFunc(claim.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == pod.UID }) {
-			continue
-		}
-		patch := client.MergeFrom(claim.DeepCopy())
-		// The pod becomes the only controller: a claim may have one.
-		claim.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(pod, corev1.SchemeGroupVersion.WithKind("Pod"))}
-		if err := r.Client.Patch(ctx, claim, patch); err != nil {
-			return fmt.Errorf("handing PersistentVolumeClaim %s to Pod %s: %w", claim.Name, pod.Name, err)
+		if err := f(claim); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -128,23 +139,15 @@ func (r *Reconciler) releaseClaimsOnScaleIn(ctx context.Context, n *slinkyv1beta
 // is, and so are other owners.
 func (r *Reconciler) syncClaimOwners(ctx context.Context, n *slinkyv1beta1.NodeSet, pod *corev1.Pod) error {
 	want := n.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted == slinkyv1beta1.DeletePersistentVolumeClaimRetentionPolicyType
-	for _, t := range n.Spec.VolumeClaimTemplates {
-		claim := &corev1.PersistentVolumeClaim{}
-		key := types.NamespacedName{Namespace: n.Namespace, Name: claimName(n, t.Name, claimSuffix(n, pod))}
-		if err := r.Client.Get(ctx, key, claim); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return err
-		}
+	return r.forEachClaim(ctx, n, pod, func(claim *corev1.PersistentVolumeClaim) error {
 		if !claim.DeletionTimestamp.IsZero() {
-			continue
+			return nil
 		}
 		if ref := metav1.GetControllerOf(claim); ref != nil && ref.UID != n.UID {
-			continue
+			return nil
 		}
 		if metav1.IsControlledBy(claim, n) == want {
-			continue
+			return nil
 		}
 		patch := client.MergeFromWithOptions(claim.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		claim.OwnerReferences = slices.DeleteFunc(claim.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.UID == n.UID })
@@ -155,8 +158,8 @@ func (r *Reconciler) syncClaimOwners(ctx context.Context, n *slinkyv1beta1.NodeS
 			return fmt.Errorf("setting the owners of PersistentVolumeClaim %s (whenDeleted %s): %w", claim.Name,
 				n.Spec.PersistentVolumeClaimRetentionPolicy.WhenDeleted, err)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // cordonPod sets pod-cordon, recording why unless someone else already
