@@ -7,10 +7,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/slurm"
 )
 
 // syncCordon carries cordons into Slurm: a cordoned Kubernetes Node cordons
@@ -24,8 +26,16 @@ func (r *Reconciler) syncCordon(ctx context.Context, s *scope) error {
 		if err != nil {
 			return err
 		}
-		if n, ok := s.slurm.node(w.slurmNode); ok && (!isReasonOurs(n) || isUnresponsive(n)) {
+		n, listed := s.slurm.node(w.slurmNode)
+		if listed && (!isReasonOurs(n) || isUnresponsive(n)) {
 			return nil
+		}
+		if why := slinkysCordon(pod, n); listed && why != "" {
+			// Slinky's own cordon from before the move: Gantry's from now on,
+			// so it is lifted when Slinky would lift it.
+			if err := r.patchPod(ctx, pod, func(p *corev1.Pod) { setAnnotation(p, AnnotationCordonedBy, why) }); err != nil {
+				return err
+			}
 		}
 		switch {
 		case kubeNode != nil && kubeNode.Spec.Unschedulable:
@@ -83,4 +93,22 @@ func (r *Reconciler) kubeNode(ctx context.Context, pod *corev1.Pod) (*corev1.Nod
 		return nil, err
 	}
 	return node, nil
+}
+
+// slinkysCordon tells, for a pod cordoned by someone other than Gantry,
+// whether the Slinky operator cordoned it before the move to Gantry, and
+// why: its Slurm node's reason is the one Slinky sets for a cordoned Node
+// or a scale-in (Gantry sets the same texts, with AnnotationCordonedBy).
+// A person's cordon, and any other reason, is not Slinky's to lift.
+func slinkysCordon(pod *corev1.Pod, n slurm.Node) string {
+	if !isPodCordoned(pod) || pod.Annotations[AnnotationCordonedBy] != "" || !n.IsDrain() {
+		return ""
+	}
+	switch n.Reason {
+	case reasonPrefix + nodeCordonedReason(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: pod.Spec.NodeName}}, pod):
+		return cordonedForNode
+	case reasonPrefix + condemnReason(pod, cordonedForScaleIn):
+		return cordonedForScaleIn
+	}
+	return ""
 }

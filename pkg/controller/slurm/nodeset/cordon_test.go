@@ -67,3 +67,32 @@ func TestCordonReason(t *testing.T) {
 		})
 	}
 }
+
+func TestSlinkysCordon(t *testing.T) {
+	pod := makePod("ns-3").annotate(slinkyv1beta1.AnnotationPodCordon, "true").obj()
+	drained := func(reason string) slurm.Node {
+		return slurm.Node{Name: "ns-3", State: []slurm.NodeState{slurm.NodeStateIdle, slurm.NodeStateDrain}, Reason: reason}
+	}
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		node slurm.Node
+		want string
+	}{
+		{"Slinky's Node cordon", pod, drained("slurm-operator: Node (node-ns-3) was cordoned, Pod (ns/ns-3) must be cordoned"), cordonedForNode},
+		{"Slinky's scale-in", pod, drained("slurm-operator: Pod (ns/ns-3) is pending termination for scale-in"), cordonedForScaleIn},
+		{"a person's cordon", pod, drained("slurm-operator: Pod (ns/ns-3) was cordoned"), ""},
+		{"another Node's text", pod, drained("slurm-operator: Node (elsewhere) was cordoned, Pod (ns/ns-3) must be cordoned"), ""},
+		{"another pod's text", pod, drained("slurm-operator: Pod (ns/ns-4) is pending termination for scale-in"), ""},
+		{"the Node annotation's reason", pod, drained("slurm-operator: kernel upgrade"), ""},
+		{"not drained", pod, slurm.Node{Name: "ns-3", Reason: "slurm-operator: Pod (ns/ns-3) is pending termination for scale-in"}, ""},
+		{"pod not cordoned", makePod("ns-3").obj(), drained("slurm-operator: Pod (ns/ns-3) is pending termination for scale-in"), ""},
+		{"Gantry's own cordon", makePod("ns-3").annotate(slinkyv1beta1.AnnotationPodCordon, "true").annotate(AnnotationCordonedBy, cordonedForUpdate).obj(),
+			drained("slurm-operator: Pod (ns/ns-3) is pending termination for scale-in"), ""},
+	}
+	for _, tt := range tests {
+		if got := slinkysCordon(tt.pod, tt.node); got != tt.want {
+			t.Errorf("%s: slinkysCordon = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}

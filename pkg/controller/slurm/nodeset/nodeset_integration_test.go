@@ -186,6 +186,40 @@ func TestNodeSetIntegration(t *testing.T) {
 		g.Consistently(func() string { n, _ := slurmd.Node("cord-0"); return n.Reason }).Should(Equal("bad DIMM"))
 	})
 
+	t.Run("cordons Slinky set before the move are lifted as Slinky lifts them, a person's are kept", func(t *testing.T) {
+		g := NewWithT(t)
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "kn-moved"}}
+		pod := h.onePodOn(g, "moved", node, slurmd)
+		// leftBy puts the pod and its Slurm node as an operator left them:
+		// pod-cordon set, the node drained with the given reason.
+		leftBy := func(reason string) {
+			slurmd.SetNode(slurm.Node{Name: "moved-0", State: []slurm.NodeState{slurm.NodeStateIdle, slurm.NodeStateDrain}, Reason: reason})
+			g.Expect(h.c.Get(h.ctx, h.key("moved-0"), pod)).To(Succeed())
+			patch := client.MergeFrom(pod.DeepCopy())
+			pod.Annotations = map[string]string{slinkyv1beta1.AnnotationPodCordon: "true"}
+			g.Expect(h.c.Patch(h.ctx, pod, patch)).To(Succeed())
+		}
+		lifted := func(g Gomega) {
+			n, _ := slurmd.Node("moved-0")
+			g.Expect(n.IsDrain()).To(BeFalse(), "still drained: %q", n.Reason)
+			g.Expect(h.c.Get(h.ctx, h.key("moved-0"), pod)).To(Succeed())
+			g.Expect(pod.Annotations).NotTo(HaveKey(slinkyv1beta1.AnnotationPodCordon))
+		}
+
+		// A person's cordon (Slinky's reason for it) stays.
+		leftBy("slurm-operator: Pod (" + h.ns + "/moved-0) was cordoned")
+		g.Consistently(func() bool { n, _ := slurmd.Node("moved-0"); return n.IsDrain() }).Should(BeTrue())
+
+		// Slinky cordoned the pod for its Node, which is no longer cordoned.
+		leftBy("slurm-operator: Node (kn-moved) was cordoned, Pod (" + h.ns + "/moved-0) must be cordoned")
+		g.Eventually(lifted).Should(Succeed())
+
+		// Slinky was scaling the NodeSet in; Gantry keeps the pod.
+		leftBy("slurm-operator: Pod (" + h.ns + "/moved-0) is pending termination for scale-in")
+		g.Eventually(lifted).Should(Succeed())
+		g.Expect(h.liveNames("moved")(g)).To(Equal([]string{"moved-0"}))
+	})
+
 	t.Run("a Node's topology annotation reaches its pod and Slurm node", func(t *testing.T) {
 		g := NewWithT(t)
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "kn-topo",
