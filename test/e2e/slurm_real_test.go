@@ -620,6 +620,61 @@ var _ = Describe("A NodeSet against real Slurm", Label(labelSlurm), Ordered, Ser
 		})
 	})
 
+	Context("scaling in while two nodes run jobs", func() {
+		var jobs []string
+		AfterAll(func(ctx SpecContext) {
+			for _, job := range jobs {
+				_, _ = slurm.run(ctx, "scancel", job)
+			}
+		})
+
+		It("gives up the drain of a busy node when the other's job ends, and undrains it", func(ctx SpecContext) {
+			pods := []string{podName(0), podName(1)}
+			jobOf := map[string]string{}
+			for _, name := range pods {
+				update(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, func(p *corev1.Pod) {
+					delete(p.Annotations, slinkyv1beta1.AnnotationPodDeletionCost)
+				})
+				jobOf[name] = slurm.allocate(ctx, name)
+				jobs = append(jobs, jobOf[name])
+			}
+			uids := map[string]types.UID{}
+			for _, name := range pods {
+				uids[name] = getPod(Default, ctx, name).UID
+			}
+			scale(ctx, 1)
+			// Both run a job: the one that ends first (or, at the same time,
+			// the higher ordinal) is drained and kept.
+			var drained, other string
+			Eventually(ctx, func(g Gomega) {
+				drained, other = "", ""
+				for _, name := range pods {
+					if slurm.node(g, ctx, name).drain() {
+						drained = name
+					} else {
+						other = name
+					}
+				}
+				g.Expect(drained).NotTo(BeEmpty())
+				g.Expect(other).NotTo(BeEmpty())
+			}).WithTimeout(time.Minute).Should(Succeed())
+
+			// The other's job ends: its pod is now the one to lose.
+			slurm.must(ctx, "scancel", jobOf[other])
+			poke(ctx, other)
+			Eventually(ctx, func(g Gomega) {
+				expectGone(g, ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: other}})
+				st := slurm.node(g, ctx, drained)
+				g.Expect(st.drain()).To(BeFalse(), "%s is still drained: %s (%s)", drained, st.State, st.Reason)
+				g.Expect(getPod(g, ctx, drained).Annotations).NotTo(HaveKey(slinkyv1beta1.AnnotationPodCordon))
+			}).WithTimeout(time.Minute).Should(Succeed(), "the idle pod goes, the busy one returns to service")
+			Consistently(ctx, func(g Gomega) {
+				g.Expect(getPod(g, ctx, drained).UID).To(Equal(uids[drained]))
+				g.Expect(slurm.jobRunning(g, ctx, jobOf[drained])).To(BeTrue())
+			}).WithTimeout(10 * time.Second).Should(Succeed())
+		})
+	})
+
 	It("scales to 0: every pod goes and its node leaves Slurm", func(ctx SpecContext) {
 		scale(ctx, 0)
 		Eventually(ctx, func(g Gomega) {

@@ -573,6 +573,92 @@ func TestNodeSetIntegration(t *testing.T) {
 		}).Should(BeNil())
 	})
 
+	// busy gives each named pod's Slurm node a running job ending after the
+	// given time; every other job the fake lists is dropped.
+	busy := func(g Gomega, ends map[string]time.Duration) {
+		var jobs []slurm.Job
+		id := int64(100)
+		for name, after := range ends {
+			id++
+			slurmd.SetNode(slurm.Node{Name: name, State: []slurm.NodeState{slurm.NodeStateAllocated}, AllocCPUs: 1})
+			jobs = append(jobs, slurm.Job{JobID: id, Nodes: name, State: []slurm.JobState{slurm.JobStateRunning},
+				EndTime: slurm.NewNoVal(time.Now().Add(after).Unix()), TimeLimit: slurm.NewNoVal(int64(after / time.Minute))})
+		}
+		slurmd.SetJobs(jobs...)
+		for name := range ends {
+			h.poke(g, name)
+			g.Eventually(func(g Gomega) map[string]string {
+				pod := &corev1.Pod{}
+				g.Expect(h.c.Get(h.ctx, h.key(name), pod)).To(Succeed())
+				return pod.Annotations
+			}).Should(HaveKey(slinkyv1beta1.AnnotationPodDeadline))
+		}
+	}
+	drained := func(name string) func(Gomega) {
+		return func(g Gomega) {
+			node, _ := slurmd.Node(name)
+			g.Expect(node.IsDrain()).To(BeTrue(), "%s is not drained", name)
+			pod := &corev1.Pod{}
+			g.Expect(h.c.Get(h.ctx, h.key(name), pod)).To(Succeed())
+			g.Expect(pod.Annotations).To(HaveKeyWithValue(slinkyv1beta1.AnnotationPodCordon, "true"))
+		}
+	}
+
+	t.Run("a scale-in victim whose job runs on returns to service when another pod goes idle", func(t *testing.T) {
+		g := NewWithT(t)
+		defer slurmd.SetJobs()
+		ns := slinkytesting.MakeNodeSet("rerank", h.ns, "slurm").Obj()
+		ns.Spec.Replicas = ptr.To[int32](2)
+		g.Expect(h.c.Create(h.ctx, ns)).To(Succeed())
+		g.Eventually(h.liveNames("rerank")).Should(HaveLen(2))
+		h.kubelet(g, "rerank", slurmd)
+		busy(g, map[string]time.Duration{"rerank-0": 3 * time.Hour, "rerank-1": time.Hour})
+
+		// rerank-1's job ends first: it is the one to drain.
+		h.updateNodeSet(g, "rerank", func(n *slinkyv1beta1.NodeSet) { n.Spec.Replicas = ptr.To[int32](1) })
+		g.Eventually(drained("rerank-1")).Should(Succeed())
+		g.Consistently(h.liveNames("rerank")).Should(HaveLen(2), "a pod whose node runs a job must not be deleted")
+
+		// rerank-0's job ends early: losing it now costs nothing, so it goes
+		// instead, and rerank-1, whose job still runs, is undrained.
+		busy(g, map[string]time.Duration{"rerank-1": time.Hour})
+		slurmd.SetNode(slurm.Node{Name: "rerank-0", State: []slurm.NodeState{slurm.NodeStateIdle}})
+		h.poke(g, "rerank-0")
+		g.Eventually(h.liveNames("rerank")).Should(Equal([]string{"rerank-1"}))
+		g.Eventually(func(g Gomega) {
+			node, _ := slurmd.Node("rerank-1")
+			g.Expect(node.IsDrain()).To(BeFalse(), "the pod kept is still drained: %v", node.State)
+			pod := &corev1.Pod{}
+			g.Expect(h.c.Get(h.ctx, h.key("rerank-1"), pod)).To(Succeed())
+			g.Expect(pod.Annotations[slinkyv1beta1.AnnotationPodCordon]).To(BeEmpty())
+		}).Should(Succeed())
+	})
+
+	t.Run("a rollout goes on while a scale-in waits for a job", func(t *testing.T) {
+		g := NewWithT(t)
+		defer slurmd.SetJobs()
+		ns := slinkytesting.MakeNodeSet("busyroll", h.ns, "slurm").Obj()
+		ns.Spec.Replicas = ptr.To[int32](3)
+		ns.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+		g.Expect(h.c.Create(h.ctx, ns)).To(Succeed())
+		g.Eventually(h.liveNames("busyroll")).Should(HaveLen(3))
+		h.kubelet(g, "busyroll", slurmd)
+		busy(g, map[string]time.Duration{"busyroll-0": 3 * time.Hour, "busyroll-1": 2 * time.Hour, "busyroll-2": time.Hour})
+
+		h.updateNodeSet(g, "busyroll", func(n *slinkyv1beta1.NodeSet) { n.Spec.Replicas = ptr.To[int32](2) })
+		g.Eventually(drained("busyroll-2")).Should(Succeed())
+		// A new revision: of the two pods the scale-in keeps, one may be
+		// replaced at a time; the one whose job ends first is drained for it.
+		h.updateNodeSet(g, "busyroll", func(n *slinkyv1beta1.NodeSet) { n.Spec.Slurmd.Image = "slurmd:next" })
+		g.Eventually(drained("busyroll-1")).Should(Succeed())
+		g.Consistently(func(g Gomega) map[string]string {
+			pod := &corev1.Pod{}
+			g.Expect(h.c.Get(h.ctx, h.key("busyroll-0"), pod)).To(Succeed())
+			return pod.Annotations
+		}).ShouldNot(HaveKey(slinkyv1beta1.AnnotationPodCordon), "maxUnavailable is 1")
+		g.Expect(h.liveNames("busyroll")(g)).To(HaveLen(3), "pods whose nodes run jobs must not be deleted")
+	})
+
 	t.Run("with slurmrestd down pods are created but none that may run jobs is deleted", func(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(h.c.Create(h.ctx, slinkytesting.MakeNodeSet("dark", h.ns, "offline").Obj())).To(Succeed())

@@ -37,8 +37,15 @@ func (r *Reconciler) syncReplicas(ctx context.Context, s *scope) error {
 	case diff < 0:
 		return r.scaleOut(ctx, n, s, pods, -diff)
 	case diff > 0:
-		victims, _ := chooseVictims(pods, diff)
-		return r.condemnAll(ctx, s, capPods(victims), cordonedForScaleIn)
+		// Ranked afresh every pass, as Slinky does: a pod drained earlier
+		// whose job runs on goes back to service when another pod becomes
+		// cheaper to lose, unless the rollout wants it.
+		victims, keep := chooseVictims(pods, diff)
+		rollout := r.rolloutVictims(n, s, keep)
+		keep = slices.DeleteFunc(livePods(keep), func(p *corev1.Pod) bool { return slices.Contains(rollout, p) })
+		return errors.Join(
+			r.condemnAll(ctx, s, capPods(victims), cordonedForScaleIn),
+			r.uncordonAll(ctx, s, keep))
 	default:
 		return r.steadyState(ctx, n, s, pods)
 	}
@@ -152,18 +159,10 @@ func (r *Reconciler) adoptPod(ctx context.Context, n *slinkyv1beta1.NodeSet, des
 // longer to be deleted are returned to service, pods that finished (Failed
 // or Succeeded) are deleted so they are recreated, others are repaired.
 func (r *Reconciler) steadyState(ctx context.Context, n *slinkyv1beta1.NodeSet, s *scope, pods []*corev1.Pod) error {
-	var victims []*corev1.Pod
-	if isRollingUpdate(n) {
-		victims = rollingUpdateVictims(n, pods, s.revisions.hash(), r.clock.Now())
-	}
+	victims := r.rolloutVictims(n, s, pods)
 	var errs []error
 	keep := slices.DeleteFunc(livePods(pods), func(p *corev1.Pod) bool { return slices.Contains(victims, p) })
-	errs = append(errs, forEachWorker(s.workers.ofAll(keep), func(w *worker) error {
-		if !isCondemned(w.pod) {
-			return nil
-		}
-		return r.uncordon(ctx, s, w)
-	}))
+	errs = append(errs, r.uncordonAll(ctx, s, keep))
 	errs = append(errs, forEachWorker(s.workers.ofAll(livePods(pods)), func(w *worker) error {
 		pod := w.pod
 		if isTerminal(pod) {
@@ -188,23 +187,48 @@ func isRollingUpdate(n *slinkyv1beta1.NodeSet) bool {
 	return n.Spec.UpdateStrategy.Type != slinkyv1beta1.OnDeleteNodeSetStrategyType
 }
 
+// rolloutVictims are the healthy old pods among pods the rolling update
+// replaces now (none with OnDelete).
+func (r *Reconciler) rolloutVictims(n *slinkyv1beta1.NodeSet, s *scope, pods []*corev1.Pod) []*corev1.Pod {
+	if !isRollingUpdate(n) {
+		return nil
+	}
+	return rollingUpdateVictims(n, pods, s.revisions.hash(), r.clock.Now())
+}
+
+// uncordonAll returns to service the pods Gantry condemned that are no
+// longer to go.
+func (r *Reconciler) uncordonAll(ctx context.Context, s *scope, pods []*corev1.Pod) error {
+	return forEachWorker(s.workers.ofAll(pods), func(w *worker) error {
+		if !isCondemned(w.pod) {
+			return nil
+		}
+		return r.uncordon(ctx, s, w)
+	})
+}
+
 // syncRollout replaces pods of older revisions: unhealthy ones at once
 // (they serve nothing), healthy ones at most maxUnavailable at a time, each
 // drained before it is deleted. With OnDelete, pods are replaced only when
-// someone deletes them.
+// someone deletes them. It goes on during a scale-in or scale-out, as
+// Slinky's does, over the pods the scale-in keeps: a scale-in waiting for
+// a long job does not hold the update back, and the pods it drains are
+// not taken twice.
 func (r *Reconciler) syncRollout(ctx context.Context, s *scope) error {
 	n, pods := s.Object, s.pods
 	if isDaemonSetMode(n) {
 		return r.syncDaemonRollout(ctx, n, s)
 	}
 	pods, _ = splitDaemonPods(pods)
-	if !isRollingUpdate(n) || n.DeletionTimestamp != nil || len(pods) != int(desiredReplicas(n)) {
+	if !isRollingUpdate(n) || n.DeletionTimestamp != nil {
 		return nil
+	}
+	if diff := len(pods) - int(desiredReplicas(n)); diff > 0 {
+		_, pods = chooseVictims(pods, diff)
 	}
 	_, old := splitByRevision(pods, s.revisions.hash())
 	unhealthy, _ := splitUnhealthy(old)
-	victims := rollingUpdateVictims(n, pods, s.revisions.hash(), r.clock.Now())
-	return r.condemnAll(ctx, s, append(unhealthy, victims...), cordonedForUpdate)
+	return r.condemnAll(ctx, s, append(unhealthy, r.rolloutVictims(n, s, pods)...), cordonedForUpdate)
 }
 
 // splitDaemonPods separates the pods made in DaemonSet mode.

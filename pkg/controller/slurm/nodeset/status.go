@@ -46,15 +46,18 @@ type replicaCounts struct {
 	replicas, updated, ready, available int32
 }
 
+// countReplicas counts as Slinky (and a StatefulSet) does: replicas and
+// readyReplicas include pods still terminating, updatedReplicas does not.
 func countReplicas(n *slinkyv1beta1.NodeSet, ws []*worker, hash string, now time.Time) replicaCounts {
 	var c replicaCounts
 	for _, w := range ws {
 		p := w.pod
-		if isTerminating(p) {
+		if p.Status.Phase == "" {
+			// Not yet created as far as the API server has said.
 			continue
 		}
 		c.replicas++
-		if p.Labels[slinkyv1beta1.LabelNodeSetRevisionHash] == hash {
+		if !isTerminating(p) && p.Labels[slinkyv1beta1.LabelNodeSetRevisionHash] == hash {
 			c.updated++
 		}
 		if p.Status.Phase == corev1.PodRunning && podcond.IsReady(p) {
@@ -76,11 +79,14 @@ func computeStatus(n *slinkyv1beta1.NodeSet, ws []*worker, view *slurmView, rev 
 	st.Replicas, st.UpdatedReplicas, st.ReadyReplicas, st.AvailableReplicas = c.replicas, c.updated, c.ready, c.available
 	// Desired is spec.replicas, or in DaemonSet mode the nodes that should
 	// run a pod (replicas is ignored there).
-	desired := desiredReplicas(n)
+	// Unavailable: of the pods there (StatefulSet mode), or of the nodes
+	// that should run one (DaemonSet mode), as Slinky counts.
+	desired, unavailable := desiredReplicas(n), c.replicas-c.available
 	if daemon != nil {
 		desired = int32(daemon.desired)
+		unavailable = desired - c.available
 	}
-	st.UnavailableReplicas = max(desired-c.available, 0)
+	st.UnavailableReplicas = max(unavailable, 0)
 	st.Desired = desired
 	st.ObservedGeneration = n.Generation
 	st.NodeSetHash = rev.hash()

@@ -99,21 +99,16 @@ func afterOrZero(a, b time.Time) bool {
 	return a.After(b)
 }
 
-// chooseVictims returns the n pods to remove and the rest. Pods the
-// operator is already draining are chosen first, so a reconcile never
-// abandons a drain in progress for a pod that merely sorts earlier now.
+// chooseVictims returns the n pods to remove and the rest. A pod being
+// drained has no other precedence than its cordon (deleteBefore): when its
+// job runs on and another pod's ended, the other goes first, as in Slinky,
+// rather than keeping a busy node drained while an idle one serves.
 func chooseVictims(pods []*corev1.Pod, n int) (victims, keep []*corev1.Pod) {
 	sorted := slices.Clone(pods)
 	slices.SortStableFunc(sorted, func(a, b *corev1.Pod) int {
 		// Pods already going count first: deleting them again costs nothing.
 		if ta, tb := isTerminating(a), isTerminating(b); ta != tb {
 			if ta {
-				return -1
-			}
-			return 1
-		}
-		if ca, cb := isCondemned(a), isCondemned(b); ca != cb {
-			if ca {
 				return -1
 			}
 			return 1

@@ -130,13 +130,32 @@ func TestChooseVictimsOrder(t *testing.T) {
 			want: []string{"ns-0", "ns-9"},
 		},
 		{
-			name: "terminating and then draining pods before anything else",
+			name: "terminating pods before anything else",
 			pods: []*corev1.Pod{
 				makePod("ns-0").unscheduled().phase(corev1.PodPending).obj(),
-				readyPod("ns-1").annotate(slinkyv1beta1.AnnotationPodCordon, "true").annotate(AnnotationCordonedBy, cordonedForScaleIn).obj(),
+				readyPod("ns-1").obj(),
 				readyPod("ns-2").terminating().obj(),
 			},
-			want: []string{"ns-2", "ns-1", "ns-0"},
+			want: []string{"ns-2", "ns-0", "ns-1"},
+		},
+		{
+			// Slinky ranks afresh every pass: the drain of a node whose job
+			// runs on is given up for a node whose job ended.
+			name: "a pod being drained whose job runs on goes after an idle pod",
+			pods: []*corev1.Pod{
+				readyPod("ns-0").obj(),
+				readyPod("ns-1").annotate(slinkyv1beta1.AnnotationPodCordon, "true").annotate(AnnotationCordonedBy, cordonedForScaleIn).
+					annotate(slinkyv1beta1.AnnotationPodDeadline, t0.Add(24*time.Hour).Format(time.RFC3339)).obj(),
+			},
+			want: []string{"ns-0", "ns-1"},
+		},
+		{
+			name: "a pod being drained goes before its equals",
+			pods: []*corev1.Pod{
+				readyPod("ns-2").obj(),
+				readyPod("ns-1").annotate(slinkyv1beta1.AnnotationPodCordon, "true").annotate(AnnotationCordonedBy, cordonedForScaleIn).obj(),
+			},
+			want: []string{"ns-1", "ns-2"},
 		},
 		{
 			name: "a user's cordon does not count as a drain in progress",
