@@ -30,10 +30,22 @@ const MaxNames = 10
 // Recorder records events on the objects a reconciler manages.
 type Recorder struct {
 	r events.EventRecorder
+	// actions are the actions of the reasons that have their own.
+	actions map[string]string
 }
 
-// NewRecorder wraps r; a nil r records nothing.
+// NewRecorder wraps r; a nil r records nothing. Every event's action is
+// Action.
 func NewRecorder(r events.EventRecorder) Recorder { return Recorder{r: r} }
+
+// NewRecorderWithActions is NewRecorder for a reconciler that records an
+// upstream operator's reasons with that operator's action for each (KubeRay
+// records CreatedRayCluster as Create, DeletedRayCluster as Delete, ...):
+// an event whose reason actions lists carries that action, any other
+// reason Action.
+func NewRecorderWithActions(r events.EventRecorder, actions map[string]string) Recorder {
+	return Recorder{r: r, actions: actions}
+}
 
 // Normal records a Normal event on regarding.
 func (r Recorder) Normal(regarding runtime.Object, reason, format string, args ...any) {
@@ -49,7 +61,11 @@ func (r Recorder) record(regarding runtime.Object, eventType, reason, format str
 	if r.r == nil || regarding == nil {
 		return
 	}
-	r.r.Eventf(regarding, nil, eventType, reason, Action, format, args...)
+	action := Action
+	if a, ok := r.actions[reason]; ok {
+		action = a
+	}
+	r.r.Eventf(regarding, nil, eventType, reason, action, format, args...)
 }
 
 // Log collects the Normal events of one reconcile. Safe for concurrent use

@@ -109,7 +109,7 @@ func newReconciler(c client.Client, apiReader client.Reader, recorder clienteven
 	r := &Reconciler{
 		client:       c,
 		apiReader:    apiReader,
-		recorder:     events.NewRecorder(recorder),
+		recorder:     events.NewRecorderWithActions(recorder, eventActions),
 		expectations: expectations.New(),
 		applier:      apply.Applier{Client: c, FieldOwner: FieldOwner},
 		metrics:      metrics,

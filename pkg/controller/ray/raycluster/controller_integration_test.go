@@ -222,6 +222,16 @@ func TestClusterGetsServicesHeadWorkersAndReadyStatus(t *testing.T) {
 	for _, w := range pods(g, rc, workerSel) {
 		g.Expect(created).To(ContainSubstring(w.Name))
 	}
+	// With KubeRay's action for each reason.
+	var list eventsv1.EventList
+	g.Expect(k8s.List(context.Background(), &list, client.InNamespace(rc.Namespace))).To(Succeed())
+	var actions []string
+	for _, e := range list.Items {
+		if e.Regarding.Name == rc.Name {
+			actions = append(actions, e.Reason+" "+e.Action)
+		}
+	}
+	g.Expect(actions).To(ContainElements("CreatedHeadPod Create", "CreatedWorkerPod Create", "CreatedService Create"))
 }
 
 func TestHeadPodIsRecreatedAfterDeletion(t *testing.T) {

@@ -86,7 +86,7 @@ func newReconciler(c client.Client, apiReader client.Reader, recorder clienteven
 	r := &Reconciler{
 		client:     c,
 		apiReader:  apiReader,
-		recorder:   events.NewRecorder(recorder),
+		recorder:   events.NewRecorderWithActions(recorder, eventActions),
 		dashboards: d,
 		metrics:    metrics,
 		cfg:        cfg.withDefaults(),

@@ -177,6 +177,19 @@ func eventReasons(g Gomega, job *rayv1.RayJob) []string {
 	return out
 }
 
+// eventActions lists the RayJob's events as "<reason> <action>".
+func eventActions(g Gomega, job *rayv1.RayJob) []string {
+	var list eventsv1.EventList
+	g.Expect(k8s.List(context.Background(), &list, client.InNamespace(job.Namespace))).To(Succeed())
+	var out []string
+	for _, e := range list.Items {
+		if e.Regarding.Name == job.Name && e.Regarding.Kind == rayv1.RayJobKind {
+			out = append(out, e.Reason+" "+e.Action)
+		}
+	}
+	return out
+}
+
 func TestHTTPModeRunsTheJobToComplete(t *testing.T) {
 	ns := newNamespace(t)
 	job := create(t, makeJob("http", ns, "echo hello").Mode(rayv1.HTTPMode).Label("team", "a").Obj())
@@ -210,6 +223,10 @@ func TestHTTPModeRunsTheJobToComplete(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(info.Entrypoint).To(Equal("echo hello"))
 	g.Eventually(func(g Gomega) { g.Expect(eventReasons(g, job)).To(ContainElement(string(rayv1.CreatedRayCluster))) }, timeout).Should(Succeed())
+	// KubeRay's action for each reason (rayjob_controller.go:981, :709).
+	g.Eventually(func(g Gomega) {
+		g.Expect(eventActions(g, job)).To(ContainElements("CreatedRayCluster Create", "CreatedService Create"))
+	}, timeout).Should(Succeed())
 }
 
 // finishSubmitter does what the Job controller would once the submitter's
@@ -271,16 +288,14 @@ func TestK8sJobModeSubmitterJobSubmitsAndTheJobCompletes(t *testing.T) {
 // asKubeRaysSubmitter relabels the RayJob's submitter Job as KubeRay's
 // operator labels the Jobs it creates (created-by kuberay-operator, no
 // managed-by), as a RayJob KubeRay was running before the move to Gantry
-// has it: Gantry's cache no longer holds it.
-func asKubeRaysSubmitter(t *testing.T, job *rayv1.RayJob) {
-	t.Helper()
-	NewWithT(t).Eventually(func(g Gomega) {
-		sub := &batchv1.Job{}
-		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(job), sub)).To(Succeed())
-		delete(sub.Labels, "app.kubernetes.io/managed-by")
-		sub.Labels["app.kubernetes.io/created-by"] = "kuberay-operator"
-		g.Expect(k8s.Update(context.Background(), sub)).To(Succeed())
-	}, timeout).Should(Succeed())
+// has it: Gantry's cache no longer holds it. One attempt, for an
+// Eventually.
+func asKubeRaysSubmitter(g Gomega, job *rayv1.RayJob) {
+	sub := &batchv1.Job{}
+	g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(job), sub)).To(Succeed())
+	delete(sub.Labels, "app.kubernetes.io/managed-by")
+	sub.Labels["app.kubernetes.io/created-by"] = "kuberay-operator"
+	g.Expect(k8s.Update(context.Background(), sub)).To(Succeed())
 }
 
 // A K8sJobMode RayJob KubeRay was running when Gantry took over: its
@@ -291,8 +306,8 @@ func TestKubeRaysRunningSubmitterIsTakenOverAndTheJobCompletes(t *testing.T) {
 	job := create(t, makeJob("migrated", ns, "echo moved").Obj())
 	readyCluster(t, job)
 	running := waitFor(t, job, rayv1.JobDeploymentStatusRunning)
-	asKubeRaysSubmitter(t, job)
 	g := NewWithT(t)
+	g.Eventually(func(g Gomega) { asKubeRaysSubmitter(g, job) }, timeout).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		sub := &batchv1.Job{}
 		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(job), sub)).To(Succeed())
@@ -315,11 +330,7 @@ func TestSuspendingDeletesKubeRaysSubmitter(t *testing.T) {
 	// RayJob must not see its Job again through its own cache first.
 	g := NewWithT(t)
 	g.Eventually(func(g Gomega) {
-		sub := &batchv1.Job{}
-		g.Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(job), sub)).To(Succeed())
-		delete(sub.Labels, "app.kubernetes.io/managed-by")
-		sub.Labels["app.kubernetes.io/created-by"] = "kuberay-operator"
-		g.Expect(k8s.Update(context.Background(), sub)).To(Succeed())
+		asKubeRaysSubmitter(g, job)
 		cur := get(g, job)
 		cur.Spec.Suspend = true
 		g.Expect(k8s.Update(context.Background(), cur)).To(Succeed())
@@ -530,7 +541,7 @@ func TestInvalidRayJobIsValidationFailedAndCreatesNothing(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(failed.Status.Reason).To(Equal(rayv1.ValidationFailed))
 	g.Expect(failed.Status.Message).To(ContainSubstring("shutdownAfterJobFinishes"))
-	g.Eventually(func(g Gomega) { g.Expect(eventReasons(g, job)).To(ContainElement(string(rayv1.InvalidRayJobSpec))) }, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) { g.Expect(eventActions(g, job)).To(ContainElement("InvalidRayJobSpec Validate")) }, timeout).Should(Succeed())
 	var clusters rayv1.RayClusterList
 	g.Expect(k8s.List(context.Background(), &clusters, client.InNamespace(ns))).To(Succeed())
 	g.Expect(clusters.Items).To(BeEmpty())

@@ -227,6 +227,19 @@ func eventReasons(g Gomega, svc *rayv1.RayService) []string {
 	return out
 }
 
+// eventActions lists the RayService's events as "<reason> <action>".
+func eventActions(g Gomega, svc *rayv1.RayService) []string {
+	var list eventsv1.EventList
+	g.Expect(k8s.List(context.Background(), &list, client.InNamespace(svc.Namespace))).To(Succeed())
+	var out []string
+	for _, e := range list.Items {
+		if e.Regarding.Name == svc.Name && e.Regarding.Kind == rayv1.RayServiceKind {
+			out = append(out, e.Reason+" "+e.Action)
+		}
+	}
+	return out
+}
+
 // startService creates svc and brings its first cluster to serving: it
 // returns the RayService once Ready, and the cluster's name.
 func startService(t *testing.T, svc *rayv1.RayService) (*rayv1.RayService, string) {
@@ -300,6 +313,9 @@ func TestRayServiceServesOnItsFirstCluster(t *testing.T) {
 	g.Expect(pods.Items[0].Labels).To(HaveKeyWithValue(rayv1.RayClusterServingServiceLabelKey, "true"))
 	g.Eventually(func(g Gomega) {
 		g.Expect(eventReasons(g, svc)).To(ContainElements(string(rayv1.CreatedRayCluster), string(rayv1.UpdatedServeApplications), string(rayv1.CreatedService)))
+		// KubeRay's action for each (rayservice_controller.go:1486, :2056, :1979, :2115).
+		g.Expect(eventActions(g, svc)).To(ContainElements("CreatedRayCluster Create", "UpdatedServeApplications Update",
+			"CreatedService Create", "UpdatedHeadPodServeLabel Update"))
 	}, timeout).Should(Succeed())
 }
 
@@ -340,7 +356,7 @@ func TestRayServiceUpgradesToANewClusterAndSwitchesTheServices(t *testing.T) {
 	// rayClusterDeletionDelaySeconds is 0: the old cluster goes.
 	g.Eventually(func(g Gomega) { g.Expect(clusterGone(g, ns, old)).To(BeTrue()) }, timeout).Should(Succeed())
 	g.Eventually(func(g Gomega) {
-		g.Expect(eventReasons(g, svc)).To(ContainElements(string(rayv1.UpdatedService), string(rayv1.DeletedRayCluster)))
+		g.Expect(eventActions(g, svc)).To(ContainElements("UpdatedService Update", "DeletedRayCluster Delete"))
 	}, timeout).Should(Succeed())
 }
 
