@@ -122,9 +122,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // A RayService's reconcile runs on the framework's skeleton: Skip
-// (another manager's) → Validate → Finalize (its clusters go before it
-// does) → Load (its clusters) → one step (sync.go) → Status, the one
-// status write → the soonest requeue.
+// (another manager's) → Finalize (its clusters go before it does; the
+// finalizer is added) → Load (its clusters) → one step (sync.go), which
+// cleans up replaced clusters before it validates the RayService → Status,
+// the one status write → the soonest requeue. There is no Validate phase:
+// KubeRay v1.7.0 validates a RayService only after the cleanup, the
+// deletion and the finalizer, so an invalid spec holds none of them up.
 
 // NewObject is an empty RayService.
 func (r *Reconciler) NewObject() *rayv1.RayService { return &rayv1.RayService{} }
@@ -155,13 +158,11 @@ func (r *Reconciler) Skip(ctx context.Context, svc *rayv1.RayService) bool {
 	return false
 }
 
-// Validate checks the RayService's metadata and spec. A RayService being
-// deleted is not validated: its clusters must go whatever its spec.
-func (r *Reconciler) Validate(_ context.Context, s *scope) error {
+// validate checks the RayService's metadata and spec, as the sync step's
+// first check after the cleanup of replaced clusters; a failure is
+// KubeRay's Warning, and the status says Ready=False (ValidationFailed).
+func (r *Reconciler) validate(s *scope) error {
 	svc := s.Object
-	if svc.DeletionTimestamp != nil {
-		return nil
-	}
 	verr := validation.ValidateRayService(svc, r.cfg.Validation)
 	if verr == nil {
 		return nil

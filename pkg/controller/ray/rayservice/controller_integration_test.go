@@ -445,9 +445,11 @@ func TestRayServiceDeletionDeletesItsClusters(t *testing.T) {
 	}, timeout).Should(Succeed())
 }
 
-func TestRayServiceSuspendDeletesWhatItOwnsAndResumes(t *testing.T) {
-	ns := newNamespace(t)
-	svc, cluster := startService(t, makeService("nap", ns))
+// suspend sets spec.suspend and waits for the RayService to be
+// Suspended: no active cluster, its cluster and its Serve Service
+// (serveName) gone.
+func suspend(t *testing.T, svc *rayv1.RayService, cluster, serveName string) {
+	t.Helper()
 	g := NewWithT(t)
 	g.Eventually(func(g Gomega) {
 		cur := get(g, svc)
@@ -458,11 +460,18 @@ func TestRayServiceSuspendDeletesWhatItOwnsAndResumes(t *testing.T) {
 		cur := get(g, svc)
 		g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, string(rayv1.RayServiceSuspended))).To(BeTrue(), "conditions %+v", cur.Status.Conditions)
 		g.Expect(cur.Status.ActiveServiceStatus.RayClusterName).To(BeEmpty())
-		g.Expect(clusterGone(g, ns, cluster)).To(BeTrue())
-		err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "nap-serve-svc"}, &corev1.Service{})
-		g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+		g.Expect(clusterGone(g, svc.Namespace, cluster)).To(BeTrue())
+		err := k8s.Get(context.Background(), client.ObjectKey{Namespace: svc.Namespace, Name: serveName}, &corev1.Service{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Serve Service %s: %v", serveName, err)
 	}, timeout).Should(Succeed())
+}
 
+func TestRayServiceSuspendDeletesWhatItOwnsAndResumes(t *testing.T) {
+	ns := newNamespace(t)
+	svc, cluster := startService(t, makeService("nap", ns))
+	suspend(t, svc, cluster, "nap-serve-svc")
+
+	g := NewWithT(t)
 	g.Eventually(func(g Gomega) {
 		cur := get(g, svc)
 		cur.Spec.Suspend = false
@@ -491,16 +500,109 @@ func TestRayServiceWithACustomServeServiceNameServesAndSuspends(t *testing.T) {
 	err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "named-serve-svc"}, &corev1.Service{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no Service under the default name: %v", err)
 
-	g.Eventually(func(g Gomega) {
+	suspend(t, svc, cluster, "custom-serve")
+}
+
+// invalidate gives the RayService a spec its reconcile refuses and no
+// webhook is there to refuse first: a head Service name
+// (rayClusterConfig's, which KubeRay's ValidateRayServiceSpec forbids).
+func invalidate(t *testing.T, svc *rayv1.RayService) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
 		cur := get(g, svc)
-		cur.Spec.Suspend = true
+		cur.Spec.RayClusterSpec.HeadGroupSpec.HeadService = &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "mine"}}
 		g.Expect(k8s.Update(context.Background(), cur)).To(Succeed())
 	}, timeout).Should(Succeed())
+}
+
+// validationFailed waits for Ready=False (ValidationFailed) and KubeRay's
+// Warning.
+func validationFailed(t *testing.T, svc *rayv1.RayService) *rayv1.RayService {
+	t.Helper()
+	var out *rayv1.RayService
+	NewWithT(t).Eventually(func(g Gomega) {
+		out = get(g, svc)
+		ready := meta.FindStatusCondition(out.Status.Conditions, string(rayv1.RayServiceReady))
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(ready.Reason).To(Equal(string(rayv1.RayServiceValidationFailed)))
+		g.Expect(ready.Message).To(ContainSubstring("headService"))
+		g.Expect(eventReasons(g, svc)).To(ContainElement(string(rayv1.InvalidRayServiceSpec)))
+	}, timeout).Should(Succeed())
+	return out
+}
+
+// With the webhook off a RayService can be made invalid in the middle of
+// an upgrade. KubeRay v1.7.0 (rayservice_controller.go:126-170) cleans up
+// the clusters it replaced, then handles the deletion and the finalizer,
+// and only then validates: the replaced cluster still goes after its
+// delay, and the invalid RayService can still be deleted.
+func TestRayServiceWithAnInvalidSpecStillDeletesTheClusterItReplaced(t *testing.T) {
+	ns := newNamespace(t)
+	in := makeService("broken", ns)
+	in.Spec.RayClusterDeletionDelaySeconds = ptr.To[int32](8)
+	svc, old := startService(t, in)
+	g := NewWithT(t)
 	g.Eventually(func(g Gomega) {
 		cur := get(g, svc)
-		g.Expect(meta.IsStatusConditionTrue(cur.Status.Conditions, string(rayv1.RayServiceSuspended))).To(BeTrue(), "conditions %+v", cur.Status.Conditions)
-		err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "custom-serve"}, &corev1.Service{})
-		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the custom Serve Service: %v", err)
+		cur.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "VERSION", Value: "2"}}
+		g.Expect(k8s.Update(context.Background(), cur)).To(Succeed())
+	}, timeout).Should(Succeed())
+	var next string
+	g.Eventually(func(g Gomega) {
+		next = get(g, svc).Status.PendingServiceStatus.RayClusterName
+		g.Expect(next).NotTo(BeEmpty())
+		g.Expect(next).NotTo(Equal(old))
+	}, timeout).Should(Succeed())
+	readyPods(t, ns, next)
+	g.Eventually(func(g Gomega) {
+		g.Expect(get(g, svc).Status.ActiveServiceStatus.RayClusterName).To(Equal(next))
+	}, timeout).Should(Succeed())
+	// The old cluster is replaced, to be deleted 8 s from now: the spec
+	// turns invalid before that.
+	g.Expect(clusterGone(g, ns, old)).To(BeFalse(), "the old cluster went before its deletion delay")
+	invalidate(t, svc)
+	validationFailed(t, svc)
+	g.Eventually(func(g Gomega) { g.Expect(clusterGone(g, ns, old)).To(BeTrue(), "the replaced cluster") }, timeout).Should(Succeed())
+	g.Expect(clusterGone(g, ns, next)).To(BeFalse(), "the active cluster stays")
+	g.Eventually(func(g Gomega) {
+		g.Expect(eventActions(g, svc)).To(ContainElements("DeletedRayCluster Delete", "InvalidRayServiceSpec Validate"))
+	}, timeout).Should(Succeed())
+
+	// Deleting the invalid RayService deletes its cluster, then lets go.
+	g.Expect(k8s.Delete(context.Background(), svc)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(clusterGone(g, ns, next)).To(BeTrue())
+		err := k8s.Get(context.Background(), client.ObjectKeyFromObject(svc), &rayv1.RayService{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "RayService still there: %v", err)
+	}, timeout).Should(Succeed())
+}
+
+// A RayService invalid from the start gets its finalizer before it is
+// validated, as in KubeRay (rayservice_controller.go:146-154, then :157),
+// creates nothing, and is deleted.
+func TestRayServiceInvalidFromTheStartGetsItsFinalizerAndCreatesNothing(t *testing.T) {
+	ns := newNamespace(t)
+	in := makeService("bad", ns)
+	in.Spec.RayClusterSpec.HeadGroupSpec.HeadService = &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "mine"}}
+	g := NewWithT(t)
+	g.Expect(k8s.Create(context.Background(), in)).To(Succeed())
+	failed := validationFailed(t, in)
+	g.Eventually(func(g Gomega) {
+		g.Expect(get(g, in).Finalizers).To(ContainElement(rayv1.RayServiceFinalizer))
+	}, timeout).Should(Succeed())
+	g.Expect(failed.Status.PendingServiceStatus.RayClusterName).To(BeEmpty())
+	var clusters rayv1.RayClusterList
+	g.Expect(k8s.List(context.Background(), &clusters, client.InNamespace(ns))).To(Succeed())
+	g.Expect(clusters.Items).To(BeEmpty())
+	g.Eventually(func(g Gomega) {
+		g.Expect(eventActions(g, in)).To(ContainElement("InvalidRayServiceSpec Validate"))
+	}, timeout).Should(Succeed())
+
+	g.Expect(k8s.Delete(context.Background(), in)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := k8s.Get(context.Background(), client.ObjectKeyFromObject(in), &rayv1.RayService{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "RayService still there: %v", err)
 	}, timeout).Should(Succeed())
 }
 

@@ -16,7 +16,8 @@ import (
 // sync is one pass of a RayService's flow, KubeRay v1.7.0's
 // (rayservice_controller.go Reconcile):
 //
-//	replaced clusters deleted after their delay → spec.suspend →
+//	replaced clusters deleted after their delay → validation (an invalid
+//	RayService stops here, after the cleanup) → spec.suspend →
 //	(a timed-out initialization stops here) → the pending cluster created,
 //	clusters updated in place when only worker groups were added → the
 //	heads' ray.io/serve label from their Serve proxy's health → Serve
@@ -30,6 +31,15 @@ func (r *Reconciler) sync(ctx context.Context, s *scope) error {
 	r.serveConfigs.prune(keyOf(svc), svc.Status.ActiveServiceStatus.RayClusterName, svc.Status.PendingServiceStatus.RayClusterName)
 	toClean, err := r.cleanUpClusters(ctx, s)
 	if err != nil {
+		return err
+	}
+	if err := r.validate(s); err != nil {
+		// KubeRay returns without a requeue, so a replaced cluster it
+		// has just scheduled waits for the next event; Gantry looks again
+		// while one is left, as after an initializing timeout.
+		if toClean {
+			s.Requeue.After(DefaultRequeue)
+		}
 		return err
 	}
 	if stop, err := r.handleSuspend(ctx, s); err != nil || stop {
