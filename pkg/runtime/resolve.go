@@ -41,34 +41,42 @@ var ErrUnsupportedRuntimeKind = errors.New("unsupported runtime kind")
 // modified). apiGroup defaults to trainer.kubeflow.org and kind to
 // ClusterTrainingRuntime, as in the API.
 func ResolveSpec(ctx context.Context, reader client.Reader, trainJob *trainer.TrainJob) (*trainer.TrainingRuntimeSpec, error) {
+	spec, _, err := ResolveRuntime(ctx, reader, trainJob)
+	return spec, err
+}
+
+// ResolveRuntime is ResolveSpec that also returns the runtime itself (a
+// *ClusterTrainingRuntime or a *TrainingRuntime), whose labels say, for
+// one, whether it is deprecated.
+func ResolveRuntime(ctx context.Context, reader client.Reader, trainJob *trainer.TrainJob) (*trainer.TrainingRuntimeSpec, client.Object, error) {
 	if trainJob == nil {
-		return nil, errors.New("no TrainJob")
+		return nil, nil, errors.New("no TrainJob")
 	}
 	ref := trainJob.Spec.RuntimeRef
 	group := ptr.Deref(ref.APIGroup, trainer.GroupVersion.Group)
 	kind := ptr.Deref(ref.Kind, trainer.ClusterTrainingRuntimeKind)
 	if group != trainer.GroupVersion.Group {
-		return nil, fmt.Errorf("%s.%s: %w", kind, group, ErrUnsupportedRuntimeKind)
+		return nil, nil, fmt.Errorf("%s.%s: %w", kind, group, ErrUnsupportedRuntimeKind)
 	}
 	switch kind {
 	case trainer.ClusterTrainingRuntimeKind:
-		var ctr trainer.ClusterTrainingRuntime
-		if err := reader.Get(ctx, client.ObjectKey{Name: ref.Name}, &ctr); err != nil {
+		ctr := &trainer.ClusterTrainingRuntime{}
+		if err := reader.Get(ctx, client.ObjectKey{Name: ref.Name}, ctr); err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil, &RuntimeNotFoundError{Kind: kind, Name: ref.Name}
+				return nil, nil, &RuntimeNotFoundError{Kind: kind, Name: ref.Name}
 			}
-			return nil, err
+			return nil, nil, err
 		}
-		return ctr.Spec.DeepCopy(), nil
+		return ctr.Spec.DeepCopy(), ctr, nil
 	case trainer.TrainingRuntimeKind:
-		var tr trainer.TrainingRuntime
-		if err := reader.Get(ctx, client.ObjectKey{Namespace: trainJob.Namespace, Name: ref.Name}, &tr); err != nil {
+		tr := &trainer.TrainingRuntime{}
+		if err := reader.Get(ctx, client.ObjectKey{Namespace: trainJob.Namespace, Name: ref.Name}, tr); err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil, &RuntimeNotFoundError{Kind: kind, Namespace: trainJob.Namespace, Name: ref.Name}
+				return nil, nil, &RuntimeNotFoundError{Kind: kind, Namespace: trainJob.Namespace, Name: ref.Name}
 			}
-			return nil, err
+			return nil, nil, err
 		}
-		return tr.Spec.DeepCopy(), nil
+		return tr.Spec.DeepCopy(), tr, nil
 	}
-	return nil, fmt.Errorf("%s.%s: %w", kind, group, ErrUnsupportedRuntimeKind)
+	return nil, nil, fmt.Errorf("%s.%s: %w", kind, group, ErrUnsupportedRuntimeKind)
 }

@@ -132,7 +132,7 @@ var _ admission.Validator[*trainer.TrainJob] = (*TrainJobValidator)(nil)
 
 // ValidateCreate implements admission.Validator.
 func (v *TrainJobValidator) ValidateCreate(ctx context.Context, job *trainer.TrainJob) (admission.Warnings, error) {
-	return nil, v.validate(ctx, nil, job)
+	return v.validate(ctx, nil, job)
 }
 
 // ValidateUpdate implements admission.Validator.
@@ -140,7 +140,7 @@ func (v *TrainJobValidator) ValidateUpdate(ctx context.Context, oldJob, newJob *
 	if beingDeleted(newJob) {
 		return nil, nil
 	}
-	return nil, v.validate(ctx, oldJob, newJob)
+	return v.validate(ctx, oldJob, newJob)
 }
 
 // ValidateDelete implements admission.Validator.
@@ -148,22 +148,25 @@ func (v *TrainJobValidator) ValidateDelete(context.Context, *trainer.TrainJob) (
 	return nil, nil
 }
 
-func (v *TrainJobValidator) validate(ctx context.Context, oldJob, newJob *trainer.TrainJob) error {
+// validate returns the job's errors and, as Trainer v2.3 does on create
+// and update, the warnings of the runtime it references (given with the
+// errors too).
+func (v *TrainJobValidator) validate(ctx context.Context, oldJob, newJob *trainer.TrainJob) (admission.Warnings, error) {
 	errs := runtime.ValidateTrainJob(newJob)
 	if oldJob != nil {
 		errs = append(errs, validateTrainJobUpdate(oldJob, newJob)...)
 		patchErrs, err := v.validateRuntimePatchesUpdate(ctx, oldJob, newJob)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		errs = append(errs, patchErrs...)
 	}
-	runtimeErrs, err := v.validateAgainstRuntime(ctx, oldJob, newJob)
+	warnings, runtimeErrs, err := v.validateAgainstRuntime(ctx, oldJob, newJob)
 	if err != nil {
-		return err
+		return warnings, err
 	}
 	errs = append(errs, runtimeErrs...)
-	return invalid(trainJobGK, newJob.Name, errs)
+	return warnings, invalid(trainJobGK, newJob.Name, errs)
 }
 
 // validateTrainJobUpdate repeats the CRD's immutability rules, so they hold
@@ -235,24 +238,49 @@ func (v *TrainJobValidator) validateRuntimePatchesUpdate(ctx context.Context, ol
 // mount runs, its download unseen by the trainer). A runtime that vanished
 // after the job was created does not block updates (suspending, labelling,
 // removing finalizers); the controller already reports the job as failed.
-func (v *TrainJobValidator) validateAgainstRuntime(ctx context.Context, oldJob, newJob *trainer.TrainJob) (field.ErrorList, error) {
-	spec, err := runtime.ResolveSpec(ctx, v.Reader, newJob)
+// The warnings are the runtime's (deprecatedRuntimeWarnings).
+func (v *TrainJobValidator) validateAgainstRuntime(ctx context.Context, oldJob, newJob *trainer.TrainJob) (admission.Warnings, field.ErrorList, error) {
+	spec, warnings, err := v.resolveRuntime(ctx, newJob)
 	switch {
 	case err == nil:
-		return v.Runtime.Validate(oldJob, newJob, spec), nil
+		return warnings, v.Runtime.Validate(oldJob, newJob, spec), nil
 	case runtime.IsRuntimeNotFound(err):
 		if oldJob != nil {
-			return nil, nil
+			return nil, nil, nil
 		}
 		kind := ptr.Deref(newJob.Spec.RuntimeRef.Kind, trainer.ClusterTrainingRuntimeKind)
 		nf := field.NotFound(runtimeRefPath, newJob.Spec.RuntimeRef.Name)
 		nf.Detail = fmt.Sprintf("specified %s must be created before the TrainJob is created", kind)
-		return field.ErrorList{nf}, nil
+		return nil, field.ErrorList{nf}, nil
 	case errors.Is(err, runtime.ErrUnsupportedRuntimeKind):
-		return unsupportedRuntimeRef(newJob.Spec.RuntimeRef), nil
+		return nil, unsupportedRuntimeRef(newJob.Spec.RuntimeRef), nil
 	default:
-		return nil, apierrors.NewInternalError(fmt.Errorf("reading the TrainJob's runtime: %w", err))
+		return nil, nil, apierrors.NewInternalError(fmt.Errorf("reading the TrainJob's runtime: %w", err))
 	}
+}
+
+// resolveRuntime is runtime.ResolveSpec with the warnings of the runtime
+// (deprecatedRuntimeWarnings), read in the same one request.
+func (v *TrainJobValidator) resolveRuntime(ctx context.Context, job *trainer.TrainJob) (*trainer.TrainingRuntimeSpec, admission.Warnings, error) {
+	spec, obj, err := runtime.ResolveRuntime(ctx, v.Reader, job)
+	if ctr, ok := obj.(*trainer.ClusterTrainingRuntime); ok {
+		return spec, deprecatedRuntimeWarnings(ctr), err
+	}
+	return spec, nil, err
+}
+
+// deprecatedRuntimeWarnings is Trainer v2.3's admission warning for a
+// TrainJob that references a ClusterTrainingRuntime labelled
+// trainer.kubeflow.org/support: deprecated
+// (pkg/runtime/core/clustertrainingruntime.go, ValidateObjects), on create
+// and update alike. Trainer gives none for a TrainingRuntime so labelled.
+func deprecatedRuntimeWarnings(ctr *trainer.ClusterTrainingRuntime) admission.Warnings {
+	if ctr.Labels[labelSupport] != supportDeprecated {
+		return nil
+	}
+	return admission.Warnings{fmt.Sprintf(
+		"Referenced ClusterTrainingRuntime \"%s\" is deprecated and will be removed in a future release of Kubeflow Trainer. See runtime deprecation policy: %s",
+		ctr.Name, runtimeDeprecationPolicyURL)}
 }
 
 func unsupportedRuntimeRef(ref trainer.RuntimeRef) field.ErrorList {

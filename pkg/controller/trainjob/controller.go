@@ -243,6 +243,13 @@ type scope struct {
 	// fromSnapshot: spec is the runtime the job was created with, not
 	// the live runtime.
 	fromSnapshot bool
+	// snapshotInConfigMap: that snapshot was read from the job's
+	// <job>-runtime-snapshot ConfigMap (Trainer's, or Gantry's own for a
+	// runtime too big for the JobSet's annotations).
+	snapshotInConfigMap bool
+	// snapshotConfigMap is the snapshot the build took from the live
+	// runtime and found too big for the JobSet: apply writes it first.
+	snapshotConfigMap *corev1.ConfigMap
 	// objects is what the runtime built from the TrainJob and its runtime.
 	objects *runtime.Result
 	// resolved: resolveRuntime ran, and resolveErr is what it returned
@@ -274,8 +281,10 @@ func (r *Reconciler) Steps(s *scope) []syncsteps.Step[*scope] {
 }
 
 // build renders the TrainJob and its runtime into objects, and records the
-// runtime snapshot on the JobSet it builds (stampRuntimeSnapshot).
+// runtime snapshot on the JobSet it builds, or in a ConfigMap of its own
+// when it is too big for that (stampRuntimeSnapshot).
 func (r *Reconciler) build(ctx context.Context, s *scope) error {
+	s.snapshotConfigMap = nil
 	objs, err := r.runtime.NewObjects(ctx, s.Object, s.spec)
 	s.objects = objs
 	if err != nil {
@@ -295,6 +304,13 @@ func (r *Reconciler) build(ctx context.Context, s *scope) error {
 func (r *Reconciler) apply(ctx context.Context, s *scope) error {
 	trainJob := s.Object
 	trainerJob, nodesBefore := trainerNodes(s.objects.Info, s.jobSet)
+	if s.snapshotConfigMap != nil {
+		// Before the JobSet: no JobSet is built from a snapshot that is
+		// not kept.
+		if err := r.writeSnapshotConfigMap(ctx, s.snapshotConfigMap); err != nil {
+			return err
+		}
+	}
 	created, appliedJobSet, err := r.applyComponents(ctx, s.objects.Components)
 	if err != nil {
 		return err

@@ -5,11 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	apiruntime "k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
 	"github.com/gantry-dev/gantry/pkg/runtime"
 	trainertesting "github.com/gantry-dev/gantry/test/wrappers/trainer"
 )
@@ -17,10 +15,9 @@ import (
 // TestResolveRuntimeLooksPastAStaleCache guards against failing a job for
 // good because the runtime, created just before it, is not cached yet.
 func TestResolveRuntimeLooksPastAStaleCache(t *testing.T) {
-	scheme := apiruntime.NewScheme()
-	if err := trainer.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	// The manager's scheme: the runtimes, and the core types (the
+	// snapshot ConfigMap is looked for in the cache).
+	scheme := snapshotTestScheme(t)
 	ctr := trainertesting.MakeClusterTrainingRuntime("runtime").Spec(torchRuntimeSpec()).Obj()
 	empty := func() client.Client { return fake.NewClientBuilder().WithScheme(scheme).Build() }
 	withRuntime := func() client.Client { return fake.NewClientBuilder().WithScheme(scheme).WithObjects(ctr).Build() }

@@ -88,15 +88,20 @@ func (r *Reconciler) activeRunPolicy(ctx context.Context, s *scope) runPolicy {
 
 // finishedRunPolicy is the run policy of a finished job, which is never
 // built again: the runtime is read from its JobSet's snapshot, or else
-// from the cache, and only when the job leaves the TTL to it. Trainer's
-// snapshot ConfigMap is not read (that is a read past the cache for every
-// finished job after a restart, and Trainer v2.3's runtimes have no
-// runPolicy anyway).
+// from the cache, and only when the job leaves the TTL to it. A JobSet
+// without the snapshot annotation may have its snapshot in the job's
+// ConfigMap (a runtime too big for the annotation), which is read from the
+// cache too. Trainer's snapshot ConfigMap, which is not cached, is not read
+// (that is a read past the cache for every finished job after a restart,
+// and Trainer v2.3's runtimes have no runPolicy anyway).
 func (r *Reconciler) finishedRunPolicy(ctx context.Context, trainJob *trainer.TrainJob, jobSet *jobsetv1alpha2.JobSet) runPolicy {
 	if trainJob.Spec.TTLSecondsAfterFinished != nil {
 		return resolveRunPolicy(trainJob, nil)
 	}
 	spec, err := readRuntimeSnapshot(jobSet)
+	if err == nil && spec == nil && jobSet != nil {
+		spec, err = readTrainerSnapshot(ctx, r.client, trainJob)
+	}
 	if err != nil || spec == nil {
 		spec, err = runtime.ResolveSpec(ctx, r.client, trainJob)
 	}

@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	trainer "github.com/gantry-dev/gantry/api/trainer/v1alpha1"
+	"github.com/gantry-dev/gantry/pkg/framework/apply"
+	"github.com/gantry-dev/gantry/pkg/runtime/plugin"
 )
 
 // A job is built from the runtime it was created with, not from the
@@ -37,10 +39,21 @@ import (
 //  3. The live runtime.
 //
 // Whichever it was, the JobSet Gantry writes carries it from then on
-// (stampRuntimeSnapshot), from the job's first build on, suspended or not.
-// Gantry writes no ConfigMap of its own: the annotation rides on the
-// JobSet write every job needs, where a ConfigMap would be one more write
-// per job.
+// (stampRuntimeSnapshot), from the job's first build on, suspended or not:
+// the annotation rides on the JobSet write every job needs, where a
+// ConfigMap would be one more write per job.
+//
+// Except for a runtime too big for it: the annotations of one object may
+// hold 256 KiB in all, and the API server refuses a JobSet past that, so
+// the job would never start. A snapshot that would take the JobSet's
+// annotations past maxSnapshotAnnotations goes instead, before the JobSet,
+// into the ConfigMap <job>-runtime-snapshot that the job controls, in
+// Trainer v2.3's format (Trainer reads it after a switch back), labelled
+// as Gantry's so that the manager's cache holds it: (2) then finds it
+// without a read past the cache, since such a JobSet carries no
+// annotation. Only jobs of such runtimes pay that write. The snapshot is
+// taken when the ConfigMap is first written, even if the JobSet write
+// after it fails.
 
 // RuntimeSnapshotAnnotation on a TrainJob's JobSet holds the runtime the
 // job was created with: its kind, name and spec as JSON. It rides on the
@@ -55,6 +68,14 @@ const (
 	TrainerSnapshotSuffix = "-runtime-snapshot"
 	TrainerSnapshotKey    = "runtime"
 )
+
+// maxSnapshotAnnotations is the most the annotations of a JobSet may come
+// to with the runtime snapshot among them: half the API server's 256 KiB
+// for all of an object's annotations (keys and values), which leaves the
+// other half to the applied-hash annotation and to whatever anyone else
+// adds later. A snapshot past it goes to a ConfigMap. Runtimes are
+// commonly a few KiB; the shipped ones are all under 8 KiB.
+const maxSnapshotAnnotations = 128 << 10
 
 // trainerSnapshotSkew is how long after this manager started a TrainJob
 // without a JobSet still counts as one that may predate it (and so may
@@ -101,6 +122,11 @@ func readRuntimeSnapshot(jobSet *jobsetv1alpha2.JobSet) (*trainer.TrainingRuntim
 // snapshot, not the live runtime: a job waiting in a queue, or suspended (by
 // a user, or by Kueue's preemption) and resumed, runs as it was created,
 // whatever was changed in the runtime meanwhile.
+//
+// A snapshot that does not fit (maxSnapshotAnnotations) is left off the
+// JobSet: it stays in the ConfigMap it was read from, or, taken from the
+// live runtime, becomes s.snapshotConfigMap, for apply to write before the
+// JobSet.
 func (s *scope) stampRuntimeSnapshot(js *jobsetv1alpha2.JobSet) error {
 	trainJob := s.Object
 	value, carried := "", false
@@ -111,17 +137,21 @@ func (s *scope) stampRuntimeSnapshot(js *jobsetv1alpha2.JobSet) error {
 		if s.spec == nil {
 			return nil
 		}
-		ref := trainJob.Spec.RuntimeRef
-		snap := runtimeSnapshot{Spec: *s.spec}
-		snap.APIVersion = trainer.GroupVersion.String()
-		snap.Kind = ptr.Deref(ref.Kind, trainer.ClusterTrainingRuntimeKind)
-		snap.Metadata.Name = ref.Name
-		if snap.Kind == trainer.TrainingRuntimeKind {
-			snap.Metadata.Namespace = trainJob.Namespace
-		}
-		data, err := marshalSnapshot(&snap)
+		snap := newRuntimeSnapshot(trainJob, s.spec)
+		data, err := marshalSnapshot(snap)
 		if err != nil {
 			return err
+		}
+		if annotationsSize(js.Annotations)+len(RuntimeSnapshotAnnotation)+len(data) > maxSnapshotAnnotations {
+			if s.snapshotInConfigMap {
+				return nil
+			}
+			cm, err := snapshotConfigMap(trainJob, data)
+			if err != nil {
+				return err
+			}
+			s.snapshotConfigMap = cm
+			return nil
 		}
 		value = string(data)
 	}
@@ -129,6 +159,95 @@ func (s *scope) stampRuntimeSnapshot(js *jobsetv1alpha2.JobSet) error {
 		js.Annotations = map[string]string{}
 	}
 	js.Annotations[RuntimeSnapshotAnnotation] = value
+	return nil
+}
+
+// newRuntimeSnapshot is the snapshot of spec, the runtime trainJob
+// references.
+func newRuntimeSnapshot(trainJob *trainer.TrainJob, spec *trainer.TrainingRuntimeSpec) *runtimeSnapshot {
+	ref := trainJob.Spec.RuntimeRef
+	snap := &runtimeSnapshot{Spec: *spec}
+	snap.APIVersion = trainer.GroupVersion.String()
+	snap.Kind = ptr.Deref(ref.Kind, trainer.ClusterTrainingRuntimeKind)
+	snap.Metadata.Name = ref.Name
+	if snap.Kind == trainer.TrainingRuntimeKind {
+		snap.Metadata.Namespace = trainJob.Namespace
+	}
+	return snap
+}
+
+// annotationsSize is what annotations count against the API server's
+// limit: the length of every key and value.
+func annotationsSize(annotations map[string]string) int {
+	n := 0
+	for k, v := range annotations {
+		n += len(k) + len(v)
+	}
+	return n
+}
+
+// SnapshotConfigMap is the ConfigMap in which Gantry keeps the snapshot of
+// spec, the runtime trainJob references, when it is too big for the
+// JobSet (snapshotConfigMap).
+func SnapshotConfigMap(trainJob *trainer.TrainJob, spec *trainer.TrainingRuntimeSpec) (*corev1.ConfigMap, error) {
+	data, err := marshalSnapshot(newRuntimeSnapshot(trainJob, spec))
+	if err != nil {
+		return nil, err
+	}
+	return snapshotConfigMap(trainJob, data)
+}
+
+// snapshotConfigMap is the ConfigMap that keeps a snapshot too big for the
+// JobSet: Trainer v2.3's, the runtime object (apiVersion, kind, name and
+// spec) as YAML under TrainerSnapshotKey, in <job>-runtime-snapshot,
+// controlled by the job (deleted with it), plus Gantry's managed-by label,
+// which puts it in the manager's cache. data is the snapshot as JSON.
+func snapshotConfigMap(trainJob *trainer.TrainJob, data []byte) (*corev1.ConfigMap, error) {
+	runtimeYAML, err := yaml.JSONToYAML(data)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the runtime snapshot as YAML: %w", err)
+	}
+	return &corev1.ConfigMap{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: plugin.OwnedObjectMeta(trainJob.Name+TrainerSnapshotSuffix, trainJob, nil),
+		Data:       map[string]string{TrainerSnapshotKey: string(runtimeYAML)},
+	}, nil
+}
+
+// writeSnapshotConfigMap writes the snapshot ConfigMap the build asked for
+// (stampRuntimeSnapshot), before the JobSet. The first build of a job
+// creates it: one request, no read. One the build did not find (a
+// ConfigMap of that name not in the cache yet, or not Gantry's) is read
+// past the cache: the job's own is brought to the snapshot just taken (it
+// was written an instant ago, by the build before, from the same runtime
+// unless that changed meanwhile), and anyone else's is refused, as Trainer
+// refuses a snapshot ConfigMap another object controls: taking over a
+// user's ConfigMap would have it garbage-collected with the job.
+func (r *Reconciler) writeSnapshotConfigMap(ctx context.Context, cm *corev1.ConfigMap) error {
+	key := client.ObjectKeyFromObject(cm)
+	live := &corev1.ConfigMap{}
+	err := r.client.Get(ctx, key, live)
+	if apierrors.IsNotFound(err) {
+		created, cerr := r.applier.Create(ctx, cm)
+		if cerr != nil || created {
+			return cerr
+		}
+		var reader client.Reader = r.client
+		if r.apiReader != nil {
+			reader = r.apiReader
+		}
+		err = reader.Get(ctx, key, live)
+	}
+	if err != nil {
+		return fmt.Errorf("reading the runtime snapshot ConfigMap %s: %w", key.Name, err)
+	}
+	res, _, err := r.applier.EnsureOwnFrom(ctx, cm, live)
+	if err != nil {
+		return fmt.Errorf("writing the runtime snapshot ConfigMap %s: %w", key.Name, err)
+	}
+	if res == apply.Foreign {
+		return fmt.Errorf("the runtime snapshot does not fit on the JobSet, and ConfigMap %s, where it goes instead, belongs to another object: delete or rename it", key.Name)
+	}
 	return nil
 }
 
@@ -148,18 +267,23 @@ func marshalSnapshot(snap *runtimeSnapshot) ([]byte, error) {
 // resolveSnapshot returns the runtime spec the job was created with (see
 // the order at the top of this file), or nil when there is none and the
 // live runtime is to be used.
+//
+// The ConfigMap is looked for in the cache first, for every job (it costs
+// no request): the cache holds Gantry's own, the snapshot of a runtime too
+// big for the JobSet, which is taken when first written, as Trainer takes
+// its snapshot, even if the JobSet write after it failed. Trainer's, which
+// the cache does not hold, is then read past the cache for the jobs that
+// may have one.
 func (r *Reconciler) resolveSnapshot(ctx context.Context, s *scope) (*trainer.TrainingRuntimeSpec, error) {
 	if spec, err := readRuntimeSnapshot(s.jobSet); err != nil || spec != nil {
 		return spec, err
 	}
-	if !r.trainerMayHaveSnapshot(s) {
-		return nil, nil
+	spec, err := readTrainerSnapshot(ctx, r.client, s.Object)
+	if err == nil && spec == nil && r.apiReader != nil && r.trainerMayHaveSnapshot(s) {
+		spec, err = readTrainerSnapshot(ctx, r.apiReader, s.Object)
 	}
-	var reader client.Reader = r.client
-	if r.apiReader != nil {
-		reader = r.apiReader
-	}
-	return readTrainerSnapshot(ctx, reader, s.Object)
+	s.snapshotInConfigMap = spec != nil
+	return spec, err
 }
 
 // trainerMayHaveSnapshot says whether the job may have Trainer's snapshot
