@@ -2,11 +2,10 @@ package raycluster
 
 import (
 	"path/filepath"
-	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	clientevents "k8s.io/client-go/tools/events"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
 	"github.com/gantry-dev/gantry/pkg/framework/events"
@@ -71,31 +70,12 @@ var kubeRayActions = map[string]string{
 // EventReason, which the source scan cannot follow.
 var validationReasons = []rayv1.EventReason{rayv1.InvalidRayClusterMetadata, rayv1.InvalidRayClusterSpec, rayv1.InvalidRayClusterStatus}
 
-// actionRecorder keeps the action of each event it is handed, by reason.
-type actionRecorder struct{ actions map[string][]string }
-
-func (f *actionRecorder) Eventf(_, _ runtime.Object, _, reason, action, _ string, _ ...any) {
-	f.actions[reason] = append(f.actions[reason], action)
-}
-
 // Every event the RayCluster controller records, Warning or Normal (a
-// Log's, where the Pods' bulk events go too), carries KubeRay's action for
-// its reason.
+// Log's), carries KubeRay's action for its reason.
 func TestEventsCarryKubeRaysAction(t *testing.T) {
-	for reason, want := range kubeRayActions {
-		t.Run(reason, func(t *testing.T) {
-			f := &actionRecorder{actions: map[string][]string{}}
-			r := newReconciler(nil, nil, f, nil, Config{})
-			cluster := &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}}
-			r.recorder.Warning(cluster, reason, "failed")
-			var log events.Log
-			log.Add(reason, "done")
-			log.Flush(r.recorder, cluster)
-			if got := f.actions[reason]; !slices.Equal(got, []string{want, want}) {
-				t.Errorf("actions of %s = %q, want KubeRay's %q for the Warning and the Normal event", reason, got, want)
-			}
-		})
-	}
+	eventscan.CheckActions(t, kubeRayActions, &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "ns"}}, func(rec clientevents.EventRecorder) events.Recorder {
+		return newReconciler(nil, nil, rec, nil, Config{}).recorder
+	})
 }
 
 // The table above covers every reason this package records: a new event
@@ -108,14 +88,5 @@ func TestEveryRecordedReasonHasAnAction(t *testing.T) {
 	for _, r := range validationReasons {
 		recorded[string(r)] = "validation.RayClusterValidationError.EventReason"
 	}
-	for reason, where := range recorded {
-		if _, ok := kubeRayActions[reason]; !ok {
-			t.Errorf("%s: reason %q has no entry in kubeRayActions", where, reason)
-		}
-	}
-	for reason := range kubeRayActions {
-		if _, ok := recorded[reason]; !ok {
-			t.Errorf("kubeRayActions lists %q, which the package never records", reason)
-		}
-	}
+	eventscan.CheckCovered(t, recorded, kubeRayActions)
 }

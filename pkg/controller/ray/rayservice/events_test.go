@@ -2,11 +2,10 @@ package rayservice
 
 import (
 	"path/filepath"
-	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
+	clientevents "k8s.io/client-go/tools/events"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
 	"github.com/gantry-dev/gantry/pkg/framework/events"
@@ -54,30 +53,12 @@ var kubeRayActions = map[rayv1.EventReason]string{
 // EventReason, which the source scan below cannot follow.
 var validationReasons = []rayv1.EventReason{rayv1.InvalidRayServiceMetadata, rayv1.InvalidRayServiceSpec}
 
-// actionRecorder keeps the action of each event it is handed, by reason.
-type actionRecorder struct{ actions map[string][]string }
-
-func (f *actionRecorder) Eventf(_, _ runtime.Object, _, reason, action, _ string, _ ...any) {
-	f.actions[reason] = append(f.actions[reason], action)
-}
-
-// Every event the RayService controller records, Warning or Normal (a Log's),
-// carries KubeRay's action for its reason.
+// Every event the RayService controller records, Warning or Normal (a
+// Log's), carries KubeRay's action for its reason.
 func TestEventsCarryKubeRaysAction(t *testing.T) {
-	for reason, want := range kubeRayActions {
-		t.Run(string(reason), func(t *testing.T) {
-			f := &actionRecorder{actions: map[string][]string{}}
-			r := newReconciler(nil, nil, f, nil, nil, Config{})
-			svc := &rayv1.RayService{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns"}}
-			r.recorder.Warning(svc, string(reason), "failed")
-			var log events.Log
-			log.Add(string(reason), "done")
-			log.Flush(r.recorder, svc)
-			if got := f.actions[string(reason)]; !slices.Equal(got, []string{want, want}) {
-				t.Errorf("actions of %s = %q, want KubeRay's %q for the Warning and the Normal event", reason, got, want)
-			}
-		})
-	}
+	eventscan.CheckActions(t, kubeRayActions, &rayv1.RayService{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns"}}, func(rec clientevents.EventRecorder) events.Recorder {
+		return newReconciler(nil, nil, rec, nil, nil, Config{}).recorder
+	})
 	t.Run("nil recorder", func(t *testing.T) {
 		r := newReconciler(nil, nil, nil, nil, nil, Config{})
 		r.recorder.Warning(&rayv1.RayService{}, string(rayv1.CreatedRayCluster), "nothing recorded, no panic")
@@ -91,14 +72,5 @@ func TestEveryRecordedReasonHasAnAction(t *testing.T) {
 	for _, r := range validationReasons {
 		recorded[string(r)] = "validation.RayServiceValidationError.EventReason"
 	}
-	for reason, where := range recorded {
-		if _, ok := kubeRayActions[rayv1.EventReason(reason)]; !ok {
-			t.Errorf("%s: reason %q has no entry in kubeRayActions", where, reason)
-		}
-	}
-	for reason := range kubeRayActions {
-		if _, ok := recorded[string(reason)]; !ok {
-			t.Errorf("kubeRayActions lists %q, which the package never records", reason)
-		}
-	}
+	eventscan.CheckCovered(t, recorded, kubeRayActions)
 }

@@ -15,6 +15,9 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	clientevents "k8s.io/client-go/tools/events"
+
 	"github.com/gantry-dev/gantry/pkg/framework/events"
 )
 
@@ -223,4 +226,49 @@ func lastName(x ast.Expr) string {
 		return x.Sel.Name
 	}
 	return ""
+}
+
+// actionRecorder keeps the action of each event it is handed, by reason.
+type actionRecorder struct{ actions map[string][]string }
+
+func (f *actionRecorder) Eventf(_, _ runtime.Object, _, reason, action, _ string, _ ...any) {
+	f.actions[reason] = append(f.actions[reason], action)
+}
+
+// CheckActions records, for each reason of want, a Warning and a Log's
+// Normal event on regarding through the Recorder that newRecorder builds
+// around its events.k8s.io recorder (the reconciler's own, built as the
+// manager builds it), and fails t unless both carry want[reason].
+func CheckActions[K ~string](t *testing.T, want map[K]string, regarding runtime.Object, newRecorder func(clientevents.EventRecorder) events.Recorder) {
+	t.Helper()
+	for reason, action := range want {
+		t.Run(string(reason), func(t *testing.T) {
+			f := &actionRecorder{actions: map[string][]string{}}
+			r := newRecorder(f)
+			r.Warning(regarding, string(reason), "failed")
+			var log events.Log
+			log.Add(string(reason), "done")
+			log.Flush(r, regarding)
+			if got := f.actions[string(reason)]; !slices.Equal(got, []string{action, action}) {
+				t.Errorf("actions of %s = %q, want %q for the Warning and the Normal event", reason, got, action)
+			}
+		})
+	}
+}
+
+// CheckCovered fails t for every reason recorded (Reasons) that want has
+// no entry for, and every entry of want that is never recorded: a new
+// event needs its action, and the table lists only what is recorded.
+func CheckCovered[K ~string](t testing.TB, recorded map[string]string, want map[K]string) {
+	t.Helper()
+	for reason, where := range recorded {
+		if _, ok := want[K(reason)]; !ok {
+			t.Errorf("%s: reason %q has no entry in the table of actions", where, reason)
+		}
+	}
+	for reason := range want {
+		if _, ok := recorded[string(reason)]; !ok {
+			t.Errorf("the table of actions lists %q, which the package never records", reason)
+		}
+	}
 }
