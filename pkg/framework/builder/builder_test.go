@@ -1,6 +1,7 @@
 package builder
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -385,5 +386,26 @@ func TestSelectorLabels(t *testing.T) {
 	}
 	if _, ok := SelectorLabels("ray", "rc1", "")[LabelComponent]; ok {
 		t.Error("empty component must not produce a label")
+	}
+}
+
+// TestMergeContainerAppendsArgs: the user's args follow the operator's, as
+// Slinky's BuildContainer appends them (v1.2.1 common/container.go), so a
+// slurmd given "-vvv" keeps -Z and --conf-server and still joins the
+// cluster; without the user's args the operator's stay as they are.
+func TestMergeContainerAppendsArgs(t *testing.T) {
+	base := corev1.Container{Name: "slurmd", Args: []string{"-Z", "--conf-server", "slurm-controller:6817"}}
+	got := MergeContainer(base, corev1.Container{Args: []string{"-vvv"}})
+	if want := []string{"-Z", "--conf-server", "slurm-controller:6817", "-vvv"}; !slices.Equal(got.Args, want) {
+		t.Errorf("args = %q, want %q", got.Args, want)
+	}
+	if len(base.Args) != 3 {
+		t.Errorf("base modified: %q", base.Args)
+	}
+	if got := MergeContainer(base, corev1.Container{Image: "x"}); !slices.Equal(got.Args, base.Args) {
+		t.Errorf("args without the user's = %q, want %q", got.Args, base.Args)
+	}
+	if got := MergeContainer(corev1.Container{Name: "c"}, corev1.Container{Args: []string{"a"}}); !slices.Equal(got.Args, []string{"a"}) {
+		t.Errorf("args with no operator's = %q", got.Args)
 	}
 }

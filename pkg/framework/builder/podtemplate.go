@@ -1,6 +1,8 @@
 package builder
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
@@ -25,7 +27,8 @@ import (
 //     containerPort, volume mounts by mountPath, volume devices by
 //     devicePath;
 //   - every other list (tolerations, args, command, envFrom, …) is replaced
-//     by the user's when the user sets it;
+//     by the user's when the user sets it, but for a container's args
+//     (MergeContainer), which follow the operator's;
 //   - objects (securityContext, affinity, resources, probes, dnsConfig,
 //     nodeSelector, …) merge field by field: a field the user leaves out
 //     keeps the operator's value.
@@ -79,13 +82,21 @@ func MergePodTemplate(base, user corev1.PodTemplateSpec) corev1.PodTemplateSpec 
 // MergeContainer layers user over base with the same strategic merge as
 // MergePodTemplate, corev1.Container being the patch's type: env merged by
 // name, ports by containerPort, volume mounts by mountPath, volume devices
-// by devicePath, objects field by field, other lists replaced. A user
-// container without a name keeps the operator's name (the CRDs' container
-// fields usually leave it empty). Neither input is modified.
+// by devicePath, objects field by field, args appended to the operator's,
+// other lists replaced. A user container without a name keeps the
+// operator's name (the CRDs' container fields usually leave it empty).
+// Neither input is modified.
 func MergeContainer(base, user corev1.Container) corev1.Container {
 	if user.Name == "" {
 		// user is a copy; only its name changes, nothing it points to.
 		user.Name = base.Name
+	}
+	if len(user.Args) > 0 && len(base.Args) > 0 {
+		// As Slinky's BuildContainer (common/container.go): the user's
+		// arguments follow the operator's, which a daemon needs to join
+		// the cluster (slurmd's -Z and --conf-server), where the merge
+		// would replace them.
+		user.Args = append(slices.Clone(base.Args), user.Args...)
 	}
 	out, err := strategicMerge(&base, &user)
 	if err != nil {

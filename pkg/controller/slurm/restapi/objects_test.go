@@ -56,8 +56,10 @@ func TestBuildDeployment(t *testing.T) {
 		{"with accounting all plugins load", slinkytesting.MakeRestApi("r", "ns", "slurm").Replicas(3).Obj(),
 			slinkytesting.MakeController("slurm", "ns").Keys("keys").Accounting("db").Obj(),
 			[]string{"-a", "rest_auth/jwt", "0.0.0.0:6820"}, "default-image", 3},
-		{"user args and image, listen address kept", slinkytesting.MakeRestApi("r", "ns", "slurm").Args("-vv").Image("mine:1").Obj(), controller,
-			[]string{"-vv", "0.0.0.0:6820"}, "mine:1", 1},
+		// The user's args follow the operator's, as in Slinky (its
+		// BuildContainer appends them, common/container.go).
+		{"user args and image, operator's args and listen address kept", slinkytesting.MakeRestApi("r", "ns", "slurm").Args("-vv").Image("mine:1").Obj(), controller,
+			[]string{"-a", "rest_auth/jwt", "-s", "openapi/slurmctld", "-vv", "0.0.0.0:6820"}, "mine:1", 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
