@@ -20,8 +20,9 @@ type Params struct {
 	Port     int32
 }
 
-// New builds a client Service: the user's spec (type, external IPs, extra
-// ports, ...) with the operator's selector and daemon port on top.
+// New builds a client Service: the user's spec (type, extra ports, ...)
+// with the operator's selector and daemon port on top, without external
+// IPs.
 // spec.service.port and spec.service.nodePort override the port numbers.
 func New(p Params) *corev1.Service {
 	spec := p.User.Spec.ServiceSpec.DeepCopy()
@@ -52,6 +53,9 @@ func New(p Params) *corev1.Service {
 	})
 	// Keep every other user setting; the builder only set the fields above.
 	spec.Type, spec.Selector, spec.Ports = svc.Spec.Type, svc.Spec.Selector, svc.Spec.Ports
+	// No external IPs, as in Slinky v1.2.1 (CVE-2020-8554: they capture
+	// the traffic of whoever owns those addresses); admission warns.
+	spec.ExternalIPs = nil
 	svc.Spec = *spec
 	return svc
 }

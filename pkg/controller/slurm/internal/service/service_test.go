@@ -38,3 +38,20 @@ func TestService(t *testing.T) {
 		t.Error("New modified the user's spec")
 	}
 }
+
+// TestServiceDropsExternalIPs: as Slinky v1.2.1 (common/service.go,
+// against CVE-2020-8554: a Service's externalIPs can capture traffic meant
+// for those addresses), the Services Gantry builds carry no externalIPs;
+// admission warns when a CR sets them.
+func TestServiceDropsExternalIPs(t *testing.T) {
+	user := slinkyv1beta1.ServiceSpec{}
+	user.Spec.ExternalIPs = []string{"10.0.0.1"}
+	svc := New(Params{Meta: builder.NewMetadata("svc", "ns").Build(), User: user,
+		Selector: map[string]string{builder.LabelName: "slurmrestd"}, PortName: "slurmrestd", Port: 6820})
+	if len(svc.Spec.ExternalIPs) != 0 {
+		t.Errorf("externalIPs = %v, want none", svc.Spec.ExternalIPs)
+	}
+	if len(user.Spec.ExternalIPs) != 1 {
+		t.Error("New modified the user's spec")
+	}
+}
