@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -49,6 +50,9 @@ type Reconciler struct {
 	// monitorsMissing is when the ServiceMonitor CRD was last found
 	// missing.
 	monitorsMissing missingCRD
+	// oldMonitorsGone are the Controllers (by UID) whose ServiceMonitor of
+	// Gantry 0.1's name this manager has seen gone (servicemonitor.go).
+	oldMonitorsGone sync.Map
 }
 
 // Options configure the Controller reconciler.

@@ -40,7 +40,8 @@ func wantsServiceMonitor(c *slinkyv1beta1.Controller) bool {
 }
 
 // BuildServiceMonitor builds the ServiceMonitor scraping slurmctld's
-// Service: named as the Controller, selecting its Service by the
+// Service: named as Slinky names it, as the StatefulSet (<name>-controller),
+// selecting its Service by the
 // Controller's selector labels, one endpoint per metric path on the
 // slurmctld port. An endpoint's own interval and timeout win over the
 // ServiceMonitor's.
@@ -76,7 +77,7 @@ func BuildServiceMonitor(c *slinkyv1beta1.Controller) *unstructured.Unstructured
 		selector[k] = v
 	}
 
-	om := builder.NewMetadata(c.Name, c.Namespace).
+	om := builder.NewMetadata(slinky.ControllerStatefulSetName(c.Name), c.Namespace).
 		WithLabels(c.Labels).
 		WithLabels(sm.Labels).
 		WithLabels(slinky.ControllerLabels(c)).
@@ -146,6 +147,15 @@ func (r *Reconciler) serviceMonitor(ctx context.Context, s *scope) error {
 		return nil
 	}
 	desired := BuildServiceMonitor(c)
+	// Gantry 0.1 named it as the Controller: with Slinky's name now,
+	// that one would scrape slurmctld a second time. Looked for once per
+	// Controller and manager (a read past the cache).
+	if _, gone := r.oldMonitorsGone.Load(c.UID); !gone {
+		if err := r.deleteOwnServiceMonitor(ctx, c, c.Name); err != nil {
+			return err
+		}
+		r.oldMonitorsGone.Store(c.UID, true)
+	}
 	if wantsServiceMonitor(c) {
 		if err := r.Sync(ctx, &s.Events, desired); err != nil {
 			return err
@@ -154,13 +164,18 @@ func (r *Reconciler) serviceMonitor(ctx context.Context, s *scope) error {
 			Message: "ServiceMonitor " + desired.GetName() + " scrapes slurmctld"}
 		return nil
 	}
+	return r.deleteOwnServiceMonitor(ctx, c, desired.GetName())
+}
+
+// deleteOwnServiceMonitor deletes the Controller's ServiceMonitor of that
+// name, if it is there; someone else's of the same name is theirs.
+func (r *Reconciler) deleteOwnServiceMonitor(ctx context.Context, c *slinkyv1beta1.Controller, name string) error {
 	existing := &unstructured.Unstructured{}
 	existing.SetGroupVersionKind(ServiceMonitorGVK)
-	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), existing); err != nil {
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, existing); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	if !metav1.IsControlledBy(existing, c) {
-		// Someone else's ServiceMonitor of the same name is theirs.
 		return nil
 	}
 	if err := r.Client.Delete(ctx, existing); client.IgnoreNotFound(err) != nil {

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -61,7 +62,8 @@ func TestServiceMonitor(t *testing.T) {
 	serviceMonitor := func() (*unstructured.Unstructured, error) {
 		sm := &unstructured.Unstructured{}
 		sm.SetGroupVersionKind(slurmctld.ServiceMonitorGVK)
-		return sm, c.Get(ctx, key("slurm"), sm)
+		// Named as Slinky names it: as the StatefulSet.
+		return sm, c.Get(ctx, key("slurm-controller"), sm)
 	}
 
 	t.Run("without the CRD the Controller comes up and says why there is none", func(t *testing.T) {
@@ -86,6 +88,14 @@ func TestServiceMonitor(t *testing.T) {
 	crd := testenv.MinimalCRD(slurmctld.ServiceMonitorGVK)
 	g.Expect(c.Create(ctx, crd)).To(Succeed())
 	t.Cleanup(func() { _ = c.Delete(context.Background(), crd) })
+
+	// As Gantry 0.1 left it: named as the Controller, controlled by it. The
+	// CRD's arrival wakes no Controller, so none has looked for it yet.
+	cur := &slinkyv1beta1.Controller{}
+	g.Expect(c.Get(ctx, key("slurm"), cur)).To(Succeed())
+	old := slurmctld.BuildServiceMonitor(cur)
+	old.SetName("slurm")
+	g.Eventually(func() error { return c.Create(ctx, old) }).WithTimeout(30 * time.Second).Should(Succeed())
 
 	touch := func(g Gomega, mutate func(*slinkyv1beta1.Controller)) {
 		cur := &slinkyv1beta1.Controller{}
@@ -126,6 +136,14 @@ func TestServiceMonitor(t *testing.T) {
 		}))
 		g.Eventually(func(g Gomega) *metav1.Condition { return monitorCondition(g) }).WithTimeout(30 * time.Second).
 			Should(And(Not(BeNil()), HaveField("Status", metav1.ConditionTrue), HaveField("Reason", slurmctld.ReasonServiceMonitorSynced)))
+	})
+
+	t.Run("the one an older Gantry named as the Controller goes", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Eventually(func() error { return c.Get(ctx, key("slurm"), old) }).WithTimeout(30 * time.Second).
+			Should(Satisfy(apierrors.IsNotFound), "the ServiceMonitor Gantry 0.1 named as the Controller")
+		_, err := serviceMonitor()
+		g.Expect(err).NotTo(HaveOccurred())
 	})
 
 	t.Run("turning it off deletes it", func(t *testing.T) {
