@@ -140,6 +140,11 @@ func TestBuildStatefulSet(t *testing.T) {
 				if *v.Spec.Replicas != 1 || v.Spec.ServiceName != "slurm-controller-internal" || v.Name != "slurm-controller" {
 					t.Errorf("replicas=%d serviceName=%q name=%q", *v.Spec.Replicas, v.Spec.ServiceName, v.Name)
 				}
+				// As Slinky's (controllerbuilder/controller_app.go): a rollout
+				// does not wait on a broken pod to become Ready.
+				if v.Spec.PodManagementPolicy != appsv1.ParallelPodManagement {
+					t.Errorf("podManagementPolicy = %q, want Parallel", v.Spec.PodManagementPolicy)
+				}
 				if len(v.Spec.VolumeClaimTemplates) != 1 {
 					t.Fatalf("claim templates = %v", v.Spec.VolumeClaimTemplates)
 				}

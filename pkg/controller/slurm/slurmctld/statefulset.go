@@ -44,7 +44,11 @@ func BuildStatefulSet(c *slinkyv1beta1.Controller, in PodInputs) *appsv1.Statefu
 			RevisionHistoryLimit: ptr.To[int32](0),
 			Selector:             &metav1.LabelSelector{MatchLabels: slinky.ControllerSelectorLabels(c)},
 			ServiceName:          slinky.ControllerInternalServiceName(c.Name),
-			Template:             podTemplate(c, in),
+			// As Slinky's: with OrderedReady a rollout would wait for a
+			// broken pod to become Ready. Immutable: a StatefulSet made
+			// before keeps its own (apply's keepImmutable).
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			Template:            podTemplate(c, in),
 		},
 	}
 
