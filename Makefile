@@ -93,20 +93,24 @@ run-down: ## Stop everything `make run` started.
 	@BIN=$(BIN) hack/local-cluster.sh down
 
 .PHONY: test
-test: test-assets ## Unit and integration tests (real kube-apiserver + etcd), and the Trainer and KubeRay oracles.
+test: test-assets ## Unit and integration tests (real kube-apiserver + etcd), and the Trainer, KubeRay and Slinky oracles.
 	KUBEBUILDER_ASSETS="$${KUBEBUILDER_ASSETS:-$(BIN)}" $(GOTESTSUM) -- $(GOTEST_RACE) $(GOTEST_FLAGS) ./...
 	@$(MAKE) --no-print-directory test-oracle
 
 # The oracles: every shipped runtime and Trainer v2.3.0's runtimes and
 # examples, rendered by Trainer's own framework and by Gantry's, must agree
 # but for the differences docs/trainjob.md lists; Gantry's Ray dashboard
-# client must send what KubeRay's sends and read the same answers. Each is a
-# module of its own (test/oracle/trainer, test/oracle/kuberay), so the
-# upstream dependencies stay out of Gantry's.
+# client must send what KubeRay's sends and read the same answers; the
+# objects Gantry builds for Slinky's CRs must be those Slinky's own builders
+# build (slurm-operator v1.1.0, the newest the module proxy serves) but for
+# the differences listed with their sources. Each is a module of its own
+# (test/oracle/trainer, test/oracle/kuberay, test/oracle/slinky and its
+# slinkyrender program), so the upstream dependencies stay out of Gantry's.
 .PHONY: test-oracle
-test-oracle: ## Gantry against Kubeflow Trainer v2.3.0's and KubeRay's own code (differential tests).
+test-oracle: ## Gantry against Kubeflow Trainer v2.3.0's, KubeRay's and Slinky's own code (differential tests).
 	cd test/oracle/trainer && $(GO) test -count=1 $(GOTEST_FLAGS) ./...
 	cd test/oracle/kuberay && $(GO) test -count=1 $(GOTEST_FLAGS) ./...
+	cd test/oracle/slinky && $(GO) test -count=1 $(GOTEST_FLAGS) ./...
 
 .PHONY: fuzz
 fuzz: ## Run every Go fuzz target for FUZZTIME each (default 1m); make test runs only their seed corpora.
@@ -264,6 +268,8 @@ verify: generate manifests $(HELM) ## Check generated files are committed, gofmt
 	$(GO) vet -tags 'e2e chaos benchcompare' ./test/...
 	cd test/oracle/trainer && $(GO) vet ./... && $(GO) mod verify
 	cd test/oracle/kuberay && $(GO) vet ./... && $(GO) mod verify
+	cd test/oracle/slinky && $(GO) vet ./... && $(GO) mod verify
+	cd test/oracle/slinky/slinkyrender && $(GO) vet ./... && $(GO) mod verify
 	cd $(REALNODE_MOD) && $(GO) vet ./... && $(GO) mod verify
 	cd $(PROMQL_MOD) && $(GO) vet ./... && $(GO) mod verify
 	$(GO) mod verify
