@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,9 +49,6 @@ type Reconciler struct {
 	// monitorsMissing is when the ServiceMonitor CRD was last found
 	// missing.
 	monitorsMissing missingCRD
-	// oldMonitorsGone are the Controllers (by UID) whose ServiceMonitor of
-	// Gantry 0.1's name this manager has seen gone (servicemonitor.go).
-	oldMonitorsGone sync.Map
 }
 
 // Options configure the Controller reconciler.

@@ -148,13 +148,11 @@ func (r *Reconciler) serviceMonitor(ctx context.Context, s *scope) error {
 	}
 	desired := BuildServiceMonitor(c)
 	// Gantry 0.1 named it as the Controller: with Slinky's name now,
-	// that one would scrape slurmctld a second time. Looked for once per
-	// Controller and manager (a read past the cache).
-	if _, gone := r.oldMonitorsGone.Load(c.UID); !gone {
-		if err := r.deleteOwnServiceMonitor(ctx, c, c.Name); err != nil {
-			return err
-		}
-		r.oldMonitorsGone.Store(c.UID, true)
+	// that one would scrape slurmctld a second time. (A read past the
+	// cache, on a cluster that serves ServiceMonitors only; Controllers
+	// are few and seldom reconciled.)
+	if err := r.deleteOwnServiceMonitor(ctx, c, c.Name); err != nil {
+		return err
 	}
 	if wantsServiceMonitor(c) {
 		if err := r.Sync(ctx, &s.Events, desired); err != nil {
