@@ -137,11 +137,39 @@ func TestAdoptionFromSlinky(t *testing.T) {
 
 	g.Eventually(func(g Gomega) {
 		for _, o := range upstream {
+			if _, ok := o.(*appsv1.StatefulSet); ok {
+				continue // below
+			}
 			live := o.DeepCopyObject().(client.Object)
 			g.Expect(c.Get(ctx, client.ObjectKeyFromObject(o), live)).To(Succeed())
 			g.Expect(live.GetUID()).To(Equal(uids[kindName(o)]), "%s was re-created", kindName(o))
 			g.Expect(live.GetLabels()).To(HaveKeyWithValue(builder.LabelManagedBy, builder.ManagedByGantry), "%s was not adopted", kindName(o))
 		}
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+
+	// slurmctld's StatefulSet is made again, its pods orphaned, not
+	// deleted: Slinky's serviceName (its client Service, which has no DNS
+	// name per pod) cannot change in place, and Gantry's slurm.conf names
+	// the pod under its headless Service, so a pod governed by Slinky's
+	// would be found by no slurmd. The StatefulSet controller adopts the
+	// running pod and rolls it (Gantry's template differs anyway); it keeps
+	// its claim, the claim template being Slinky's. envtest runs no garbage
+	// collector: the orphan finalizer is lifted here, as it would do.
+	oldSts := &appsv1.StatefulSet{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "slurm-controller"}, oldSts)).To(Succeed())
+		g.Expect(oldSts.DeletionTimestamp).NotTo(BeNil(), "Slinky's StatefulSet is not being replaced")
+		g.Expect(oldSts.Finalizers).To(ContainElement(metav1.FinalizerOrphanDependents), "its pods would be deleted")
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+	oldSts.Finalizers = nil
+	g.Expect(c.Update(ctx, oldSts)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		sts := &appsv1.StatefulSet{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "slurm-controller"}, sts)).To(Succeed())
+		g.Expect(sts.UID).NotTo(Equal(uids["StatefulSet/slurm-controller"]))
+		g.Expect(sts.Spec.ServiceName).To(Equal("slurm-controller-internal"))
+		g.Expect(sts.Spec.Selector.MatchLabels).To(Equal(ctlSelector), "the running pod would not be adopted")
+		g.Expect(sts.Spec.VolumeClaimTemplates).To(ConsistOf(HaveField("Name", "statesave")), "the pod would not keep its state")
 	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
 
 	// The pods count as the NodeSet's current revision: kept, not rolled,

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -133,8 +135,48 @@ func (r *Reconciler) syncStatefulSet(ctx context.Context, s *scope) error {
 		return err
 	}
 	in.ConfigHash, in.Images = s.configHash, r.Images
-	return r.Sync(ctx, &s.Events, BuildStatefulSet(s.Object, in))
+	desired := BuildStatefulSet(s.Object, in)
+	if replacing, err := r.replaceForServiceName(ctx, s, desired); err != nil || replacing {
+		return err
+	}
+	return r.Sync(ctx, &s.Events, desired)
 }
+
+// replaceForServiceName deletes, orphaning its pods, a StatefulSet of the
+// Controller whose serviceName is not desired's: Slinky's, taken over,
+// names the client Service, which gives no pod a DNS name, and the field
+// cannot change in place, while slurm.conf's SlurmctldHost and every
+// --conf-server name the pod under the headless Service desired names. The
+// next pass makes the StatefulSet again; the StatefulSet controller adopts
+// the running pod (same name and selector) and rolls it onto the new
+// template, its claim kept (the claim templates are Slinky's). It reports
+// whether a replacement is under way.
+func (r *Reconciler) replaceForServiceName(ctx context.Context, s *scope, desired *appsv1.StatefulSet) (bool, error) {
+	live := &appsv1.StatefulSet{}
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
+		// Not cached yet (Slinky's, before the take-over labels it): the
+		// apply takes it over, and the next pass finds it here.
+		return false, client.IgnoreNotFound(err)
+	}
+	if live.Spec.ServiceName == desired.Spec.ServiceName || !metav1.IsControlledBy(live, s.Object) {
+		return false, nil
+	}
+	s.Requeue.After(time.Second)
+	if live.DeletionTimestamp != nil {
+		return true, nil
+	}
+	err := r.Client.Delete(ctx, live, client.Preconditions{UID: &live.UID}, client.PropagationPolicy(metav1.DeletePropagationOrphan))
+	if client.IgnoreNotFound(err) != nil {
+		return true, fmt.Errorf("replacing StatefulSet %s (serviceName %s, not %s): %w", live.Name, live.Spec.ServiceName, desired.Spec.ServiceName, err)
+	}
+	s.Events.Add(ReasonStatefulSetReplaced, "Replacing StatefulSet %s, its pods kept: its serviceName %s, which cannot change, is not the headless Service %s slurm.conf names",
+		live.Name, live.Spec.ServiceName, desired.Spec.ServiceName)
+	return true, nil
+}
+
+// ReasonStatefulSetReplaced: the slurmctld StatefulSet is made again
+// (replaceForServiceName).
+const ReasonStatefulSetReplaced = "StatefulSetReplaced"
 
 // configInputs gathers what slurm.conf depends on: the Controller's
 // NodeSets and the names of the user's scripts. It also returns the data of
