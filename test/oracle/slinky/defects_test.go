@@ -42,27 +42,6 @@ var knownDefects = []rule{
 			return changed
 		},
 	},
-	{
-		name: "cluster domain fixed to cluster.local", class: knownDefect,
-		onlyOn: "a host whose /etc/resolv.conf searches svc.<domain> for a domain other than cluster.local (Slinky reads its cluster domain there)",
-		source: "Slinky's slurmd and login pods search slurm-workers-<controller>.<namespace>.svc.<cluster domain>, the domain read from the operator's /etc/resolv.conf (internal/utils/domainname/domainname.go:13-45, used by common/common.go:141-143); Gantry writes svc.cluster.local (pkg/controller/slurm/nodeset/pods.go:233, loginset/objects.go:205), so on a cluster with another domain the login and slurmd pods cannot resolve the Slurm node names",
-		apply: func(x *objectPair) bool {
-			if x.s == nil || x.g == nil {
-				return false
-			}
-			ss, gs := listAt(podSpec(x.s), "dnsConfig", "searches"), listAt(podSpec(x.g), "dnsConfig", "searches")
-			if len(ss) != 1 || len(gs) != 1 || ss[0] == gs[0] {
-				return false
-			}
-			s, g := ss[0].(string), gs[0].(string)
-			before, _, ok := strings.Cut(s, ".svc.")
-			if !ok || g != before+".svc.cluster.local" {
-				return false
-			}
-			ss[0] = g
-			return true
-		},
-	},
 }
 
 // crMetadata reports whether key=value in field (labels or annotations)

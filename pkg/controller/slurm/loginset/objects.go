@@ -202,7 +202,7 @@ func BuildDeployment(l *slinkyv1beta1.LoginSet, in DeploymentInputs) *appsv1.Dep
 			// Users reach the slurmd pods by their short host names, as
 			// Slurm names the nodes.
 			DNSConfig: &corev1.PodDNSConfig{Searches: []string{
-				fmt.Sprintf("%s.%s.svc.cluster.local", workerServiceName(l.Spec.ControllerRef.Name), l.Namespace),
+				slinky.ServiceFQDN(workerServiceName(l.Spec.ControllerRef.Name), l.Namespace),
 			}},
 			Volumes: volumes(l, controller),
 		},

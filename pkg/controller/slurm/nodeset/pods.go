@@ -230,7 +230,7 @@ func podTemplate(n *slinkyv1beta1.NodeSet, in PodInputs) corev1.PodTemplateSpec 
 			EnableServiceLinks:           ptr.To(false),
 			Subdomain:                    WorkerServiceName(controller),
 			DNSConfig: &corev1.PodDNSConfig{Searches: []string{
-				fmt.Sprintf("%s.%s.svc.cluster.local", WorkerServiceName(controller), n.Namespace),
+				slinky.ServiceFQDN(WorkerServiceName(controller), n.Namespace),
 			}},
 			Containers:     []corev1.Container{slurmdContainer(n, in)},
 			InitContainers: []corev1.Container{podspec.LogfileSidecar(n.Spec.LogFile.Container, in.Images.Logfile, slinky.SlurmdLogFilePath)},

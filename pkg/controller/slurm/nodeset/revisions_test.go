@@ -2,6 +2,7 @@ package nodeset
 
 import (
 	"regexp"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -9,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 	slinkytesting "github.com/gantry-dev/gantry/test/wrappers/slinky"
 )
 
@@ -261,5 +263,20 @@ func TestOversubscribeNode(t *testing.T) {
 	n.Spec.Template.Spec.Affinity = nil
 	if got := terms(BuildPod(n, 0, in)); len(got) != 0 {
 		t.Errorf("oversubscribed anti-affinity without the user's = %+v, want none", got)
+	}
+}
+
+// TestBuildPodSearchesTheClusterDomain: slurmd resolves the other Slurm
+// nodes by their short names through the workers' Service, under the
+// cluster's DNS domain as Slinky finds it (slinky.ClusterDomain, from the
+// manager's resolv.conf), not always cluster.local. Run on a host whose
+// resolv.conf searches svc.<another domain> (or in a mount namespace with
+// one bound over it) to see the difference.
+func TestBuildPodSearchesTheClusterDomain(t *testing.T) {
+	ctrl := slinkytesting.MakeController("slurm", "ns").Keys("keys").Obj()
+	pod := BuildPod(slinkytesting.MakeNodeSet("cpu", "ns", "slurm").Obj(), 0, PodInputs{Controller: ctrl})
+	want := []string{"slurm-workers-slurm.ns.svc." + slinky.ClusterDomain()}
+	if pod.Spec.DNSConfig == nil || !slices.Equal(pod.Spec.DNSConfig.Searches, want) {
+		t.Errorf("DNS searches = %+v, want %q", pod.Spec.DNSConfig, want)
 	}
 }
