@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -163,7 +164,12 @@ func (r *Reconciler) syncToken(ctx context.Context, s *scope) error {
 		return fmt.Errorf("reading Secret %s: %w", ref.Name, err)
 	}
 	if found && !metav1.IsControlledBy(existing, t) {
-		return &notReadyError{ReasonSecretNotOwned, fmt.Sprintf("Secret %s exists and is not this Token's; name another in spec.secretRef", ref.Name)}
+		if !isSlinkysTokenSecret(existing, t) {
+			return &notReadyError{ReasonSecretNotOwned, fmt.Sprintf("Secret %s exists and is not this Token's; name another in spec.secretRef", ref.Name)}
+		}
+		if err := r.takeOver(ctx, t, existing); err != nil {
+			return err
+		}
 	}
 
 	var current *slurm.TokenClaims
@@ -195,6 +201,36 @@ func (r *Reconciler) syncToken(ctx context.Context, s *scope) error {
 	return nil
 }
 
+// isSlinkysTokenSecret tells a token Secret Slinky's operator made for t:
+// Slinky v1.2.1 makes it controlled by the Token's signing key Secret
+// (common/token_secret.go, secret.go), not by the Token. Any other
+// controller, or none, makes it someone else's.
+func isSlinkysTokenSecret(secret *corev1.Secret, t *slinkyv1beta1.Token) bool {
+	ref, key := metav1.GetControllerOfNoCopy(secret), t.SigningKeyRef()
+	return ref != nil && key != nil && ref.APIVersion == "v1" && ref.Kind == "Secret" && ref.Name == key.Name
+}
+
+// takeOver makes the Token the controller of a token Secret Slinky made
+// (isSlinkysTokenSecret), in place of the key Secret, and gives it Gantry's
+// labels; its token is then judged, and renewed, as the Token's own. The
+// Secret now goes with the Token, as every token Secret Gantry makes.
+func (r *Reconciler) takeOver(ctx context.Context, t *slinkyv1beta1.Token, secret *corev1.Secret) error {
+	patch := client.MergeFromWithOptions(secret.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	keyRef := metav1.GetControllerOfNoCopy(secret)
+	secret.OwnerReferences = slices.DeleteFunc(secret.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == keyRef.UID })
+	secret.OwnerReferences = append(secret.OwnerReferences, *metav1.NewControllerRef(t, slinkyv1beta1.TokenGVK))
+	secret.Labels = builder.MergeLabels(secret.Labels, tokenSecretLabels(t))
+	if err := r.Client.Patch(ctx, secret, patch); err != nil {
+		return fmt.Errorf("taking over Secret %s, which Slinky's operator made: %w", secret.Name, err)
+	}
+	return nil
+}
+
+// tokenSecretLabels are the labels Gantry gives a token Secret.
+func tokenSecretLabels(t *slinkyv1beta1.Token) map[string]string {
+	return map[string]string{builder.LabelName: "slurm-token", builder.LabelInstance: t.Name, builder.LabelManagedBy: builder.ManagedByGantry}
+}
+
 // writeSecret stores jwt under ref.Key, creating the Secret (immutable
 // without refresh) or replacing the token in it; an immutable Secret is
 // deleted and created again.
@@ -218,7 +254,7 @@ func (r *Reconciler) writeSecret(ctx context.Context, t *slinkyv1beta1.Token, re
 	secret := &corev1.Secret{
 		ObjectMeta: builder.NewMetadata(ref.Name, t.Namespace).
 			WithLabels(t.Labels).
-			WithLabels(map[string]string{builder.LabelName: "slurm-token", builder.LabelInstance: t.Name, builder.LabelManagedBy: builder.ManagedByGantry}).
+			WithLabels(tokenSecretLabels(t)).
 			WithOwner(t, slinkyv1beta1.TokenGVK).
 			Build(),
 		Type:      corev1.SecretTypeOpaque,

@@ -114,6 +114,30 @@ func TestToken(t *testing.T) {
 		}).WithTimeout(4 * time.Second).Should(Equal(first))
 	})
 
+	t.Run("a token Secret Slinky made is taken over and renewed", func(t *testing.T) {
+		g := newG(t)
+		// Slinky v1.2.1 makes the token Secret controlled by the JWT key
+		// Secret, not by the Token (common/token_secret.go, secret.go).
+		keys := &corev1.Secret{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "keys"}, keys)).To(Succeed())
+		now := time.Now()
+		old, err := slurm.SignToken(key, slurm.TokenClaims{UserName: "erin", IssuedAt: now.Add(-time.Hour).Unix(), ExpiresAt: now.Add(3 * time.Second).Unix()})
+		g.Expect(err).NotTo(HaveOccurred())
+		slinkys := slinkytesting.MakeSecret("moved-jwt-erin", ns, map[string]string{"SLURM_JWT": old}).Obj()
+		slinkys.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Secret", Name: keys.Name, UID: keys.UID,
+			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
+		g.Expect(c.Create(ctx, slinkys)).To(Succeed())
+		tok := newToken("moved", "erin", time.Hour, true)
+		g.Expect(c.Create(ctx, tok)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			claims, s := jwtIn(g, "moved-jwt-erin", "SLURM_JWT")
+			g.Expect(metav1.IsControlledBy(s, tok)).To(BeTrue(), "owners %+v", s.OwnerReferences)
+			g.Expect(claims.ExpiresAt).To(BeNumerically(">", now.Add(30*time.Minute).Unix()), "the token was not renewed")
+		}).Should(Succeed())
+		g.Eventually(func(g Gomega) *metav1.Condition { return readyOf(g, "moved") }).
+			Should(And(Not(BeNil()), HaveField("Status", metav1.ConditionTrue), HaveField("Reason", token.ReasonIssued)))
+	})
+
 	t.Run("a missing signing key and someone else's Secret are reported", func(t *testing.T) {
 		g := newG(t)
 		noKey := newToken("nokey", "carol", time.Minute, true)
