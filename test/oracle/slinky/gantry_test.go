@@ -196,43 +196,15 @@ func buildController(s *gantryStore, res *gantryResult, c *slinkyv1beta1.Control
 			in.NodeSets = append(in.NodeSets, *n)
 		}
 	}
-	userFiles := map[string]string{}
-	read := func(refs []corev1.LocalObjectReference) ([]string, error) {
-		var files []string
-		for _, ref := range refs {
-			cm := s.configMaps[c.Namespace+"/"+ref.Name]
-			if cm == nil {
-				return nil, fmt.Errorf("ConfigMap %s/%s not found", c.Namespace, ref.Name)
-			}
-			for k, v := range cm.Data {
-				files = append(files, k)
-				userFiles[cm.Name+"/"+k] = v
-			}
-			for k, v := range cm.BinaryData {
-				files = append(files, k)
-				userFiles[cm.Name+"/"+k] = string(v)
-			}
+	userFiles, err := in.ReadUserFiles(c, func(name string) (*corev1.ConfigMap, error) {
+		if cm := s.configMaps[c.Namespace+"/"+name]; cm != nil {
+			return cm, nil
 		}
-		return files, nil
-	}
-	var err error
-	if in.UserConfigFiles, err = read(c.Spec.ConfigFileRefs); err != nil {
+		return nil, fmt.Errorf("ConfigMap %s/%s not found", c.Namespace, name)
+	})
+	if err != nil {
 		res.fail(cmKey, err)
 		return
-	}
-	for _, r := range []struct {
-		refs []corev1.LocalObjectReference
-		into *[]string
-	}{
-		{c.Spec.PrologScriptRefs, &in.PrologScripts},
-		{c.Spec.EpilogScriptRefs, &in.EpilogScripts},
-		{c.Spec.PrologSlurmctldScriptRefs, &in.PrologSlurmctldScripts},
-		{c.Spec.EpilogSlurmctldScriptRefs, &in.EpilogSlurmctldScripts},
-	} {
-		if *r.into, err = read(r.refs); err != nil {
-			res.fail(cmKey, err)
-			return
-		}
 	}
 	cm := slurmctld.BuildConfigMap(c, in)
 	res.add(keyOf("ConfigMap", cm.ObjectMeta), cm)

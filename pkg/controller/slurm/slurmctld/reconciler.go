@@ -183,14 +183,13 @@ const ReasonStatefulSetReplaced = "StatefulSetReplaced"
 // every referenced ConfigMap, keyed "<configmap>/<key>", for the config hash.
 func (r *Reconciler) configInputs(ctx context.Context, c *slinkyv1beta1.Controller) (ConfigInputs, map[string]string, error) {
 	var in ConfigInputs
-	userFiles := map[string]string{}
 	accounting, err := r.accountingOf(ctx, c)
 	if err != nil {
 		return in, nil, err
 	}
 	in.Accounting = accounting
 	if c.Spec.External {
-		return in, userFiles, nil
+		return in, map[string]string{}, nil
 	}
 	nodeSets, err := r.nodeSetsOf(ctx, c)
 	if err != nil {
@@ -198,41 +197,11 @@ func (r *Reconciler) configInputs(ctx context.Context, c *slinkyv1beta1.Controll
 	}
 	in.NodeSets = nodeSets
 
-	read := func(refs []corev1.LocalObjectReference) ([]string, error) {
-		var files []string
-		for _, ref := range refs {
-			cm, err := r.Refs.GetConfigMap(ctx, refresolver.ObjectRef{Name: ref.Name}, c.Namespace)
-			if err != nil {
-				return nil, err
-			}
-			for k, v := range cm.Data {
-				files = append(files, k)
-				userFiles[cm.Name+"/"+k] = v
-			}
-			for k, v := range cm.BinaryData {
-				files = append(files, k)
-				userFiles[cm.Name+"/"+k] = string(v)
-			}
-		}
-		return files, nil
-	}
-	configFiles, err := read(c.Spec.ConfigFileRefs)
+	userFiles, err := in.ReadUserFiles(c, func(name string) (*corev1.ConfigMap, error) {
+		return r.Refs.GetConfigMap(ctx, refresolver.ObjectRef{Name: name}, c.Namespace)
+	})
 	if err != nil {
 		return in, nil, err
-	}
-	in.UserConfigFiles = configFiles
-	for _, s := range []struct {
-		refs []corev1.LocalObjectReference
-		into *[]string
-	}{
-		{c.Spec.PrologScriptRefs, &in.PrologScripts},
-		{c.Spec.EpilogScriptRefs, &in.EpilogScripts},
-		{c.Spec.PrologSlurmctldScriptRefs, &in.PrologSlurmctldScripts},
-		{c.Spec.EpilogSlurmctldScriptRefs, &in.EpilogSlurmctldScripts},
-	} {
-		if *s.into, err = read(s.refs); err != nil {
-			return in, nil, err
-		}
 	}
 	return in, userFiles, nil
 }

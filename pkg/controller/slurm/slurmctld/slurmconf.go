@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slinky"
 )
@@ -29,6 +31,48 @@ type ConfigInputs struct {
 	// Accounting is the Accounting accountingRef names; nil when unset or
 	// not (yet) found, and then slurmctld keeps no accounting, as Slinky's.
 	Accounting *slinkyv1beta1.Accounting
+}
+
+// ReadUserFiles fills in's file names from the ConfigMaps c's configFileRefs
+// and script refs name, each got through get. It returns the data of every
+// one of them keyed "<configmap>/<key>", for the config hash.
+func (in *ConfigInputs) ReadUserFiles(c *slinkyv1beta1.Controller, get func(name string) (*corev1.ConfigMap, error)) (map[string]string, error) {
+	userFiles := map[string]string{}
+	read := func(refs []corev1.LocalObjectReference) ([]string, error) {
+		var files []string
+		for _, ref := range refs {
+			cm, err := get(ref.Name)
+			if err != nil {
+				return nil, err
+			}
+			for k, v := range cm.Data {
+				files = append(files, k)
+				userFiles[cm.Name+"/"+k] = v
+			}
+			for k, v := range cm.BinaryData {
+				files = append(files, k)
+				userFiles[cm.Name+"/"+k] = string(v)
+			}
+		}
+		return files, nil
+	}
+	for _, s := range []struct {
+		refs []corev1.LocalObjectReference
+		into *[]string
+	}{
+		{c.Spec.ConfigFileRefs, &in.UserConfigFiles},
+		{c.Spec.PrologScriptRefs, &in.PrologScripts},
+		{c.Spec.EpilogScriptRefs, &in.EpilogScripts},
+		{c.Spec.PrologSlurmctldScriptRefs, &in.PrologSlurmctldScripts},
+		{c.Spec.EpilogSlurmctldScriptRefs, &in.EpilogSlurmctldScripts},
+	} {
+		files, err := read(s.refs)
+		if err != nil {
+			return nil, err
+		}
+		*s.into = files
+	}
+	return userFiles, nil
 }
 
 // confWriter accumulates slurm.conf lines.
