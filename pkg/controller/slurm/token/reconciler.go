@@ -47,10 +47,6 @@ const (
 // again: at 80% of its life, as Slinky renews it.
 const renewShare = 5
 
-// retryMissingKey is how soon a Token whose signing key is missing looks
-// again (the key's Secret is not watched: the manager caches no Secret data).
-const retryMissingKey = 30 * time.Second
-
 // +kubebuilder:rbac:groups=slinky.slurm.net,resources=tokens,verbs=get;list;watch
 // +kubebuilder:rbac:groups=slinky.slurm.net,resources=tokens/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
@@ -131,9 +127,9 @@ func readyCondition(s *scope, err error) metav1.Condition {
 		Message: fmt.Sprintf("a token for %s valid until %s", s.Object.UsernameOrDefault(), time.Unix(s.claims.ExpiresAt, 0).UTC().Format(time.RFC3339))}
 }
 
-// readSigningKey reads the key the token is signed with. A missing one is
-// looked for again soon: its Secret is not watched (the manager caches no
-// Secret data).
+// readSigningKey reads the key the token is signed with. The key's Secret
+// is watched by its name: its creation, or a new key, brings the Token
+// back.
 func (r *Reconciler) readSigningKey(ctx context.Context, s *scope) error {
 	t := s.Object
 	keyRef := t.SigningKeyRef()
@@ -142,7 +138,6 @@ func (r *Reconciler) readSigningKey(ctx context.Context, s *scope) error {
 	}
 	key, err := r.Refs.GetSecretKey(ctx, t.Namespace, *keyRef)
 	if refresolver.IsNotFound(err) {
-		s.Requeue.After(retryMissingKey)
 		return &notReadyError{ReasonSigningKeyNotFound, err.Error()}
 	}
 	s.key = key

@@ -138,6 +138,43 @@ func TestToken(t *testing.T) {
 			Should(And(Not(BeNil()), HaveField("Status", metav1.ConditionTrue), HaveField("Reason", token.ReasonIssued)))
 	})
 
+	t.Run("a new signing key has the token issued again at once", func(t *testing.T) {
+		g := newG(t)
+		// A key of its own, so the other cases' tokens stay valid.
+		g.Expect(c.Create(ctx, slinkytesting.MakeSecret("rotating", ns, map[string]string{"jwt.key": "old-key"}).Obj())).To(Succeed())
+		tok := newToken("rotated", "frank", time.Hour, true)
+		tok.Spec.JwtKeyRef = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "rotating"}, Key: "jwt.key"}
+		g.Expect(c.Create(ctx, tok)).To(Succeed())
+		verifiesWith := func(k string) func(g Gomega) {
+			return func(g Gomega) {
+				s := &corev1.Secret{}
+				g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "rotated-jwt-frank"}, s)).To(Succeed())
+				_, err := slurm.VerifyToken([]byte(k), string(s.Data["SLURM_JWT"]), time.Now())
+				g.Expect(err).NotTo(HaveOccurred())
+			}
+		}
+		g.Eventually(verifiesWith("old-key")).Should(Succeed())
+		keys := &corev1.Secret{}
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "rotating"}, keys)).To(Succeed())
+		keys.Data["jwt.key"] = []byte("new-key")
+		g.Expect(c.Update(ctx, keys)).To(Succeed())
+		// The token lives an hour: only the key's change can bring the
+		// Token back within seconds.
+		g.Eventually(verifiesWith("new-key")).WithTimeout(10 * time.Second).Should(Succeed())
+	})
+
+	t.Run("a signing key created late is used at once", func(t *testing.T) {
+		g := newG(t)
+		tok := newToken("late", "grace", time.Hour, true)
+		tok.Spec.JwtKeyRef = &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "late-key"}, Key: "jwt.key"}
+		g.Expect(c.Create(ctx, tok)).To(Succeed())
+		g.Eventually(func(g Gomega) *metav1.Condition { return readyOf(g, "late") }).
+			Should(And(Not(BeNil()), HaveField("Reason", token.ReasonSigningKeyNotFound)))
+		g.Expect(c.Create(ctx, slinkytesting.MakeSecret("late-key", ns, map[string]string{"jwt.key": "late"}).Obj())).To(Succeed())
+		g.Eventually(func(g Gomega) *metav1.Condition { return readyOf(g, "late") }).WithTimeout(10 * time.Second).
+			Should(And(Not(BeNil()), HaveField("Status", metav1.ConditionTrue), HaveField("Reason", token.ReasonIssued)))
+	})
+
 	t.Run("a missing signing key and someone else's Secret are reported", func(t *testing.T) {
 		g := newG(t)
 		noKey := newToken("nokey", "carol", time.Minute, true)

@@ -34,6 +34,9 @@ const (
 	// AccountingConfigMaps maps an Accounting to the ConfigMap holding
 	// its JWKS (same namespace).
 	AccountingConfigMaps = "slinky.accounting.configMapRefs"
+	// TokenSigningKey maps a Token to the Secret holding the key it signs
+	// with (same namespace).
+	TokenSigningKey = "slinky.token.signingKeyRef"
 )
 
 // ControllerSecretNames lists the Secrets c reads its keys from.
@@ -123,6 +126,12 @@ var indexes = []index{
 	}},
 	{&slinkyv1beta1.Accounting{}, AccountingConfigMaps, func(o client.Object) []string {
 		return AccountingConfigMapNames(o.(*slinkyv1beta1.Accounting))
+	}},
+	{&slinkyv1beta1.Token{}, TokenSigningKey, func(o client.Object) []string {
+		if ref := o.(*slinkyv1beta1.Token).SigningKeyRef(); ref != nil && ref.Name != "" {
+			return []string{ref.Name}
+		}
+		return nil
 	}},
 }
 
