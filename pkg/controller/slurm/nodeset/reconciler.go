@@ -152,6 +152,10 @@ type scope struct {
 	ssh    sshState
 	// revs are the NodeSet's ControllerRevisions, as listed.
 	revs []*appsv1.ControllerRevision
+	// scalingIn: the Replicas step is scaling in, and scaleInKeep are the
+	// pods it ranked to keep, which the rollout then works over.
+	scalingIn   bool
+	scaleInKeep []*corev1.Pod
 	// stepFailed: a step before the rollout failed; rolledOut: the
 	// rollout step ran.
 	stepFailed, rolledOut bool

@@ -41,6 +41,7 @@ func (r *Reconciler) syncReplicas(ctx context.Context, s *scope) error {
 		// whose job runs on goes back to service when another pod becomes
 		// cheaper to lose, unless the rollout wants it.
 		victims, keep := chooseVictims(pods, diff)
+		s.scalingIn, s.scaleInKeep = true, keep
 		rollout := r.rolloutVictims(n, s, keep)
 		keep = slices.DeleteFunc(livePods(keep), func(p *corev1.Pod) bool { return slices.Contains(rollout, p) })
 		return errors.Join(
@@ -223,8 +224,10 @@ func (r *Reconciler) syncRollout(ctx context.Context, s *scope) error {
 	if !isRollingUpdate(n) || n.DeletionTimestamp != nil {
 		return nil
 	}
-	if diff := len(pods) - int(desiredReplicas(n)); diff > 0 {
-		_, pods = chooseVictims(pods, diff)
+	if s.scalingIn {
+		// A scale-in: only the pods it keeps, as the Replicas step ranked
+		// them.
+		pods = s.scaleInKeep
 	}
 	_, old := splitByRevision(pods, s.revisions.hash())
 	unhealthy, _ := splitUnhealthy(old)
