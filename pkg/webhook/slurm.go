@@ -92,6 +92,12 @@ func (v *ControllerValidator) ValidateCreate(ctx context.Context, c *slinkyv1bet
 		return warnings, err
 	}
 	errs = append(errs, unsupportedControllerFields(c)...)
+	// Checked on create only: ClusterName cannot change, and a Controller
+	// Slinky admitted (its webhook checks no format) keeps taking edits.
+	if name := c.Spec.ClusterName; name != "" && !clusterNameRE.MatchString(name) {
+		errs = append(errs, field.Invalid(slurmSpec.Child("clusterName"), name,
+			"must consist of alphanumeric characters, '.', '_' or '-', and start and end with an alphanumeric character"))
+	}
 	if name := c.ClusterName(); len(name) > maxClusterNameLength {
 		errs = append(errs, field.Invalid(slurmSpec.Child("clusterName"), name, fmt.Sprintf(
 			"ClusterName exceeds %d characters (%d); when clusterName is empty it is <namespace>_<name>", maxClusterNameLength, len(name))))
@@ -130,9 +136,11 @@ func (v *ControllerValidator) ValidateUpdate(ctx context.Context, oldC, newC *sl
 	if newC.Spec.Persistence.IsEnabled() != oldC.Spec.Persistence.IsEnabled() {
 		errs = append(errs, field.Invalid(persistence.Child("enabled"), newC.Spec.Persistence.IsEnabled(),
 			"cannot change persistence.enabled after deployment"))
-	} else if newC.Spec.Persistence.IsEnabled() && newC.Spec.Persistence.ExistingClaim != oldC.Spec.Persistence.ExistingClaim {
+	} else if newC.Spec.Persistence.IsEnabled() && (newC.Spec.Persistence.ExistingClaim == "") != (oldC.Spec.Persistence.ExistingClaim == "") {
+		// One existing claim for another is a volume of the pod template,
+		// which an update changes (Slinky refuses only enabled).
 		errs = append(errs, field.Invalid(persistence.Child("existingClaim"), newC.Spec.Persistence.ExistingClaim,
-			"cannot change persistence.existingClaim after deployment"))
+			"cannot switch between persistence.existingClaim and a claim Gantry makes after deployment"))
 	}
 	return warnings, invalid(controllerGK, newC.Name, errs)
 }
@@ -145,10 +153,6 @@ func (v *ControllerValidator) ValidateDelete(context.Context, *slinkyv1beta1.Con
 func (v *ControllerValidator) validate(ctx context.Context, c *slinkyv1beta1.Controller) (admission.Warnings, field.ErrorList, error) {
 	var warnings admission.Warnings
 	var errs field.ErrorList
-	if name := c.Spec.ClusterName; name != "" && !clusterNameRE.MatchString(name) {
-		errs = append(errs, field.Invalid(slurmSpec.Child("clusterName"), name,
-			"must consist of alphanumeric characters, '.', '_' or '-', and start and end with an alphanumeric character"))
-	}
 	// Unlike upstream, a ConfigMap that does not exist yet is admitted: the
 	// Controller reports it in its Ready condition until it appears.
 	for i, ref := range c.Spec.ConfigFileRefs {

@@ -138,9 +138,9 @@ func TestControllerValidateUpdate(t *testing.T) {
 			want:   "spec.persistence.enabled: Invalid value: false: cannot change persistence.enabled after deployment",
 		},
 		{
-			name:   "existing claim",
+			name:   "existing claim for the claim template",
 			mutate: func(c *slinkyv1beta1.Controller) { c.Spec.Persistence.ExistingClaim = "state" },
-			want:   `spec.persistence.existingClaim: Invalid value: "state": cannot change persistence.existingClaim after deployment`,
+			want:   `spec.persistence.existingClaim: Invalid value: "state": cannot switch between persistence.existingClaim and a claim Gantry makes after deployment`,
 		},
 		{
 			name: "being deleted",
@@ -153,6 +153,50 @@ func TestControllerValidateUpdate(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			oldC, newC := sampleController(t), sampleController(t)
+			tc.mutate(newC)
+			_, err := controllerValidator(t).ValidateUpdate(context.Background(), oldC, newC)
+			checkAdmission(t, err, tc.want)
+		})
+	}
+}
+
+// TestControllerValidateUpdateFromStored: updates of Controllers stored
+// before (by Slinky, whose webhook lets them be) are judged as Slinky
+// v1.2.1 judges them (internal/webhook/controller_webhook.go).
+func TestControllerValidateUpdateFromStored(t *testing.T) {
+	tests := []struct {
+		name   string
+		stored func(*slinkyv1beta1.Controller)
+		mutate func(*slinkyv1beta1.Controller)
+		want   string
+	}{
+		{
+			// Slinky checks no ClusterName format: a label added to a
+			// Controller it admitted is admitted.
+			name:   "a label on a Controller whose clusterName Gantry would refuse",
+			stored: func(c *slinkyv1beta1.Controller) { c.Spec.ClusterName = "my cluster" },
+			mutate: func(c *slinkyv1beta1.Controller) { c.Labels = map[string]string{"team": "hpc"} },
+		},
+		{
+			// A volume of the pod template, which a StatefulSet update
+			// changes; Slinky refuses only persistence.enabled.
+			name:   "one existing claim for another",
+			stored: func(c *slinkyv1beta1.Controller) { c.Spec.Persistence.ExistingClaim = "state" },
+			mutate: func(c *slinkyv1beta1.Controller) { c.Spec.Persistence.ExistingClaim = "state-copy" },
+		},
+		{
+			// The claim template is immutable in a StatefulSet.
+			name:   "the claim template for an existing claim",
+			stored: func(c *slinkyv1beta1.Controller) { c.Spec.Persistence.ExistingClaim = "state" },
+			mutate: func(c *slinkyv1beta1.Controller) { c.Spec.Persistence.ExistingClaim = "" },
+			want:   `spec.persistence.existingClaim: Invalid value: "": cannot switch between persistence.existingClaim and a claim Gantry makes after deployment`,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			oldC := sampleController(t)
+			tc.stored(oldC)
+			newC := oldC.DeepCopy()
 			tc.mutate(newC)
 			_, err := controllerValidator(t).ValidateUpdate(context.Background(), oldC, newC)
 			checkAdmission(t, err, tc.want)
