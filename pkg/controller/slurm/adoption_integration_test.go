@@ -161,6 +161,10 @@ func TestAdoptionFromSlinky(t *testing.T) {
 		g.Expect(oldSts.DeletionTimestamp).NotTo(BeNil(), "Slinky's StatefulSet is not being replaced")
 		g.Expect(oldSts.Finalizers).To(ContainElement(metav1.FinalizerOrphanDependents), "its pods would be deleted")
 	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+	// Replaced as Slinky left it: a template applied to it first would
+	// have its pod rolled under Slinky's serviceName, then again.
+	g.Expect(oldSts.Spec.Template.Spec.Containers).To(HaveExactElements(HaveField("Name", "main")),
+		"Slinky's StatefulSet was given Gantry's template before it was replaced")
 	oldSts.Finalizers = nil
 	g.Expect(c.Update(ctx, oldSts)).To(Succeed())
 	g.Eventually(func(g Gomega) {

@@ -153,9 +153,16 @@ func (r *Reconciler) syncStatefulSet(ctx context.Context, s *scope) error {
 // whether a replacement is under way.
 func (r *Reconciler) replaceForServiceName(ctx context.Context, s *scope, desired *appsv1.StatefulSet) (bool, error) {
 	live := &appsv1.StatefulSet{}
-	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
-		// Not cached yet (Slinky's, before the take-over labels it): the
-		// apply takes it over, and the next pass finds it here.
+	err := r.Client.Get(ctx, client.ObjectKeyFromObject(desired), live)
+	if apierrors.IsNotFound(err) {
+		// The cache holds only what carries Gantry's labels, so Slinky's
+		// is read past it: applied to first, Slinky's would roll its pod
+		// under the old serviceName, and the new one would roll it again.
+		// (One read in each pass that finds no StatefulSet cached: the
+		// first, and a take-over.)
+		err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), live)
+	}
+	if err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
 	if live.Spec.ServiceName == desired.Spec.ServiceName || !metav1.IsControlledBy(live, s.Object) {
@@ -165,7 +172,7 @@ func (r *Reconciler) replaceForServiceName(ctx context.Context, s *scope, desire
 	if live.DeletionTimestamp != nil {
 		return true, nil
 	}
-	err := r.Client.Delete(ctx, live, client.Preconditions{UID: &live.UID}, client.PropagationPolicy(metav1.DeletePropagationOrphan))
+	err = r.Client.Delete(ctx, live, client.Preconditions{UID: &live.UID}, client.PropagationPolicy(metav1.DeletePropagationOrphan))
 	if client.IgnoreNotFound(err) != nil {
 		return true, fmt.Errorf("replacing StatefulSet %s (serviceName %s, not %s): %w", live.Name, live.Spec.ServiceName, desired.Spec.ServiceName, err)
 	}
