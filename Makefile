@@ -323,16 +323,16 @@ $(KUEUE):
 	@echo "building kueue (first time only)"
 	cd $(KUEUE_MOD) && $(GO) build -o $@ sigs.k8s.io/kueue/cmd/kueue
 
-$(KUBERAY):
-	@echo "building KubeRay's ray-operator $$(cd $(KUBERAY_MOD) && $(GO) list -m -f '{{.Version}}' github.com/ray-project/kuberay/ray-operator) (first time only)"
+$(KUBERAY): $(KUBERAY_MOD)/go.mod
+	@echo "building KubeRay's ray-operator $$(cd $(KUBERAY_MOD) && $(GO) list -m -f '{{.Version}}' github.com/ray-project/kuberay/ray-operator) (first time, and when its go.mod changes)"
 	cd $(KUBERAY_MOD) && $(GO) build -o $@ github.com/ray-project/kuberay/ray-operator
 
-$(TRAINER):
-	@echo "building Kubeflow Trainer's controller manager $$(cd $(TRAINER_MOD) && $(GO) list -m -f '{{.Version}}' github.com/kubeflow/trainer/v2) (first time only)"
+$(TRAINER): $(TRAINER_MOD)/go.mod
+	@echo "building Kubeflow Trainer's controller manager $$(cd $(TRAINER_MOD) && $(GO) list -m -f '{{.Version}}' github.com/kubeflow/trainer/v2) (first time, and when its go.mod changes)"
 	cd $(TRAINER_MOD) && $(GO) build -o $@ github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager
 
-$(SLINKY):
-	@echo "building Slinky's slurm-operator $$(cd $(SLINKY_MOD) && $(GO) list -m -f '{{.Version}}' github.com/SlinkyProject/slurm-operator) (first time only)"
+$(SLINKY): $(SLINKY_MOD)/go.mod
+	@echo "building Slinky's slurm-operator $$(cd $(SLINKY_MOD) && $(GO) list -m -f '{{.Version}}' github.com/SlinkyProject/slurm-operator) (first time, and when its go.mod changes)"
 	cd $(SLINKY_MOD) && $(GO) build -o $@ github.com/SlinkyProject/slurm-operator/cmd/manager
 
 $(HELM):

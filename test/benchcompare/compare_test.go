@@ -62,8 +62,9 @@ type pairing struct {
 	unit     string // what writes are counted per: "cluster", "job", "pod"
 	upstream operator
 	gantry   operator
-	// podsPer is the Pods one object makes; it sizes the simulated nodes.
-	podsPer int
+	// podsPer is the Pods one object makes; it sizes the simulated nodes,
+	// podsPerNode to a node (0: 100).
+	podsPer, podsPerNode int
 	// jobSet runs the real JobSet controller beside the operator (not
 	// counted: both sides need it the same).
 	jobSet bool
@@ -152,33 +153,39 @@ func pairings() []pairing {
 			// RestApi, so neither operator can reach Slurm, and both count
 			// nodes as drained (upstream's rule, and Gantry's for a
 			// Controller without a RestApi).
-			name: "nodeset", unit: "pod", upstream: slinky(), gantry: gantry("slurm"), podsPer: 1,
+			// One pod to a node: Slinky v1.1.0 always keeps a NodeSet's
+			// pods on separate nodes (pod anti-affinity; it has no
+			// oversubscribeNode to turn that off), and Gantry, as v1.2.1,
+			// does so unless oversubscribeNode is set, which is left
+			// unset here so both schedule alike.
+			name: "nodeset", unit: "pod", upstream: slinky(), gantry: gantry("slurm"), podsPer: 1, podsPerNode: 1,
 			setup: func(ctx context.Context, c client.Client) error {
 				keys := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "keys", Namespace: namespace},
 					Data: map[string][]byte{"slurm.key": make([]byte, 1024), "jwt.key": make([]byte, 32)}}
 				if err := c.Create(ctx, keys); err != nil {
 					return err
 				}
-				// jwtHs256KeyRef: v1.0.0 requires it; v1.2.1 (and Gantry)
-				// still take it, deprecated for jwtKeyRef.
+				// jwtHs256KeyRef: deprecated for jwtKeyRef, which v1.0.0
+				// did not have; v1.1.0, v1.2.1 and Gantry take both.
 				ctl := slinkywrappers.MakeController("slurm", namespace).
 					SlurmKey("keys", "slurm.key").JwtHs256Key("keys", "jwt.key").Obj()
-				// v1.0.0 has no default images; both get Slinky's chart's.
+				// The images of Slinky's chart, on both sides.
 				img := slurmimages.DefaultImages()
 				ctl.Spec.Slurmctld.Image, ctl.Spec.Reconfigure.Image, ctl.Spec.LogFile.Image = img.Slurmctld, img.Slurmctld, img.Logfile
+				// No state claim: the control plane has no volumes, and
+				// Slinky v1.1.0 gives its claim template no access mode or
+				// size, which the API server refuses.
+				ctl.Spec.Persistence.Enabled = ptr.To(false)
 				return c.Create(ctx, ctl)
 			},
 			objects: func(int) int { return 1 },
 			create: func(_, n int) client.Object {
-				// The namespace is spelled out: v1.0.0 does not default it
-				// to the NodeSet's.
+				// The namespace is spelled out: Slinky v1.1.0 does not
+				// default it to the NodeSet's.
 				ns := slinkywrappers.MakeNodeSet("cpu", namespace, "slurm").ControllerNamespace(namespace).Obj()
 				ns.Spec.Replicas = ptr.To(int32(n))
 				img := slurmimages.DefaultImages()
 				ns.Spec.Slurmd.Image, ns.Spec.LogFile.Image = img.Slurmd, img.Logfile
-				// The simulated nodes are few; upstream v1.0.0 has no
-				// one-pod-per-node rule to turn off (it drops the field).
-				ns.Spec.OversubscribeNode = true
 				return ns
 			},
 			phases: []phase{
@@ -361,7 +368,11 @@ func (s sample) String() string {
 
 func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sample {
 	ctx := context.Background()
-	cl := startCluster(t, clusterName, n*p.podsPer/100+2)
+	perNode := p.podsPerNode
+	if perNode == 0 {
+		perNode = 100
+	}
+	cl := startCluster(t, clusterName, (n*p.podsPer+perNode-1)/perNode+2)
 	op.install(t, cl)
 	if p.jobSet {
 		startJobSet(t, cl)

@@ -191,11 +191,11 @@ controller: {groupKindConcurrency: {TrainJob.trainer.kubeflow.org: %d}}
 }
 
 // slinky is Slinky's slurm-operator at the version test/tools/slinky pins
-// (v1.0.0: the newest the module proxy serves here; Gantry's Slurm API
-// follows v1.2.1, with the same group and version), with its CRDs from the
-// module. It has no flag for the client rate limit: controller-runtime
-// v0.22 then turns client-side limiting off (QPS -1), so it runs
-// unlimited where Gantry has 100/200.
+// (v1.1.0: the newest release the module proxy serves here; Gantry's
+// Slurm API follows v1.2.1, with the same group and version), with its
+// CRDs from the module. It has no flag for the client rate limit:
+// controller-runtime (v0.23) then turns client-side limiting off (QPS -1),
+// so it runs unlimited where Gantry has 100/200.
 func slinky() operator {
 	const mod = "github.com/SlinkyProject/slurm-operator"
 	return operator{
