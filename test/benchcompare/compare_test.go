@@ -83,6 +83,16 @@ type pairing struct {
 	phases []phase
 }
 
+// nodes is how many simulated nodes a run of size n gets: enough for its
+// Pods at podsPerNode to a node, and two more.
+func (p pairing) nodes(n int) int {
+	perNode := p.podsPerNode
+	if perNode == 0 {
+		perNode = 100
+	}
+	return (n*p.podsPer+perNode-1)/perNode + 2
+}
+
 type phase struct {
 	name string
 	done func(ctx context.Context, c client.Client, n int) (bool, error)
@@ -368,11 +378,7 @@ func (s sample) String() string {
 
 func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sample {
 	ctx := context.Background()
-	perNode := p.podsPerNode
-	if perNode == 0 {
-		perNode = 100
-	}
-	cl := startCluster(t, clusterName, (n*p.podsPer+perNode-1)/perNode+2)
+	cl := startCluster(t, clusterName, p.nodes(n))
 	op.install(t, cl)
 	if p.jobSet {
 		startJobSet(t, cl)

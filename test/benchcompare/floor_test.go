@@ -36,7 +36,7 @@ func runFloor(t *testing.T, p pairing, n int, clusterName string) {
 		t.Skipf("the floor is measured for the ray pairing only, not %s", p.name)
 	}
 	ctx := context.Background()
-	cl := startCluster(t, clusterName, n*p.podsPer/100+2)
+	cl := startCluster(t, clusterName, p.nodes(n))
 	p.gantry.install(t, cl)
 	if err := cl.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
 		t.Fatal(err)
