@@ -34,10 +34,7 @@ var _ = Describe("Slurm, moved from Slinky's operator", Label(labelSlurm), func(
 	It("replaces Slinky's slurmctld StatefulSet, keeping its pod until adopted and its state claim", func(ctx SpecContext) {
 		requireSimulatedKubelet(ctx)
 		ns := newNamespace(ctx, "slurm-move")
-		Expect(k8s.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: slurmAuthSecret},
-			Data:       map[string][]byte{"slurm.key": randomKey(), "jwt.key": randomKey()},
-		})).To(Succeed())
+		createSlurmAuth(ctx, ns)
 
 		// Gantry stops before the StatefulSet while a configFileRefs
 		// ConfigMap is missing: that holds it back while Slinky's

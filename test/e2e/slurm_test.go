@@ -33,18 +33,14 @@ var _ = Describe("Slurm", Label(labelSlurm), func() {
 	// StatefulSet and Ready slurmd pods <nodeset>-0 and -1; scaling the
 	// NodeSet to zero deletes them. Without a RestApi the operator cannot
 	// ask Slurm to drain, so it treats the nodes as drained and deletes at
-	// once. The slurmctld pod itself is not asserted: the sample asks for a
-	// PersistentVolumeClaim, which stays Pending where no storage
-	// provisioner runs (the local control plane has none).
+	// once. The slurmctld pod itself is not asserted here (see "Slurm,
+	// moved from Slinky's operator" for one on its state claim).
 	It("scales a NodeSet from the samples to two and to zero, with its kubectl columns", func(ctx SpecContext) {
 		// slurmd pods become Ready only under kwok: real ones need a slurmctld.
 		requireSimulatedKubelet(ctx)
 		ns := newNamespace(ctx, "slurm")
 
-		Expect(k8s.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: slurmAuthSecret},
-			Data:       map[string][]byte{"slurm.key": randomKey(), "jwt.key": randomKey()},
-		})).To(Succeed())
+		createSlurmAuth(ctx, ns)
 
 		controller := loadSample[slinkyv1beta1.Controller](slurmControllerSample)
 		controller.Namespace = ns
@@ -129,6 +125,16 @@ var _ = Describe("Slurm", Label(labelSlurm), func() {
 		}).Should(Succeed())
 	})
 })
+
+// createSlurmAuth creates the Secret slurmAuthSecret in ns, with a new
+// slurm and jwt key.
+func createSlurmAuth(ctx context.Context, ns string) {
+	GinkgoHelper()
+	Expect(k8s.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: slurmAuthSecret},
+		Data:       map[string][]byte{"slurm.key": randomKey(), "jwt.key": randomKey()},
+	})).To(Succeed())
+}
 
 func randomKey() []byte {
 	GinkgoHelper()
