@@ -4,7 +4,10 @@ package benchcompare
 
 import (
 	"bytes"
+	"context"
+	"crypto/tls"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,10 +15,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/gantry-dev/gantry/test/bench"
 	"github.com/gantry-dev/gantry/test/testenv"
 )
 
@@ -38,14 +43,23 @@ func startCluster(t *testing.T, name string, nodes int) *cluster {
 	t.Helper()
 	cl := &cluster{name: name, workdir: t.TempDir()}
 	root := testenv.RepoRoot()
-	cl.kwokctl(t, "create", "cluster", "--name", name, "--runtime", "binary", "--kubeconfig", "",
-		"--secure-port=true", "--kube-authorization=true",
-		"--config", filepath.Join(root, "hack", "kwok", "stages.yaml"),
+	configs := []string{"--config", filepath.Join(root, "hack", "kwok", "stages.yaml")}
+	if schedulerProfileSeconds() > 0 {
+		// kube-scheduler has no authentication kubeconfig here, so its
+		// profile is served only on a path every caller may read.
+		path := filepath.Join(cl.workdir, "scheduler-pprof.yaml")
+		if err := os.WriteFile(path, []byte(schedulerPprofConfig), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		configs = append(configs, "--config", path)
+	}
+	cl.kwokctl(t, append(append([]string{"create", "cluster", "--name", name, "--runtime", "binary", "--kubeconfig", "",
+		"--secure-port=true", "--kube-authorization=true"}, configs...),
 		"--kube-apiserver-binary", bin("kube-apiserver"),
 		"--kube-controller-manager-binary", bin("kube-controller-manager"),
 		"--kube-scheduler-binary", bin("kube-scheduler"),
 		"--etcd-binary", bin("etcd"), "--kwok-controller-binary", bin("kwok"),
-		"--wait", "2m")
+		"--wait", "2m")...)
 	t.Cleanup(func() { cl.kwokctl(t, "delete", "cluster", "--name", name) })
 	cl.kwokctl(t, "--name", name, "scale", "node", "--replicas", fmt.Sprint(nodes))
 	cl.kubeconfig = filepath.Join(cl.workdir, "clusters", name, "kubeconfig.yaml")
@@ -58,7 +72,46 @@ func startCluster(t *testing.T, name string, nodes int) *cluster {
 	if cl.c, err = client.New(cfg, client.Options{Scheme: scheme}); err != nil {
 		t.Fatal(err)
 	}
+	cl.waitNodesSchedulable(t, nodes)
 	return cl
+}
+
+// waitNodesSchedulable waits until the cluster has nodes nodes, each Ready
+// and without a taint. kwok makes the nodes `kwokctl scale` created Ready a
+// few at a time, and the node lifecycle controller lifts their
+// node.kubernetes.io/not-ready taint later still: at 1,000 nodes that took
+// two minutes, so an operator that made its Pods at once waited on the
+// simulated nodes, not on anything it did.
+func (cl *cluster) waitNodesSchedulable(t *testing.T, nodes int) {
+	t.Helper()
+	start := time.Now()
+	notYet := 0
+	err := bench.Poll(time.Second, 10*time.Minute, func() (bool, error) {
+		var list corev1.NodeList
+		if err := cl.c.List(context.Background(), &list); err != nil {
+			return false, err
+		}
+		notYet = nodes - len(list.Items)
+		for _, n := range list.Items {
+			if len(n.Spec.Taints) > 0 || !nodeReady(n) {
+				notYet++
+			}
+		}
+		return notYet == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("%d of %d nodes not Ready and untainted: %v", notYet, nodes, err)
+	}
+	t.Logf("%d nodes Ready and untainted %.1f s after they were made", nodes, time.Since(start).Seconds())
+}
+
+func nodeReady(n corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 func (cl *cluster) kwokctl(t *testing.T, args ...string) {
@@ -131,6 +184,52 @@ func (cl *cluster) profileAPIServer(t *testing.T, seconds int, path string) (wai
 		t.Fatal(err)
 	}
 	return saveProfile(t, hc, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimSuffix(cl.cfg.Host, "/"), seconds), path)
+}
+
+// schedulerPprofConfig adds /debug/pprof to the paths kube-scheduler
+// serves without authorization (a repeated list flag appends).
+const schedulerPprofConfig = `kind: KwokctlConfiguration
+apiVersion: config.kwok.x-k8s.io/v1alpha1
+componentsPatches:
+- name: kube-scheduler
+  extraArgs:
+  - key: authorization-always-allow-paths
+    value: /debug/pprof/*
+`
+
+// schedulerProfileSeconds is BENCH_COMPARE_SCHEDULER_PROFILE: keep a CPU
+// profile of kube-scheduler over the first seconds of each run.
+func schedulerProfileSeconds() int { return bench.EnvPositive("BENCH_COMPARE_SCHEDULER_PROFILE", 0) }
+
+// profileScheduler starts a CPU profile of kube-scheduler over the next
+// seconds, saved to path, on the secure port its command line names (the
+// cluster was started with schedulerPprofConfig).
+func (cl *cluster) profileScheduler(t *testing.T, seconds int, path string) (wait func()) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(cl.workdir, "clusters", cl.name, "pids", "kube-scheduler.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if _, err := fmt.Sscan(string(raw), &pid); err != nil {
+		t.Fatal(err)
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ""
+	for _, arg := range strings.Split(string(cmdline), "\x00") {
+		if v, ok := strings.CutPrefix(arg, "--secure-port="); ok {
+			port = v
+		}
+	}
+	if port == "" {
+		t.Fatalf("kube-scheduler's command line names no --secure-port: %q", cmdline)
+	}
+	// Its serving certificate is self-signed; the call stays on loopback.
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec
+	return saveProfile(t, hc, fmt.Sprintf("https://127.0.0.1:%s/debug/pprof/profile?seconds=%d", port, seconds), path)
 }
 
 // accountControlPlane reads the control plane's CPU times and the API

@@ -30,6 +30,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	"sigs.k8s.io/yaml"
 
 	rayv1 "github.com/gantry-dev/gantry/api/ray/v1"
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
@@ -430,6 +431,11 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 	if secs := bench.EnvPositive("BENCH_COMPARE_APISERVER_PROFILE", 0); secs > 0 {
 		waitProfile = cl.profileAPIServer(t, secs, filepath.Join(artifacts(t), "apiserver-"+clusterName+".pb.gz"))
 	}
+	// BENCH_COMPARE_SCHEDULER_PROFILE=<seconds>: the same of kube-scheduler.
+	if secs := schedulerProfileSeconds(); secs > 0 {
+		waitScheduler := cl.profileScheduler(t, secs, filepath.Join(artifacts(t), "scheduler-"+clusterName+".pb.gz"))
+		defer waitScheduler()
+	}
 	if cpuProfile > 0 && pprofAddr != "" {
 		waitOperatorProfile := saveCPUProfile(t, pprofAddr, cpuProfile, filepath.Join(artifacts(t), "cpu-"+clusterName+".pb.gz"))
 		defer waitOperatorProfile()
@@ -463,6 +469,9 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 			t.Fatalf("%s: %s: %v", op.name, ph.name, err)
 		}
 		s.phases = append(s.phases, time.Since(start))
+		if len(s.phases) == 1 && os.Getenv("BENCH_COMPARE_SAVE_PODS") == "true" {
+			savePods(ctx, t, cl.c, filepath.Join(artifacts(t), "pods-"+clusterName+".yaml"))
+		}
 		if heapProfiles && pprofAddr != "" {
 			saveHeapProfile(t, pprofAddr, fmt.Sprintf("%s-%d", clusterName, len(s.phases)))
 		}
@@ -495,6 +504,27 @@ func runOnce(t *testing.T, p pairing, op operator, n int, clusterName string) sa
 	return s
 }
 
+// savePods writes the namespace's Pods as stored to path
+// (BENCH_COMPARE_SAVE_PODS=true saves them as the first phase ends, to
+// compare what two operators made).
+func savePods(ctx context.Context, t *testing.T, c client.Client, path string) {
+	t.Helper()
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
+		t.Errorf("pods: %v", err)
+		return
+	}
+	raw, err := yaml.Marshal(pods)
+	if err == nil {
+		err = os.WriteFile(path, raw, 0o644)
+	}
+	if err != nil {
+		t.Errorf("pods: %v", err)
+		return
+	}
+	t.Logf("pods as stored: %s", path)
+}
+
 // logEventReasons logs the run's Events by reason and the kind of object
 // they are about: which of the writes they are.
 func logEventReasons(ctx context.Context, t *testing.T, c client.Client, n int, unit string) {
@@ -505,11 +535,23 @@ func logEventReasons(ctx context.Context, t *testing.T, c client.Client, n int, 
 		return
 	}
 	counts := map[string]int32{}
+	// Warnings say why: each distinct message, with how often it came.
+	warnings := map[string]int32{}
 	for _, e := range events.Items {
 		counts[fmt.Sprintf("event %s %s", e.InvolvedObject.Kind, e.Reason)] += max(e.Count, 1)
+		if e.Type == corev1.EventTypeWarning {
+			warnings[fmt.Sprintf("%s %s: %s", e.InvolvedObject.Kind, e.Reason, e.Message)] += max(e.Count, 1)
+		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(counts)) {
 		t.Logf("%-40s %6d (%.2f per %s)", k, counts[k], float64(counts[k])/float64(n), unit)
+	}
+	for i, k := range slices.Sorted(maps.Keys(warnings)) {
+		if i == 20 {
+			t.Logf("… and %d more distinct warnings", len(warnings)-i)
+			break
+		}
+		t.Logf("warning %6d× %s", warnings[k], k)
 	}
 }
 
