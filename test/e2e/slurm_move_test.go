@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	slinkyv1beta1 "github.com/gantry-dev/gantry/api/slinky/v1beta1"
+	"github.com/gantry-dev/gantry/pkg/controller/slurm/nodeset"
 	"github.com/gantry-dev/gantry/pkg/controller/slurm/slurmctld"
 )
 
@@ -163,6 +165,137 @@ var _ = Describe("Slurm, moved from Slinky's operator", Label(labelSlurm), func(
 			}
 			return reasons
 		}).Should(ContainElement(slurmctld.ReasonStatefulSetReplaced))
+	})
+
+	// A NodeSet Slinky ran has its slurmd pods running, controlled by the
+	// NodeSet, with Slinky's labels and revision hash and without Gantry's
+	// managed-by label, so Gantry's cache (which selects that label) never
+	// sees them. Gantry makes pods of the same names, is told they exist,
+	// and takes them over in place: the pods Slinky made go on running (a
+	// restart would end every job on them). They count as the current
+	// revision until the NodeSet changes; then the rolling update
+	// replaces them like any other.
+	It("takes over Slinky's running slurmd pods without restarting them, and rolls them on the next change", func(ctx SpecContext) {
+		requireSimulatedKubelet(ctx)
+		ns := newNamespace(ctx, "slurm-move-nodes")
+		createSlurmAuth(ctx, ns)
+		controller := &slinkyv1beta1.Controller{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "slurm"},
+			Spec: slinkyv1beta1.ControllerSpec{
+				SlurmKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: slurmAuthSecret}, Key: "slurm.key"},
+				JwtKeyRef:   &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: slurmAuthSecret}, Key: "jwt.key"},
+			},
+		}
+		createStrict(ctx, controller)
+		// At zero replicas until Slinky's pods are in place: the NodeSet's
+		// UID is their owner.
+		nodeSet := &slinkyv1beta1.NodeSet{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cpu"},
+			Spec: slinkyv1beta1.NodeSetSpec{
+				ControllerRef:  slinkyv1beta1.ObjectReference{Name: controller.Name},
+				Replicas:       ptr.To[int32](0),
+				Slurmd:         slinkyv1beta1.ContainerWrapper{Container: corev1.Container{Image: "ghcr.io/slinkyproject/slurmd:25.11-ubuntu24.04"}},
+				UpdateStrategy: slinkyv1beta1.NodeSetUpdateStrategy{Type: slinkyv1beta1.RollingUpdateNodeSetStrategyType},
+			},
+		}
+		createStrict(ctx, nodeSet)
+
+		// Slinky v1.2.1's pods (nodesetbuilder: labels, hostname and
+		// subdomain; controlled by the NodeSet), reduced to what the
+		// takeover reads.
+		names := []string{nodeSet.Name + "-0", nodeSet.Name + "-1"}
+		slinkys := map[string]*corev1.Pod{}
+		for i, name := range names {
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+					Labels: map[string]string{
+						"app.kubernetes.io/name": "slurmd", "app.kubernetes.io/instance": nodeSet.Name, "app.kubernetes.io/component": "worker",
+						"slinky.slurm.net/cluster": controller.Name, slinkyv1beta1.LabelNodeSetRevisionHash: "slinky-made",
+						"nodeset.slinky.slurm.net/pod-name": name, "nodeset.slinky.slurm.net/pod-index": fmt.Sprint(i),
+					},
+					OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(nodeSet, slinkyv1beta1.NodeSetGVK)}},
+				Spec: corev1.PodSpec{Hostname: name, Subdomain: "slurm-workers-" + controller.Name,
+					Containers: []corev1.Container{{Name: "slurmd", Image: "ghcr.io/slinkyproject/slurmd:25.11-ubuntu24.04"}}},
+			}
+			Expect(k8s.Create(ctx, pod)).To(Succeed())
+			slinkys[name] = pod
+		}
+		histories := map[string]*podHistory{}
+		Eventually(ctx, func(g Gomega) {
+			for _, name := range names {
+				pod := &corev1.Pod{}
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod)).To(Succeed())
+				expectScheduledRunningReady(g, pod)
+			}
+		}).Should(Succeed())
+		for _, name := range names {
+			histories[name] = watchPod(ctx, client.ObjectKey{Namespace: ns, Name: name})
+		}
+
+		// The NodeSet at its size, as Slinky had it.
+		Expect(k8s.Patch(ctx, nodeSet, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":2}}`)))).To(Succeed())
+		current := &slinkyv1beta1.NodeSet{}
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(nodeSet), current)).To(Succeed())
+			g.Expect(current.Status.ObservedGeneration).To(Equal(current.Generation))
+			g.Expect(current.Status.NodeSetHash).NotTo(BeEmpty())
+			g.Expect(current.Status.Replicas).To(Equal(int32(2)), "status.replicas")
+			g.Expect(current.Status.ReadyReplicas).To(Equal(int32(2)), "status.readyReplicas")
+			g.Expect(current.Status.UpdatedReplicas).To(Equal(int32(2)), "status.updatedReplicas: the pods taken over are the current revision")
+			for _, name := range names {
+				pod := &corev1.Pod{}
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod)).To(Succeed())
+				g.Expect(pod.UID).To(Equal(slinkys[name].UID), "%s was made again", name)
+				g.Expect(pod.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "gantry"), "%s was not taken over", name)
+				g.Expect(pod.Labels).To(HaveKeyWithValue(slinkyv1beta1.LabelNodeSetRevisionHash, current.Status.NodeSetHash))
+				expectScheduledRunningReady(g, pod)
+			}
+		}).Should(Succeed())
+		// And nothing rolls them afterwards.
+		Consistently(ctx, func(g Gomega) {
+			for _, name := range names {
+				pod := &corev1.Pod{}
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod)).To(Succeed())
+				g.Expect(pod.UID).To(Equal(slinkys[name].UID), "%s was made again", name)
+				g.Expect(pod.DeletionTimestamp).To(BeNil(), "%s is being deleted", name)
+			}
+		}, "5s").Should(Succeed())
+		for _, name := range names {
+			for _, v := range histories[name].versions() {
+				Expect(v.UID).To(Equal(slinkys[name].UID), "a second pod held the name %s", name)
+				Expect(v.DeletionTimestamp).To(BeNil(), "Slinky's pod %s was deleted", name)
+			}
+		}
+		Eventually(ctx, func(g Gomega) []string {
+			var notes []string
+			for _, e := range eventsFor(g, ctx, nodeSet) {
+				notes = append(notes, e.Reason+": "+e.Message)
+			}
+			return notes
+		}).Should(And(
+			ContainElement(And(HavePrefix(nodeset.ReasonAdopted+": "), ContainSubstring(names[0]), ContainSubstring(names[1]))),
+			Not(ContainElement(HavePrefix(nodeset.ReasonSuccessfulCreate+": ")))))
+
+		// The next change of the NodeSet rolls them onto Gantry's pods.
+		// (Without a RestApi no node can be drained, so each is replaced at
+		// once.)
+		Expect(k8s.Patch(ctx, nodeSet, client.RawPatch(types.MergePatchType,
+			[]byte(`{"spec":{"template":{"metadata":{"annotations":{"example.com/rolled":"yes"}}}}}`)))).To(Succeed())
+		Eventually(ctx, func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(nodeSet), current)).To(Succeed())
+			g.Expect(current.Status.ObservedGeneration).To(Equal(current.Generation))
+			g.Expect(current.Status.UpdatedReplicas).To(Equal(int32(2)), "status.updatedReplicas")
+			g.Expect(current.Status.ReadyReplicas).To(Equal(int32(2)), "status.readyReplicas")
+			for _, name := range names {
+				pod := &corev1.Pod{}
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pod)).To(Succeed())
+				g.Expect(pod.UID).NotTo(Equal(slinkys[name].UID), "%s was not rolled", name)
+				g.Expect(pod.Annotations).To(HaveKeyWithValue("example.com/rolled", "yes"))
+				g.Expect(pod.Labels).To(HaveKeyWithValue(slinkyv1beta1.LabelNodeSetRevisionHash, current.Status.NodeSetHash))
+				expectControlledBy(g, pod, nodeSet)
+				expectScheduledRunningReady(g, pod)
+			}
+		}).Should(Succeed())
 	})
 })
 
