@@ -44,11 +44,9 @@ func startCluster(t *testing.T, name string, nodes int) *cluster {
 	cl := &cluster{name: name, workdir: t.TempDir()}
 	root := testenv.RepoRoot()
 	configs := []string{"--config", filepath.Join(root, "hack", "kwok", "stages.yaml")}
-	if schedulerProfileSeconds() > 0 {
-		// kube-scheduler has no authentication kubeconfig here, so its
-		// profile is served only on a path every caller may read.
-		path := filepath.Join(cl.workdir, "scheduler-pprof.yaml")
-		if err := os.WriteFile(path, []byte(schedulerPprofConfig), 0o644); err != nil {
+	if patches := componentPatches(); patches != "" {
+		path := filepath.Join(cl.workdir, "components.yaml")
+		if err := os.WriteFile(path, []byte(patches), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		configs = append(configs, "--config", path)
@@ -186,16 +184,49 @@ func (cl *cluster) profileAPIServer(t *testing.T, seconds int, path string) (wai
 	return saveProfile(t, hc, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimSuffix(cl.cfg.Host, "/"), seconds), path)
 }
 
-// schedulerPprofConfig adds /debug/pprof to the paths kube-scheduler
-// serves without authorization (a repeated list flag appends).
-const schedulerPprofConfig = `kind: KwokctlConfiguration
-apiVersion: config.kwok.x-k8s.io/v1alpha1
-componentsPatches:
-- name: kube-scheduler
-  extraArgs:
-  - key: authorization-always-allow-paths
-    value: /debug/pprof/*
-`
+// componentPatches is a KwokctlConfiguration with the control plane's
+// flags the harness sets, or "" for none:
+//
+//   - With BENCH_COMPARE_COMPONENT_LIMITS=raised, kube-scheduler and
+//     kube-controller-manager get client limits of 5,000 QPS and a burst
+//     of 10,000 (the figures kwokctl's --disable-qps-limits gives them; the
+//     API server keeps its flow control) instead of their defaults (50/100
+//     and 20/30 in Kubernetes v1.36's defaults.go). On two cores that made
+//     every run slower (docs/benchmarks.md), so the defaults stay.
+//   - With BENCH_COMPARE_SCHEDULER_PROFILE set, kube-scheduler serves
+//     /debug/pprof without authorization (it has no authentication
+//     kubeconfig here; a repeated list flag appends).
+func componentPatches() string {
+	var scheduler, controllerManager []string
+	if componentLimitsRaised() {
+		limits := []string{"kube-api-qps", "5000", "kube-api-burst", "10000"}
+		scheduler = append(scheduler, limits...)
+		controllerManager = append(controllerManager, limits...)
+	}
+	if schedulerProfileSeconds() > 0 {
+		scheduler = append(scheduler, "authorization-always-allow-paths", "/debug/pprof/*")
+	}
+	var b strings.Builder
+	for _, c := range []struct {
+		name string
+		args []string
+	}{{"kube-scheduler", scheduler}, {"kube-controller-manager", controllerManager}} {
+		if len(c.args) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "- name: %s\n  extraArgs:\n", c.name)
+		for i := 0; i < len(c.args); i += 2 {
+			fmt.Fprintf(&b, "  - key: %s\n    value: %q\n", c.args[i], c.args[i+1])
+		}
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return "kind: KwokctlConfiguration\napiVersion: config.kwok.x-k8s.io/v1alpha1\ncomponentsPatches:\n" + b.String()
+}
+
+// componentLimitsRaised is BENCH_COMPARE_COMPONENT_LIMITS=raised.
+func componentLimitsRaised() bool { return os.Getenv("BENCH_COMPARE_COMPONENT_LIMITS") == "raised" }
 
 // schedulerProfileSeconds is BENCH_COMPARE_SCHEDULER_PROFILE: keep a CPU
 // profile of kube-scheduler over the first seconds of each run.
@@ -203,7 +234,7 @@ func schedulerProfileSeconds() int { return bench.EnvPositive("BENCH_COMPARE_SCH
 
 // profileScheduler starts a CPU profile of kube-scheduler over the next
 // seconds, saved to path, on the secure port its command line names (the
-// cluster was started with schedulerPprofConfig).
+// cluster was started with componentPatches).
 func (cl *cluster) profileScheduler(t *testing.T, seconds int, path string) (wait func()) {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(cl.workdir, "clusters", cl.name, "pids", "kube-scheduler.pid"))

@@ -22,6 +22,11 @@ func table(p pairing, n, rounds int, results map[string][]sample) string {
 	} else {
 		limit += ", workers as shipped"
 	}
+	if componentLimitsRaised() {
+		limit += "; kube-scheduler and kube-controller-manager at QPS 5000 / burst 10000"
+	} else {
+		limit += "; kube-scheduler and kube-controller-manager at their default client limits"
+	}
 	fmt.Fprintf(&b, "### %s: %s vs Gantry, N=%d, %d rounds (A B alternating), %s\n\n", p.name, p.upstream.name, n, rounds, limit)
 	fmt.Fprintf(&b, "| figure | %s median (min–max) | Gantry median (min–max) | Gantry / %s |\n|---|---|---|---|\n", p.upstream.name, p.upstream.name)
 	row := func(name, format string, get func(sample) float64) {
