@@ -42,14 +42,8 @@ var _ = Describe("Slurm, moved from Slinky's operator", Label(labelSlurm), func(
 		// ConfigMap is missing: that holds it back while Slinky's
 		// StatefulSet is put in place, as though Slinky's operator had run
 		// the cluster until now.
-		controller := &slinkyv1beta1.Controller{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "slurm"},
-			Spec: slinkyv1beta1.ControllerSpec{
-				SlurmKeyRef:    &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: slurmAuthSecret}, Key: "slurm.key"},
-				JwtKeyRef:      &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: slurmAuthSecret}, Key: "jwt.key"},
-				ConfigFileRefs: []corev1.LocalObjectReference{{Name: "slurm-config-files"}},
-			},
-		}
+		controller := slurmController(ns)
+		controller.Spec.ConfigFileRefs = []corev1.LocalObjectReference{{Name: "slurm-config-files"}}
 		createStrict(ctx, controller)
 
 		// Slinky v1.2.1's StatefulSet (controllerbuilder/controller_app.go):
@@ -179,13 +173,7 @@ var _ = Describe("Slurm, moved from Slinky's operator", Label(labelSlurm), func(
 		requireSimulatedKubelet(ctx)
 		ns := newNamespace(ctx, "slurm-move-nodes")
 		createSlurmAuth(ctx, ns)
-		controller := &slinkyv1beta1.Controller{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "slurm"},
-			Spec: slinkyv1beta1.ControllerSpec{
-				SlurmKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: slurmAuthSecret}, Key: "slurm.key"},
-				JwtKeyRef:   &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: slurmAuthSecret}, Key: "jwt.key"},
-			},
-		}
+		controller := slurmController(ns)
 		createStrict(ctx, controller)
 		// At zero replicas until Slinky's pods are in place: the NodeSet's
 		// UID is their owner.
@@ -298,6 +286,18 @@ var _ = Describe("Slurm, moved from Slinky's operator", Label(labelSlurm), func(
 		}).Should(Succeed())
 	})
 })
+
+// slurmController is a Controller "slurm" in ns with the keys
+// createSlurmAuth makes.
+func slurmController(ns string) *slinkyv1beta1.Controller {
+	return &slinkyv1beta1.Controller{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "slurm"},
+		Spec: slinkyv1beta1.ControllerSpec{
+			SlurmKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: slurmAuthSecret}, Key: "slurm.key"},
+			JwtKeyRef:   &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: slurmAuthSecret}, Key: "jwt.key"},
+		},
+	}
+}
 
 // podHistory is every version of one pod a watch delivered.
 type podHistory struct {
