@@ -192,7 +192,8 @@ func (cl *cluster) profileAPIServer(t *testing.T, seconds int, path string) (wai
 //     of 10,000 (the figures kwokctl's --disable-qps-limits gives them; the
 //     API server keeps its flow control) instead of their defaults (50/100
 //     and 20/30 in Kubernetes v1.36's defaults.go). On two cores that made
-//     every run slower (docs/benchmarks.md), so the defaults stay.
+//     the ray pairing slower and shortened nothing (docs/benchmarks.md),
+//     so the defaults stay.
 //   - With BENCH_COMPARE_SCHEDULER_PROFILE set, kube-scheduler serves
 //     /debug/pprof without authorization (it has no authentication
 //     kubeconfig here; a repeated list flag appends).
